@@ -1,0 +1,5 @@
+import sys
+
+from seqkeras.cli import main
+
+sys.exit(main())

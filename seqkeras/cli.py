@@ -1,0 +1,217 @@
+"""The command line: run, validate, table, list.
+
+Exit status: 0 all runs finished and every expectation held; 1 a run failed or
+an expectation did not hold; 2 invalid input (nothing ran).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from seqkeras.errors import SpecError
+
+EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    # TensorFlow's C++ start-up chatter (oneDNN, CUDA probing) hides our output.
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.handler(args)
+    except SpecError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_INVALID
+    except KeyboardInterrupt:
+        print("\ninterrupted: finished runs are recorded; run again to continue where it stopped", file=sys.stderr)
+        return 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="seqkeras", description="Declarative experiments for sequence models.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = commands.add_parser("run", help="run experiments and write results/<name>/")
+    run.add_argument("paths", nargs="+", metavar="PATH", help="a YAML file or a folder of them")
+    run.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                     help="override a spec value, e.g. --set model.units=32 (repeatable)")
+    run.add_argument("--out", default="results", help="results root (default: results/)")
+    run.add_argument("--backend", choices=["tensorflow", "jax", "torch"], default=None,
+                     help="Keras backend (default: $KERAS_BACKEND or tensorflow)")
+    run.add_argument("--force", action="store_true", help="rerun runs that already have a finished record")
+    run.set_defaults(handler=command_run)
+
+    validate = commands.add_parser("validate", help="check specs without running anything")
+    validate.add_argument("paths", nargs="+", metavar="PATH")
+    validate.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    validate.set_defaults(handler=command_validate)
+
+    table = commands.add_parser("table", help="print a pivot table of an experiment's runs")
+    table.add_argument("results_dir", metavar="RESULTS_DIR", help="results/<name> or a runs.csv")
+    table.add_argument("--rows", nargs="+", help="matrix key(s) along the rows")
+    table.add_argument("--columns", nargs="+", help="matrix key(s) along the columns")
+    table.add_argument("--value", help="metric in the cells")
+    table.add_argument("--format", choices=["md", "csv"], default="md")
+    table.set_defaults(handler=command_table)
+
+    listing = commands.add_parser("list", help="every task, model kind, cell, decoder, probe and metric")
+    listing.set_defaults(handler=command_list)
+    return parser
+
+
+def spec_files(paths: list[str]) -> list[Path]:
+    files: list[Path] = []
+    for text in paths:
+        path = Path(text)
+        if path.is_dir():
+            found = sorted(path.rglob("*.yaml"))
+            if not found:
+                raise SpecError(f"{path} holds no *.yaml files")
+            files.extend(found)
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise SpecError(f"{path}: no such file or folder")
+    return files
+
+
+def load_all(paths: list[str], overrides: list[str]):
+    """Validate every spec first: one bad file means nothing runs."""
+    from seqkeras.spec import load_experiment
+
+    experiments, errors = [], []
+    for file in spec_files(paths):
+        try:
+            experiments.append(load_experiment(file, overrides))
+        except SpecError as error:
+            errors.append(str(error))
+    if errors:
+        raise SpecError("\n".join(errors) if len(errors) == 1 else f"{len(errors)} invalid specs:\n" + "\n".join(errors))
+    names = [e.spec.name for e in experiments]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise SpecError(f"two specs share the experiment name {duplicates[0]!r}; names decide results folders")
+    return experiments
+
+
+def command_validate(args) -> int:
+    from seqkeras.runtime import select_backend
+
+    select_backend()
+    for experiment in load_all(args.paths, args.overrides):
+        print(f"ok  {experiment.source}  ({experiment.spec.name}: {len(experiment.runs)} runs)")
+    return EXIT_OK
+
+
+def command_run(args) -> int:
+    from seqkeras.runtime import select_backend
+
+    select_backend(args.backend)
+    experiments = load_all(args.paths, args.overrides)
+    from seqkeras.report import to_markdown, verdict_frame
+    from seqkeras.runner import run_experiment
+
+    out_root = Path(args.out)
+    try:
+        out_root.mkdir(parents=True, exist_ok=True)
+        probe = out_root / ".seqkeras-write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as error:
+        raise SpecError(f"cannot write results to {out_root}: {error.strerror}") from None
+
+    total_runs = sum(len(e.runs) for e in experiments)
+    print(f"{len(experiments)} experiment(s), {total_runs} run(s) → {out_root}/")
+    all_verdicts, failed_runs = [], 0
+    for experiment in experiments:
+        outcome = run_experiment(experiment, out_root, force=args.force)
+        page = (out_root / experiment.spec.name / "table.md").read_text(encoding="utf-8")
+        print("\n" + page)
+        failed_runs += outcome.failed_runs
+        all_verdicts += [(experiment.spec.name, v) for v in outcome.verdicts]
+    if len(experiments) > 1 and all_verdicts:
+        frame = verdict_frame([v for _, v in all_verdicts])
+        frame.insert(0, "experiment", [name for name, _ in all_verdicts])
+        held = sum(v.holds for _, v in all_verdicts)
+        print(f"# All expectations: {held} of {len(all_verdicts)} reproduced\n")
+        print(to_markdown(frame))
+    failed_expectations = sum(not v.holds for _, v in all_verdicts)
+    if failed_runs or failed_expectations:
+        print(f"\n{failed_runs} failed run(s), {failed_expectations} expectation(s) not reproduced", file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def command_table(args) -> int:
+    import yaml
+
+    from seqkeras.report import pivot, summary_tables, to_markdown
+    from seqkeras.results import read_runs
+    from seqkeras.spec import TableSpec
+
+    results_dir = Path(args.results_dir)
+    runs = read_runs(results_dir)
+    if args.rows or args.columns or args.value:
+        if not (args.rows and args.value):
+            raise SpecError("give --rows and --value (and optionally --columns), or none of them")
+        table = TableSpec(rows=args.rows, columns=args.columns, value=args.value)
+        frames = [("", pivot(runs, table))]
+    else:
+        folder = results_dir if results_dir.is_dir() else results_dir.parent
+        saved = folder / "experiment.yaml"
+        spec = yaml.safe_load(saved.read_text(encoding="utf-8")) if saved.exists() else {}
+        tables = spec.get("table") or []
+        tables = [TableSpec(**t) for t in (tables if isinstance(tables, list) else [tables])]
+        matrix_columns = [c for c in runs.columns if "." in c]
+        frames = summary_tables(runs, tables, matrix_columns)
+    for title, frame in frames:
+        if title and args.format == "md":
+            print(f"## {title}\n")
+        print(frame.to_csv(index=False) if args.format == "csv" else to_markdown(frame))
+        print()
+    return EXIT_OK
+
+
+def command_list(args) -> int:
+    from seqkeras.runtime import select_backend
+
+    select_backend()
+    from seqkeras import catalog
+
+    for kind, registry in catalog.ALL.items():
+        print(f"{kind}s:".upper())
+        for component in registry:
+            print(f"  {component.name} — {component.summary}")
+            for line in describe_params(component.params):
+                print(f"      {line}")
+        print()
+    return EXIT_OK
+
+
+def type_name(annotation) -> str:
+    import typing
+
+    if typing.get_origin(annotation) is typing.Literal:
+        return "one of " + "|".join(str(a) for a in typing.get_args(annotation))
+    name = getattr(annotation, "__name__", None)
+    return name if name and typing.get_origin(annotation) is None else str(annotation).replace("typing.", "")
+
+
+def describe_params(model) -> list[str]:
+    lines = []
+    for name, field in model.model_fields.items():
+        annotation = type_name(field.annotation)
+        default = "required" if field.is_required() else f"default {field.get_default(call_default_factory=True)!r}"
+        bounds = [f"{label} {getattr(m, attr)}" for m in field.metadata
+                  for attr, label in (("ge", "≥"), ("gt", ">"), ("le", "≤"), ("lt", "<")) if hasattr(m, attr)]
+        detail = ", ".join([annotation, default, *bounds])
+        lines.append(f"{name} ({detail}): {field.description or ''}".rstrip(": "))
+    return lines
+
+
+if __name__ == "__main__":
+    sys.exit(main())

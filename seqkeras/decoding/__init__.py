@@ -1,0 +1,47 @@
+"""Decoding: turn a model's next-token distributions into output sequences.
+
+One implementation serves the lesson's toy next-word table and trained models
+(language models, seq2seq encoder-decoders): a model is seen through the small
+`StepModel` protocol, and every strategy (greedy, sampling, beam search) works
+on that protocol alone. Nothing here imports TensorFlow until a model is built
+or a decoder runs.
+"""
+
+from seqkeras.decoding.decoders import (
+    DECODERS,
+    BeamDecoder,
+    BeamParams,
+    DecodeResult,
+    Decoder,
+    GreedyDecoder,
+    GreedyParams,
+    Hypothesis,
+    SampleDecoder,
+    SampleParams,
+    build_decoder,
+    length_penalty,
+    score_sequences,
+)
+from seqkeras.decoding.step_model import PrefixStepModel, StepModel
+from seqkeras.decoding.table_model import LESSON_TABLE, TableLanguageModel, check_table
+
+__all__ = [
+    "DECODERS",
+    "BeamDecoder",
+    "BeamParams",
+    "DecodeResult",
+    "Decoder",
+    "GreedyDecoder",
+    "GreedyParams",
+    "Hypothesis",
+    "LESSON_TABLE",
+    "PrefixStepModel",
+    "SampleDecoder",
+    "SampleParams",
+    "StepModel",
+    "TableLanguageModel",
+    "build_decoder",
+    "check_table",
+    "length_penalty",
+    "score_sequences",
+]

@@ -1,0 +1,392 @@
+"""Decoding strategies: greedy, sampling and beam search over any `StepModel`.
+
+`Decoder` owns the loop for the strategies that pick one token per row per
+step (greedy and sampling): it feeds the step model, lets a keras-hub sampler
+choose the next token, adds up the model's log-probabilities and drops rows
+that emitted the end token. The token choice itself is keras-hub's:
+`Sampler.compute_probabilities()` (softmax with temperature) followed by
+`Sampler.get_next_token()`. keras-hub's own `Sampler.__call__` loop is not
+used because it writes into a fixed-length prompt tensor, knows nothing of our
+state's `select()`, and keeps sampling rows that have already ended.
+
+Only beam search overrides the loop (as in keras-hub), because it keeps several
+hypotheses per input.
+
+keras and keras-hub are imported inside the methods that need them, so this
+module (and its parameter classes) can be imported without TensorFlow.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import numpy as np
+from pydantic import BaseModel, Field, ValidationError
+
+from seqkeras.decoding.step_model import StepModel
+from seqkeras.errors import SpecError, unknown_choice
+from seqkeras.registry import Params
+
+# A token whose log-probability is below this has probability 0 in float64
+# (exp underflows): beam search does not extend a hypothesis by it, as the
+# lesson's beam only tries the words listed in the table. Real models' logits
+# never come close; the table model's "impossible" entries sit at about -1e9.
+IMPOSSIBLE_LOG_PROB = math.log(np.finfo(np.float64).tiny)
+
+
+class GreedyParams(Params):
+    """Greedy decoding has no parameters: it always takes the most probable token."""
+
+
+class BeamParams(Params):
+    width: int = Field(
+        4,
+        ge=1,
+        description="Hypotheses kept per step (the beam). Width 1 is greedy decoding.",
+    )
+    length_penalty: float = Field(
+        0.0,
+        ge=0.0,
+        description=(
+            "GNMT length-penalty exponent alpha: hypotheses are ranked by "
+            "log P(y) / ((5 + |y|) / 6) ** alpha. 0 ranks by plain log-probability; "
+            "larger values favour longer outputs."
+        ),
+    )
+
+
+class SampleParams(Params):
+    temperature: float = Field(
+        1.0,
+        gt=0.0,
+        description="Logits are divided by this before the softmax: below 1 sharpens towards greedy, above 1 flattens.",
+    )
+    top_k: int | None = Field(
+        None, ge=1, description="Sample only among the k most probable tokens (none: no limit)."
+    )
+    top_p: float | None = Field(
+        None,
+        gt=0.0,
+        le=1.0,
+        description=(
+            "Nucleus sampling: sample only among the most probable tokens whose cumulative "
+            "probability first exceeds p (none or 1: no limit)."
+        ),
+    )
+    seed: int = Field(0, description="Seed of the sampler's random stream; the same seed gives the same tokens.")
+
+
+@dataclass
+class Hypothesis:
+    """One candidate output: generated ids (after the start token), its log-probability and its rank score."""
+
+    tokens: list[int]
+    log_prob: float
+    score: float
+    finished: bool
+
+
+@dataclass
+class DecodeResult:
+    """What a decoder returns for a batch of B inputs.
+
+    tokens: for each input, the generated ids after the start token, ending with the
+        end token when it was emitted (not when `max_length` cut the output short).
+    log_probs: [B], the model's log-probability of those tokens (temperature and
+        top-k/top-p do not change it: it is the model's, not the sampler's).
+    lengths: [B], len(tokens[b]).
+    hypotheses: beam search only: per input, every hypothesis that competed at the end
+        (finished ones, plus unfinished ones cut at max_length), best first.
+    """
+
+    tokens: list[list[int]]
+    log_probs: np.ndarray
+    lengths: np.ndarray
+    hypotheses: list[list[Hypothesis]] | None = field(default=None)
+
+
+def _check_decode_args(step_model: StepModel, batch_size: int, max_length: int) -> None:
+    if int(batch_size) < 1:
+        raise ValueError(f"batch_size must be at least 1, received {batch_size}")
+    if int(max_length) < 1:
+        raise ValueError(f"max_length must be at least 1, received {max_length}")
+    if not 0 <= step_model.end_id < step_model.vocab_size:
+        raise ValueError(f"end_id {step_model.end_id} is outside the vocabulary of {step_model.vocab_size}")
+
+
+class Decoder:
+    """Base class: one token per row per step, chosen by a keras-hub sampler.
+
+    Subclasses set `params_class` and `name`, and build their sampler in
+    `make_sampler()`. A fresh sampler is made for every `decode()` call, so a
+    seeded decoder gives the same tokens every time it is called (keras-hub's
+    samplers hold a `SeedGenerator` whose state advances with every draw).
+    """
+
+    params_class: ClassVar[type[Params]]
+    name: ClassVar[str]
+
+    def __init__(self, **params):
+        self.params = self.params_class(**params)
+
+    @classmethod
+    def from_params(cls, params: BaseModel) -> "Decoder":
+        """Build from a params object; extra fields (such as a spec's `name`) are ignored."""
+        return cls(**{key: getattr(params, key) for key in cls.params_class.model_fields})
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{key}={value!r}" for key, value in self.params.model_dump().items())
+        return f"{type(self).__name__}({fields})"
+
+    def make_sampler(self, vocab_size: int):
+        raise NotImplementedError
+
+    def token_chooser(self, vocab_size: int) -> Callable[[np.ndarray], np.ndarray]:
+        """A function from log-probabilities [B, V] to the chosen tokens [B]."""
+        from keras import ops
+
+        sampler = self.make_sampler(vocab_size)
+
+        def choose(log_probs: np.ndarray) -> np.ndarray:
+            # Normalized log-probabilities are valid logits: softmax(log p / T) is
+            # exactly the temperature-scaled distribution.
+            probabilities = sampler.compute_probabilities(ops.convert_to_tensor(log_probs, "float32"))
+            return ops.convert_to_numpy(sampler.get_next_token(probabilities)).astype("int64")
+
+        return choose
+
+    def decode(self, step_model: StepModel, batch_size: int = 1, max_length: int = 50) -> DecodeResult:
+        _check_decode_args(step_model, batch_size, max_length)
+        choose = self.token_chooser(step_model.vocab_size)
+        state = step_model.start(batch_size)
+        rows = np.arange(batch_size)  # the input each live row belongs to
+        inputs = np.full(batch_size, step_model.start_id, dtype="int64")
+        tokens: list[list[int]] = [[] for _ in range(batch_size)]
+        log_probs = np.zeros(batch_size, dtype="float64")
+        for _ in range(max_length):
+            step_log_probs, state = step_model.step(inputs, state)
+            step_log_probs = np.asarray(step_log_probs, dtype="float64")
+            chosen = choose(step_log_probs)
+            log_probs[rows] += step_log_probs[np.arange(rows.size), chosen]
+            for row, token in zip(rows, chosen):
+                tokens[row].append(int(token))
+            alive = chosen != step_model.end_id
+            if not alive.all():
+                # Finished rows leave the batch: nothing more is appended or scored.
+                keep = np.flatnonzero(alive)
+                if keep.size == 0:
+                    break
+                state = step_model.select(state, keep)
+                rows, chosen = rows[keep], chosen[keep]
+            inputs = chosen
+        lengths = np.array([len(row) for row in tokens], dtype="int64")
+        return DecodeResult(tokens=tokens, log_probs=log_probs, lengths=lengths)
+
+
+class GreedyDecoder(Decoder):
+    """Take the most probable token at every step (keras-hub `GreedySampler`, an argmax)."""
+
+    params_class = GreedyParams
+    name = "greedy"
+
+    def make_sampler(self, vocab_size: int):
+        import keras_hub
+
+        return keras_hub.samplers.GreedySampler()
+
+
+class SampleDecoder(Decoder):
+    """Draw each token from the model's distribution, optionally sharpened or truncated.
+
+    The keras-hub sampler is chosen by which limits are set:
+    none → `RandomSampler`; top_k → `TopKSampler`; top_p (with or without
+    top_k) → `TopPSampler`, whose own `k` argument applies the top-k cut first.
+    Together they keep the tokens that are both among the k most probable and
+    inside the nucleus of the whole (temperature-scaled) distribution: keras-hub
+    sums the cumulative probability over the unrenormalized top-k
+    probabilities, so no subclass is needed for the combination.
+    `top_k` larger than the vocabulary means no limit (keras-hub's `top_k` op
+    would fail), and `top_p == 1` means no nucleus (it would otherwise risk
+    dropping the tail when float32 cumulative sums round above 1).
+    """
+
+    params_class = SampleParams
+    name = "sample"
+
+    def make_sampler(self, vocab_size: int):
+        import keras_hub
+
+        params = self.params
+        k = params.top_k if params.top_k is not None and params.top_k < vocab_size else None
+        p = params.top_p if params.top_p is not None and params.top_p < 1.0 else None
+        common = {"seed": params.seed, "temperature": params.temperature}
+        if p is not None:
+            return keras_hub.samplers.TopPSampler(p=p, k=k, **common)
+        if k is not None:
+            return keras_hub.samplers.TopKSampler(k=k, **common)
+        return keras_hub.samplers.RandomSampler(**common)
+
+
+def length_penalty(length: int | np.ndarray, alpha: float):
+    """GNMT length penalty ((5 + |y|) / 6) ** alpha (Wu et al., 2016); 1 when alpha is 0."""
+    return ((5.0 + np.asarray(length, dtype="float64")) / 6.0) ** alpha
+
+
+class BeamDecoder(Decoder):
+    """Beam search, as in the lesson, batched over inputs and with a length penalty.
+
+    At each step every live hypothesis is extended by every possible token, all
+    candidates of an input are ranked, and the top `width` are kept; those
+    ending with the end token are put aside as finished (they take their place
+    in the top `width`, so the live beam can shrink) and are never extended.
+    Decoding stops when no hypothesis is live or after `max_length` steps, when
+    the unfinished hypotheses compete too. The best hypothesis by
+    log P(y) / ((5 + |y|) / 6) ** length_penalty is returned, |y| counting the
+    end token. All candidates of one step have the same length, so the penalty
+    only matters when finished hypotheses of different lengths are compared.
+
+    Why not keras-hub's `BeamSampler`: it has no length penalty, and it keeps
+    extending and scoring a beam after the beam has emitted the end token
+    (unless the model makes the end token absorbing), so a finished hypothesis
+    keeps paying for tokens after its end.
+
+    The work is vectorized over all live hypotheses of all inputs; the step
+    model's `select()` reorders its state after each step.
+    """
+
+    params_class = BeamParams
+    name = "beam"
+
+    def decode(self, step_model: StepModel, batch_size: int = 1, max_length: int = 50) -> DecodeResult:
+        _check_decode_args(step_model, batch_size, max_length)
+        width, alpha = self.params.width, self.params.length_penalty
+        vocab, end = step_model.vocab_size, step_model.end_id
+        state = step_model.start(batch_size)
+        # One entry per live hypothesis, grouped by input in rank order.
+        row_input = np.arange(batch_size)
+        row_slot = np.zeros(batch_size, dtype="int64")
+        row_log_prob = np.zeros(batch_size, dtype="float64")
+        history = np.zeros((batch_size, 0), dtype="int64")
+        inputs = np.full(batch_size, step_model.start_id, dtype="int64")
+        competing: list[list[Hypothesis]] = [[] for _ in range(batch_size)]
+
+        for step in range(max_length):
+            step_log_probs, state = step_model.step(inputs, state)
+            step_log_probs = np.asarray(step_log_probs, dtype="float64")
+            step_log_probs = np.where(step_log_probs < IMPOSSIBLE_LOG_PROB, -np.inf, step_log_probs)
+
+            candidates = np.full((batch_size, width, vocab), -np.inf)
+            candidates[row_input, row_slot] = row_log_prob[:, None] + step_log_probs
+            candidates = candidates.reshape(batch_size, width * vocab)
+            # Stable sort: ties keep beam order, then token order, as the lesson's sort does.
+            order = np.argsort(-candidates, axis=1, kind="stable")[:, :width]
+            best = np.take_along_axis(candidates, order, axis=1)
+
+            source_row = np.full((batch_size, width), -1, dtype="int64")
+            source_row[row_input, row_slot] = np.arange(row_input.size)
+            kept_input, kept_rank = np.nonzero(np.isfinite(best))
+            kept_log_prob = best[kept_input, kept_rank]
+            kept_token = order[kept_input, kept_rank] % vocab
+            kept_source = source_row[kept_input, order[kept_input, kept_rank] // vocab]
+
+            last_step = step == max_length - 1
+            ends = kept_token == end
+            for index in np.flatnonzero(ends | last_step):
+                ids = history[kept_source[index]].tolist() + [int(kept_token[index])]
+                log_prob = float(kept_log_prob[index])
+                competing[kept_input[index]].append(
+                    Hypothesis(ids, log_prob, log_prob / float(length_penalty(len(ids), alpha)), bool(ends[index]))
+                )
+
+            live = np.flatnonzero(~ends)
+            if live.size == 0 or last_step:
+                break
+            state = step_model.select(state, kept_source[live])
+            history = np.concatenate([history[kept_source[live]], kept_token[live, None]], axis=1)
+            row_input = kept_input[live]
+            row_slot = np.arange(live.size) - np.searchsorted(row_input, row_input, side="left")
+            row_log_prob = kept_log_prob[live]
+            inputs = kept_token[live]
+
+        tokens, log_probs, ranked = [], np.full(batch_size, -np.inf), []
+        for index, hypotheses in enumerate(competing):
+            # Python's sort is stable: equal scores keep the order they were found in.
+            hypotheses = sorted(hypotheses, key=lambda hypothesis: -hypothesis.score)
+            ranked.append(hypotheses)
+            tokens.append(list(hypotheses[0].tokens) if hypotheses else [])
+            if hypotheses:
+                log_probs[index] = hypotheses[0].log_prob
+        lengths = np.array([len(row) for row in tokens], dtype="int64")
+        return DecodeResult(tokens=tokens, log_probs=log_probs, lengths=lengths, hypotheses=ranked)
+
+
+DECODERS: dict[str, type[Decoder]] = {
+    decoder.name: decoder for decoder in (GreedyDecoder, BeamDecoder, SampleDecoder)
+}
+
+
+def build_decoder(name: str, params: BaseModel | dict | None = None) -> Decoder:
+    """The decoder called `name` ('greedy', 'beam', 'sample') with `params`.
+
+    `params` may be that decoder's params object (or a subclass of it, such as a
+    spec's entry carrying a `name`), a plain dict, or None for the defaults.
+    """
+    if name not in DECODERS:
+        raise SpecError(unknown_choice("decoder", name, DECODERS), path="name")
+    decoder_class = DECODERS[name]
+    if params is None:
+        params = decoder_class.params_class()
+    elif isinstance(params, dict):
+        try:
+            params = decoder_class.params_class(**params)
+        except ValidationError as error:
+            first = error.errors()[0]
+            path = ".".join(str(part) for part in first["loc"]) or None
+            raise SpecError(f"{first['msg']} (received {first.get('input')!r})", path=path) from None
+    elif not isinstance(params, decoder_class.params_class):
+        raise TypeError(
+            f"decoder {name!r} takes {decoder_class.params_class.__name__}, "
+            f"received {type(params).__name__}"
+        )
+    return decoder_class.from_params(params)
+
+
+def score_sequences(step_model: StepModel, sequences: Sequence[Sequence[int]]) -> np.ndarray:
+    """Teacher-forced log-probability of each sequence under the model, [B].
+
+    Each sequence holds the ids after the start token (include the end token to
+    score the model's decision to stop). Divide by the lengths for the mean
+    log-probability per token. Scoring a decoder's output gives back its
+    `log_probs`.
+    """
+    sequences = [np.asarray(sequence, dtype="int64").reshape(-1) for sequence in sequences]
+    if not sequences:
+        return np.zeros(0, dtype="float64")
+    for index, sequence in enumerate(sequences):
+        if sequence.size and (sequence.min() < 0 or sequence.max() >= step_model.vocab_size):
+            raise ValueError(f"sequence {index} has ids outside the vocabulary of {step_model.vocab_size}")
+    lengths = np.array([sequence.size for sequence in sequences])
+    padded = np.full((len(sequences), max(lengths.max(), 1)), step_model.end_id, dtype="int64")
+    for index, sequence in enumerate(sequences):
+        padded[index, : sequence.size] = sequence
+
+    totals = np.zeros(len(sequences), dtype="float64")
+    rows = np.flatnonzero(lengths > 0)
+    if rows.size == 0:
+        return totals
+    state = step_model.select(step_model.start(len(sequences)), rows)
+    inputs = np.full(rows.size, step_model.start_id, dtype="int64")
+    for position in range(lengths.max()):
+        step_log_probs, state = step_model.step(inputs, state)
+        targets = padded[rows, position]
+        totals[rows] += np.asarray(step_log_probs, dtype="float64")[np.arange(rows.size), targets]
+        keep = np.flatnonzero(lengths[rows] > position + 1)
+        if keep.size == 0:
+            break
+        if keep.size < rows.size:
+            state = step_model.select(state, keep)
+        rows, inputs = rows[keep], targets[keep]
+    return totals

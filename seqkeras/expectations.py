@@ -1,0 +1,131 @@
+"""`expect:` entries checked against the runs: one verdict per claim."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from seqkeras.results import OK
+from seqkeras.spec import ExpectSpec
+
+REPRODUCED, NOT_REPRODUCED = "reproduced", "NOT reproduced"
+
+
+@dataclass
+class Verdict:
+    claim: str
+    expected: str
+    measured: str
+    holds: bool
+
+    def as_row(self) -> dict[str, str]:
+        return {
+            "claim": self.claim,
+            "expected": self.expected,
+            "measured": self.measured,
+            "verdict": REPRODUCED if self.holds else NOT_REPRODUCED,
+        }
+
+
+def select(runs: pd.DataFrame, where: dict[str, Any]) -> pd.DataFrame:
+    """Finished runs whose matrix values equal `where` (numbers compared as numbers)."""
+    chosen = runs[runs["status"] == OK]
+    for key, wanted in where.items():
+        chosen = chosen[chosen[key].map(lambda value: same_value(value, wanted))]
+    return chosen
+
+
+def same_value(value: Any, wanted: Any) -> bool:
+    if isinstance(wanted, bool) or isinstance(value, (bool, np.bool_)):
+        return str(value).lower() == str(wanted).lower()
+    if isinstance(wanted, (int, float)):
+        try:
+            return math.isclose(float(value), float(wanted), rel_tol=1e-12, abs_tol=1e-15)
+        except (TypeError, ValueError):
+            return False
+    return str(value) == str(wanted)
+
+
+def format_measured(value: float, expect: ExpectSpec) -> str:
+    if expect.sig_digits is not None:
+        return f"{value:.{expect.sig_digits - 1}e}"
+    if expect.decimals is not None:
+        return f"{value:.{expect.decimals}f}"
+    return f"{value:.4g}"
+
+
+def check(expect: ExpectSpec, runs: pd.DataFrame) -> Verdict:
+    chosen = select(runs, expect.where)
+    where_text = ", ".join(f"{k}={v}" for k, v in expect.where.items())
+    if expect.metric not in runs.columns:
+        return Verdict(expect.claim, _expected_text(expect), f"no metric {expect.metric!r}", False)
+    if chosen.empty:
+        return Verdict(expect.claim, _expected_text(expect), f"no finished run with {where_text or 'any values'}", False)
+    values = chosen[expect.metric]
+    if expect.equals is not None:
+        measured = sorted(set(values.astype(str)))
+        return Verdict(expect.claim, repr(expect.equals), " / ".join(repr(m) for m in measured), measured == [expect.equals])
+    numbers = pd.to_numeric(values, errors="coerce")
+    if numbers.isna().any():
+        return Verdict(expect.claim, _expected_text(expect), "missing or non-numeric value", False)
+    measured = float(numbers.mean())
+    text = format_measured(measured, expect)
+    holds, expected = _compare(expect, measured, runs)
+    return Verdict(expect.claim, expected, text, holds)
+
+
+def _compare(expect: ExpectSpec, measured: float, runs: pd.DataFrame) -> tuple[bool, str]:
+    if expect.value is not None:
+        if expect.sig_digits is not None or expect.decimals is not None:
+            return format_measured(measured, expect) == format_measured(expect.value, expect), _expected_text(expect)
+        holds = math.isclose(measured, expect.value, rel_tol=expect.rel_tol or 0.0, abs_tol=expect.abs_tol or 0.0)
+        return holds, _expected_text(expect)
+    if expect.greater_than is not None or expect.less_than is not None:
+        other_spec = expect.greater_than or expect.less_than
+        other = pd.to_numeric(select(runs, other_spec.where)[expect.metric], errors="coerce")
+        if other.empty or other.isna().any():
+            return False, f"{_relation(expect)} (other selection has no finished runs)"
+        other_mean = float(other.mean())
+        if expect.greater_than is not None:
+            holds = measured > other_mean + other_spec.by
+        else:
+            holds = measured < other_mean - other_spec.by
+        return holds, f"{_relation(expect)} ({other_mean:.4g})"
+    holds = (expect.at_least is None or measured >= expect.at_least) and (
+        expect.at_most is None or measured <= expect.at_most
+    )
+    return holds, _expected_text(expect)
+
+
+def _relation(expect: ExpectSpec) -> str:
+    other = expect.greater_than or expect.less_than
+    sign = ">" if expect.greater_than is not None else "<"
+    where = ", ".join(f"{k}={v}" for k, v in other.where.items())
+    margin = f" {'+' if sign == '>' else '−'} {other.by:g}" if other.by else ""
+    return f"{sign} {where}{margin}"
+
+
+def _expected_text(expect: ExpectSpec) -> str:
+    if expect.value is not None:
+        if expect.sig_digits is not None or expect.decimals is not None:
+            return format_measured(expect.value, expect)
+        tolerance = []
+        if expect.abs_tol is not None:
+            tolerance.append(f"± {expect.abs_tol:g}")
+        if expect.rel_tol is not None:
+            tolerance.append(f"± {expect.rel_tol:.0%}")
+        return f"{expect.value:.4g} {' or '.join(tolerance)}".strip()
+    if expect.equals is not None:
+        return repr(expect.equals)
+    if expect.greater_than is not None or expect.less_than is not None:
+        return _relation(expect)
+    parts = []
+    if expect.at_least is not None:
+        parts.append(f"≥ {expect.at_least:g}")
+    if expect.at_most is not None:
+        parts.append(f"≤ {expect.at_most:g}")
+    return " and ".join(parts)

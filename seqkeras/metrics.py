@@ -1,0 +1,67 @@
+"""Test-set metrics, computed from the model's predictions in numpy.
+
+Computing them here (instead of with Keras metric objects during evaluate)
+makes padding explicit: every per-token metric uses the mask of real tokens,
+so padding never counts, whatever the model kind.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+# Probabilities are clipped before the log so a confident wrong prediction
+# gives a large but finite loss instead of inf.
+EPSILON = 1e-12
+
+
+@dataclass
+class Predictions:
+    """What a metric sees. For sequences, `mask` marks the real tokens."""
+
+    probabilities: np.ndarray  # [N, C] or [N, L, C]
+    targets: np.ndarray  # [N] or [N, L]
+    mask: np.ndarray | None = None  # [N, L] bool for sequence outputs
+    predicted: np.ndarray | None = None  # ids, when decoding is not argmax (e.g. a CRF's Viterbi path)
+    labels: list[str] | None = None  # names of the output ids (tags) where they matter
+
+    def predicted_ids(self) -> np.ndarray:
+        return self.predicted if self.predicted is not None else self.probabilities.argmax(axis=-1)
+
+    def valid(self) -> np.ndarray:
+        return self.mask if self.mask is not None else np.ones(self.targets.shape, dtype=bool)
+
+
+def accuracy(p: Predictions) -> float:
+    return float(np.mean(p.predicted_ids() == p.targets))
+
+
+def token_accuracy(p: Predictions) -> float:
+    valid = p.valid()
+    return float(np.sum((p.predicted_ids() == p.targets) & valid) / max(valid.sum(), 1))
+
+
+def cross_entropy(p: Predictions) -> float:
+    """Mean negative log-likelihood per (real) target, in nats."""
+    chosen = np.take_along_axis(p.probabilities, p.targets[..., None], axis=-1)[..., 0]
+    nll = -np.log(np.clip(chosen, EPSILON, 1.0))
+    valid = p.valid()
+    return float(np.sum(nll * valid) / max(valid.sum(), 1))
+
+
+def perplexity(p: Predictions) -> float:
+    """exp(cross-entropy): a uniform model over V tokens scores exactly V."""
+    return float(np.exp(cross_entropy(p)))
+
+
+def tag_sequences(p: Predictions) -> tuple[list[list[str]], list[list[str]]]:
+    """True and predicted tag names per sentence, padding removed."""
+    valid = p.valid()
+    predicted = p.predicted_ids()
+    true, guess = [], []
+    for row in range(len(p.targets)):
+        keep = valid[row]
+        true.append([p.labels[i] for i in p.targets[row][keep]])
+        guess.append([p.labels[i] for i in predicted[row][keep]])
+    return true, guess

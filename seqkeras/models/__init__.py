@@ -1,0 +1,1 @@
+"""Model builders: one function per model kind, each `build(params, data) -> keras.Model`."""

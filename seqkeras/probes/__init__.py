@@ -1,0 +1,1 @@
+"""Training-free experiments that reproduce the lesson's printed numbers."""

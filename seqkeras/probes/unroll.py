@@ -1,0 +1,139 @@
+"""Probe `unroll`: step a small RNN through a sentence and watch the first word fade.
+
+Lesson 001's interactive demo reads "the keys to the cabinet are on the table"
+one token at a time into a 4-cell state, h_t = tanh(W_x x_t + W_h h_{t-1}),
+with small fixed weights, and points out that an early word still tints the
+state several steps later but slowly fades because W_h has magnitude below 1.
+
+This probe builds the same thing from a Keras `Embedding` and `SimpleRNN`
+with seeded weights, records the state table (token x cell), and measures the
+fading directly: the influence of the first token on the state at step t is
+the Frobenius norm of the Jacobian d h_t / d x_1, where x_1 is the first
+token's embedding *at position 1* (later occurrences of the same word are
+separate inputs). Because tanh' <= 1 and W_h is scaled to spectral norm
+`recurrent_scale`, each step multiplies that norm by at most `recurrent_scale`,
+so with a scale below 1 the influence can only shrink.
+"""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+import pandas as pd
+import tensorflow as tf
+from pydantic import Field, field_validator
+
+from seqkeras.probes.base import ProbeResult
+from seqkeras.registry import Params as BaseParams
+
+
+def tokenize(sentence: str) -> list[str]:
+    """Lower-cased, whitespace-separated words: the demo's tokens."""
+    return sentence.lower().split()
+
+
+class Params(BaseParams):
+    sentence: str = Field(
+        "the keys to the cabinet are on the table",
+        description="The sentence read one word per step (lower-cased, split on spaces). The "
+        "lesson's example: the verb 'are' must still carry 'keys' from four words back.",
+    )
+    units: int = Field(
+        4,
+        ge=1,
+        description="Number of cells in the hidden state. The lesson's demo shows 4.",
+    )
+    embedding_dim: int = Field(
+        4,
+        ge=1,
+        description="Length of each word's embedding vector x_t.",
+    )
+    recurrent_scale: float = Field(
+        0.8,
+        ge=0,
+        description="Spectral norm (largest singular value) of W_h; the random W_h is rescaled to "
+        "it. Below 1 every step shrinks the first word's influence, which is the lesson's "
+        "'slowly fades because W_h has magnitude below 1'; above 1 it may grow.",
+    )
+    input_scale: float = Field(
+        1.0,
+        gt=0,
+        description="Spectral norm of W_x, the input weights; the random W_x is rescaled to it. "
+        "Larger values push the cells towards tanh saturation.",
+    )
+
+    @field_validator("sentence")
+    @classmethod
+    def _has_words(cls, sentence: str) -> str:
+        if not tokenize(sentence):
+            raise ValueError("the sentence has no words; give at least one word to read")
+        return sentence
+
+
+def _with_spectral_norm(matrix: np.ndarray, norm: float) -> np.ndarray:
+    largest = np.linalg.norm(matrix, ord=2)
+    return matrix * (norm / largest) if largest > 0 else matrix
+
+
+def draw_weights(params: Params, seed: int, vocabulary: list[str]):
+    """Embeddings (one row per distinct word, in order of first appearance), W_x, W_h.
+
+    All from one numpy default_rng(seed), drawn in that order, standard normal,
+    then W_x and W_h rescaled to their spectral norms.
+    """
+    rng = np.random.default_rng(seed)
+    embeddings = rng.normal(0, 1, (len(vocabulary), params.embedding_dim))
+    W_x = rng.normal(0, 1, (params.units, params.embedding_dim))
+    W_h = rng.normal(0, 1, (params.units, params.units))
+    W_x = _with_spectral_norm(W_x, params.input_scale)
+    W_h = _with_spectral_norm(W_h, params.recurrent_scale)
+    return embeddings, W_x, W_h
+
+
+def run(params: Params, seed: int) -> ProbeResult:
+    tokens = tokenize(params.sentence)
+    vocabulary = list(dict.fromkeys(tokens))  # distinct words, first appearance first
+    ids = np.array([[vocabulary.index(token) for token in tokens]])
+    embeddings, W_x, W_h = draw_weights(params, seed, vocabulary)
+
+    embed = keras.layers.Embedding(len(vocabulary), params.embedding_dim, dtype="float64")
+    embed.build((None, len(tokens)))
+    embed.set_weights([embeddings])
+    rnn = keras.layers.SimpleRNN(
+        params.units, use_bias=False, return_sequences=True, dtype="float64"
+    )
+    rnn.build((None, len(tokens), params.embedding_dim))
+    # Keras computes x @ kernel + h @ recurrent_kernel, i.e. the lesson's W_x x + W_h h transposed.
+    rnn.set_weights([W_x.T, W_h.T])
+
+    x = embed(tf.constant(ids))  # (1, n, embedding_dim); position 0 is the first token's own input
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        states = rnn(x)  # (1, n, units)
+        cells = [states[0, t, i] for t in range(len(tokens)) for i in range(params.units)]
+    # One row of the Jacobian d h_t / d x_1 per state cell: the gradient of that cell with
+    # respect to the whole input sequence, kept at position 0 only. (A loop of small gradients
+    # rather than tape.jacobian, whose vectorized path retraces a tf.function on every call.)
+    rows = [tape.gradient(cell, x)[0, 0].numpy() for cell in cells]
+    del tape
+    jacobian = np.array(rows).reshape(len(tokens), params.units, params.embedding_dim)
+    influence = np.linalg.norm(jacobian.reshape(len(tokens), -1), axis=1)
+    states = states.numpy()[0]
+
+    metrics: dict[str, float | int | str] = {
+        f"first_token_influence_{t}": float(value) for t, value in enumerate(influence, start=1)
+    }
+    metrics["influence_ratio_last_first"] = (
+        float(influence[-1] / influence[0]) if influence[0] > 0 else float("nan")
+    )
+    metrics["influence_monotone"] = int(bool(np.all(np.diff(influence) <= 0)))
+    metrics["final_state_norm"] = float(np.linalg.norm(states[-1]))
+
+    steps = np.arange(1, len(tokens) + 1)
+    state_table = pd.DataFrame({"step": steps, "token": tokens})
+    for cell in range(params.units):
+        state_table[f"cell_{cell}"] = states[:, cell]
+    influence_table = pd.DataFrame({"step": steps, "token": tokens, "influence": influence})
+    return ProbeResult(
+        metrics=metrics, curves={"states": state_table, "influence": influence_table}
+    )

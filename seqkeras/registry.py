@@ -1,0 +1,67 @@
+"""Registries: one per kind of component, each entry holding its schema and builder.
+
+An entry couples the parameter schema (a pydantic model, used for validation,
+`seqkeras list` and the JSON schema) with the code that builds or runs the
+component. The builder is named by an import path and loaded only when used,
+so validating a spec or listing components never imports TensorFlow.
+
+Registries are filled explicitly in `seqkeras.catalog`, never as a side effect
+of importing a module.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from pydantic import BaseModel, ConfigDict
+
+from seqkeras.errors import SpecError, unknown_choice
+
+
+class Params(BaseModel):
+    """Base of every component's parameters: strict, immutable, no unknown keys."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+@dataclass(frozen=True)
+class Component:
+    name: str
+    summary: str
+    params: type[BaseModel]
+    builder: str  # "module.path:function", imported on first use
+    # What kind of problem a task poses or a model kind solves
+    # ("classification", "tagging", "language_modeling"), so a spec pairing a
+    # tagger with a classification task is refused before anything runs.
+    problem: str | None = None
+    # For metrics: the problems they apply to.
+    problems: tuple[str, ...] = ()
+
+    def load(self) -> Callable[..., Any]:
+        module_name, _, attribute = self.builder.partition(":")
+        return getattr(importlib.import_module(module_name), attribute)
+
+
+class Registry:
+    def __init__(self, kind: str, components: list[Component]):
+        self.kind = kind
+        self._components = {component.name: component for component in components}
+        if len(self._components) != len(components):
+            raise ValueError(f"duplicate {kind} names in registry")
+
+    def get(self, name: object, *, path: str | None = None) -> Component:
+        if not isinstance(name, str) or name not in self._components:
+            raise SpecError(unknown_choice(self.kind, name, self._components), path=path)
+        return self._components[name]
+
+    def names(self) -> list[str]:
+        return list(self._components)
+
+    def __iter__(self) -> Iterator[Component]:
+        return iter(self._components.values())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._components

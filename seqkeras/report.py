@@ -1,0 +1,124 @@
+"""runs.csv → pandas pivot tables (mean ± std over seeds) and the table.md page."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from seqkeras.errors import SpecError, unknown_choice
+from seqkeras.expectations import Verdict, select
+from seqkeras.results import FAILED, OK
+from seqkeras.spec import TableSpec
+
+NON_METRIC_COLUMNS = {"experiment", "run_id", "status", "seed", "params", "train_seconds", "backend", "error"}
+
+
+def format_number(value: float) -> str:
+    """Five significant digits: enough for the lesson's 0.99995, short for everything else."""
+    if value == 0 or (1e-3 <= abs(value) < 1e5):
+        return f"{value:.5g}"
+    return f"{value:.2e}"
+
+
+def mean_std(values: pd.Series) -> str:
+    """'0.973 ± 0.004' over seeds; a single seed shows just the value; text shows as is."""
+    numbers = pd.to_numeric(values, errors="coerce").dropna()
+    if numbers.empty:
+        texts = sorted(set(values.dropna().astype(str)))
+        return " / ".join(texts) if texts else ""
+    if len(numbers) == 1:
+        return format_number(float(numbers.iloc[0]))
+    return f"{format_number(float(numbers.mean()))} ± {float(numbers.std(ddof=1)):.2g}"
+
+
+def _keys(value: str | list[str] | None) -> list[str]:
+    if value is None:
+        return []
+    return [value] if isinstance(value, str) else list(value)
+
+
+def pivot(runs: pd.DataFrame, table: TableSpec) -> pd.DataFrame:
+    """The table a spec asks for: rows × columns of `value`, mean ± std over the other keys."""
+    rows, columns = _keys(table.rows), _keys(table.columns)
+    for key in rows + columns + [table.value]:
+        if key not in runs.columns:
+            raise SpecError(unknown_choice("column", key, [c for c in runs.columns if c not in ("experiment", "error")]))
+    chosen = select(runs, table.where)
+    if chosen.empty:
+        return pd.DataFrame()
+    # Missing matrix values (a key that one kind of run lacks) become "-" so groupby keeps them.
+    keys = rows + columns
+    frame = chosen[keys + [table.value]].copy()
+    frame[keys] = frame[keys].astype(object).where(frame[keys].notna(), "-")
+    grouped = frame.groupby(keys, sort=False, dropna=False)[table.value].agg(mean_std)
+    if not columns:
+        return grouped.to_frame(table.value).reset_index()
+    result = grouped.unstack(columns)
+    result.columns = [
+        " / ".join(str(part) for part in column) if isinstance(column, tuple) else str(column)
+        for column in result.columns
+    ]
+    return result.fillna("").reset_index()
+
+
+def default_table(runs: pd.DataFrame, matrix_columns: list[str]) -> pd.DataFrame:
+    """Without a `table:` section: every run's matrix values and metrics."""
+    metrics = [c for c in runs.columns if c not in NON_METRIC_COLUMNS and c not in matrix_columns]
+    keys = matrix_columns or ["seed"]
+    finished = runs[runs["status"] == OK]
+    if finished.empty:
+        return pd.DataFrame()
+    frame = finished[keys + metrics].copy()
+    frame[keys] = frame[keys].astype(object).where(frame[keys].notna(), "-")
+    return frame.groupby(keys, sort=False, dropna=False).agg(mean_std).reset_index()
+
+
+def to_markdown(frame: pd.DataFrame) -> str:
+    if frame.empty:
+        return "_no finished runs_"
+    return frame.to_markdown(index=False, disable_numparse=True)
+
+
+def verdict_frame(verdicts: list[Verdict]) -> pd.DataFrame:
+    return pd.DataFrame([v.as_row() for v in verdicts], columns=["claim", "expected", "measured", "verdict"])
+
+
+def render_page(
+    name: str,
+    description: str,
+    runs: pd.DataFrame,
+    tables: list[tuple[str, pd.DataFrame]],
+    verdicts: list[Verdict],
+) -> str:
+    ok = int((runs["status"] == OK).sum())
+    failed = int((runs["status"] == FAILED).sum())
+    lines = [f"# {name}", ""]
+    if description:
+        lines += [description.strip(), ""]
+    lines += [f"{len(runs)} runs: {ok} ok, {failed} failed.", ""]
+    for title, frame in tables:
+        lines += [f"## {title}", "", to_markdown(frame), ""]
+    if verdicts:
+        held = sum(v.holds for v in verdicts)
+        lines += [f"## Expectations ({held} of {len(verdicts)} reproduced)", ""]
+        lines += [verdict_frame(verdicts).to_markdown(index=False, disable_numparse=True), ""]
+    if failed:
+        failures = runs[runs["status"] == FAILED][["run_id", "error"]]
+        lines += ["## Failed runs", "", failures.to_markdown(index=False), ""]
+    return "\n".join(lines)
+
+
+def table_title(table: TableSpec) -> str:
+    if table.title:
+        return table.title
+    across = f" by {' / '.join(_keys(table.rows))}"
+    if table.columns:
+        across += f" × {' / '.join(_keys(table.columns))}"
+    return f"{table.value}{across}"
+
+
+def summary_tables(runs: pd.DataFrame, tables: list[TableSpec], matrix_columns: list[str]) -> list[tuple[str, pd.DataFrame]]:
+    if not tables:
+        return [("Runs (mean ± std over seeds)", default_table(runs, matrix_columns))]
+    return [(table_title(t), pivot(runs, t)) for t in tables]
+
+

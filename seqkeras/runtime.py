@@ -1,0 +1,51 @@
+"""Process set-up before Keras is first imported: backend choice and a quiet TensorFlow.
+
+TensorFlow's C++ layer prints start-up notices (oneDNN, CUDA probing) to file
+descriptor 2 before its logging is configured, so no environment variable
+silences them in TF 2.21; we point descriptor 2 at /dev/null while TensorFlow
+imports and probes devices, then restore it. Python-level errors still surface.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import sys
+
+from seqkeras.errors import SpecError
+
+BACKEND_PACKAGES = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch"}
+
+
+@contextlib.contextmanager
+def quiet_stderr():
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def select_backend(name: str | None = None) -> str:
+    """Choose the Keras backend (must run before Keras is imported) and import it quietly."""
+    if name:
+        os.environ["KERAS_BACKEND"] = name
+    backend = os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    package = BACKEND_PACKAGES.get(backend)
+    if package is None:
+        raise SpecError(f"unknown Keras backend {backend!r}. Allowed: {', '.join(BACKEND_PACKAGES)}.")
+    if importlib.util.find_spec(package) is None:
+        raise SpecError(f"backend {backend!r} is not installed: .venv/bin/pip install {package}")
+    if importlib.util.find_spec("tensorflow") is not None:
+        with quiet_stderr():
+            import tensorflow as tf
+
+            tf.config.list_physical_devices()  # the CUDA probe prints here
+            tf.get_logger().setLevel("ERROR")  # retracing notices: each run builds new models
+    return backend

@@ -1,0 +1,1 @@
+"""Seeded task generators and file loaders; each returns a `SequenceData`."""

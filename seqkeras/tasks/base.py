@@ -1,0 +1,120 @@
+"""The data every task hands to the models, and the vocabulary that indexes it."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from pydantic import Field
+
+from seqkeras.registry import Params
+
+PAD, UNK = "<pad>", "<unk>"
+
+CLASSIFICATION = "classification"
+TAGGING = "tagging"
+LANGUAGE_MODELING = "language_modeling"
+
+
+class SizeParams(Params):
+    n_train: int = Field(2000, ge=1, le=5_000_000, description="Training examples.")
+    n_test: int = Field(500, ge=1, le=5_000_000, description="Test examples (drawn separately).")
+
+
+@dataclass
+class Vocabulary:
+    """Token ↔ id. Id 0 is padding (masked everywhere), id 1 stands for unknown tokens."""
+
+    tokens: list[str]
+
+    @classmethod
+    def build(cls, sequences, reserved: tuple[str, ...] = (PAD, UNK)) -> "Vocabulary":
+        seen: dict[str, None] = {}
+        for sequence in sequences:
+            for token in sequence:
+                seen.setdefault(token, None)
+        return cls(list(reserved) + sorted(t for t in seen if t not in reserved))
+
+    def __post_init__(self):
+        self.index = {token: i for i, token in enumerate(self.tokens)}
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    def encode(self, tokens) -> list[int]:
+        unknown = self.index.get(UNK, 0)
+        return [self.index.get(token, unknown) for token in tokens]
+
+    def decode(self, ids) -> list[str]:
+        return [self.tokens[i] for i in ids if i != 0]
+
+    def save(self, path: Path) -> None:
+        path.write_text(json.dumps(self.tokens, ensure_ascii=False, indent=0), encoding="utf-8")
+
+
+@dataclass
+class SequenceData:
+    """Padded integer arrays (0 = padding) and the vocabularies that name them.
+
+    classification: x [N, L], y [N]
+    tagging:        x [N, L], y [N, L] (0 = padding label)
+    language_modeling: x [N, L], y [N, L] (next token; 0 = padding)
+    """
+
+    problem: str
+    x_train: np.ndarray
+    y_train: np.ndarray
+    x_test: np.ndarray
+    y_test: np.ndarray
+    vocabulary: Vocabulary
+    labels: Vocabulary | None = None  # classes or tags; None for language modelling
+
+    @property
+    def num_outputs(self) -> int:
+        return len(self.labels) if self.labels is not None else len(self.vocabulary)
+
+
+def pad(sequences: list[list[int]], length: int | None = None) -> np.ndarray:
+    """Right-pad with 0 to the longest sequence (or `length`)."""
+    length = length or max((len(s) for s in sequences), default=0)
+    array = np.zeros((len(sequences), length), dtype=np.int32)
+    for row, sequence in enumerate(sequences):
+        array[row, : len(sequence)] = sequence[:length]
+    return array
+
+
+def classification_data(train, test, label_names: list[str]) -> SequenceData:
+    """From (tokens, label) pairs to padded arrays; the vocabulary comes from training only."""
+    vocabulary = Vocabulary.build(tokens for tokens, _ in train)
+    labels = Vocabulary(label_names)
+    return SequenceData(
+        problem=CLASSIFICATION,
+        x_train=pad([vocabulary.encode(t) for t, _ in train]),
+        y_train=np.array([labels.index[label] for _, label in train], dtype=np.int32),
+        x_test=pad([vocabulary.encode(t) for t, _ in test]),
+        y_test=np.array([labels.index[label] for _, label in test], dtype=np.int32),
+        vocabulary=vocabulary,
+        labels=labels,
+    )
+
+
+def tagging_data(train, test) -> SequenceData:
+    """From (tokens, tags) pairs; tag id 0 is reserved for padding."""
+    vocabulary = Vocabulary.build(tokens for tokens, _ in train)
+    labels = Vocabulary.build((tags for _, tags in train), reserved=(PAD,))
+    length = max(len(t) for t, _ in train + test)
+
+    def encode_tags(tags):
+        return [labels.index.get(tag, labels.index.get("O", 0)) for tag in tags]
+
+    return SequenceData(
+        problem=TAGGING,
+        x_train=pad([vocabulary.encode(t) for t, _ in train], length),
+        y_train=pad([encode_tags(tags) for _, tags in train], length),
+        x_test=pad([vocabulary.encode(t) for t, _ in test], length),
+        y_test=pad([encode_tags(tags) for _, tags in test], length),
+        vocabulary=vocabulary,
+        labels=labels,
+    )

@@ -1,0 +1,78 @@
+"""char_lm: predict the next character of a text.
+
+The text is the user's file (`path`) or, by default, sentences the package
+generates from a small seeded grammar (so nothing is downloaded). Training and
+test windows come from disjoint parts of the text (the last `test_share` of it
+is the test text), so test perplexity measures generalization, not recall.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from pydantic import Field
+
+from seqkeras.errors import SpecError
+from seqkeras.tasks.agreement import NOUNS, PREPOSITIONS
+from seqkeras.tasks.base import LANGUAGE_MODELING, SequenceData, SizeParams, Vocabulary
+
+VERBS = [("sleeps", "sleep"), ("is red", "are red"), ("waits", "wait"), ("shines", "shine")]
+
+
+class Params(SizeParams):
+    path: str | None = Field(None, description="A UTF-8 text file to model; default: generated sentences.")
+    seq_length: int = Field(64, ge=2, le=100_000, description="Characters per training window.")
+    test_share: float = Field(0.1, gt=0, lt=1, description="Share of the text held out (its end) for testing.")
+
+
+def generated_text(rng: np.random.Generator, sentences: int) -> str:
+    lines = []
+    for _ in range(sentences):
+        plural = int(rng.integers(2))
+        subject = NOUNS[rng.integers(len(NOUNS))][plural]
+        attractor = NOUNS[rng.integers(len(NOUNS))][1 - plural]
+        preposition = PREPOSITIONS[rng.integers(len(PREPOSITIONS))]
+        verb = VERBS[rng.integers(len(VERBS))][plural]
+        lines.append(f"the {subject} {preposition} the {attractor} {verb}.")
+    return " ".join(lines)
+
+
+def read_text(path: str) -> str:
+    file = Path(path).expanduser()
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecError(f"no such file: {file}", path="task.path") from None
+    except UnicodeDecodeError as error:
+        raise SpecError(f"{file} is not UTF-8 text (byte {error.start})", path="task.path") from None
+    except OSError as error:
+        raise SpecError(f"cannot read {file}: {error.strerror}", path="task.path") from None
+    if not text.strip():
+        raise SpecError(f"{file} is empty", path="task.path")
+    return text
+
+
+def build(params: Params, seed: int) -> SequenceData:
+    rng = np.random.default_rng(seed)
+    needed = (params.n_train + params.n_test) * params.seq_length
+    text = read_text(params.path) if params.path else generated_text(rng, needed // 30 + 10)
+    split = int(len(text) * (1 - params.test_share))
+    train_text, test_text = text[:split], text[split:]
+    if min(len(train_text), len(test_text)) <= params.seq_length:
+        raise SpecError(
+            f"the text has {len(text)} characters, too few for windows of {params.seq_length}",
+            path="task.seq_length",
+        )
+    vocabulary = Vocabulary.build([train_text])
+
+    def windows(part: str, count: int):
+        ids = np.array(vocabulary.encode(part), dtype=np.int32)
+        starts = rng.integers(0, len(ids) - params.seq_length, size=count)
+        x = np.stack([ids[s : s + params.seq_length] for s in starts])
+        y = np.stack([ids[s + 1 : s + params.seq_length + 1] for s in starts])
+        return x, y
+
+    x_train, y_train = windows(train_text, params.n_train)
+    x_test, y_test = windows(test_text, params.n_test)
+    return SequenceData(LANGUAGE_MODELING, x_train, y_train, x_test, y_test, vocabulary)

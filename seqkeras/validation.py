@@ -1,0 +1,131 @@
+"""Pydantic validation errors → one plain-English `SpecError`.
+
+Pydantic knows where a value was wrong; users need the dotted key path, the
+value they wrote, what is allowed, and a did-you-mean. This module walks the
+schema along the error's location to find the allowed keys or choices.
+"""
+
+from __future__ import annotations
+
+import re
+import types
+import typing
+from typing import Any, Union
+
+from pydantic import BaseModel, ValidationError
+
+from seqkeras.errors import SpecError, did_you_mean
+
+
+def translate_validation_error(
+    error: ValidationError, model: type[BaseModel], raw: Any, *, path_prefix: str | None
+) -> SpecError:
+    """The first error of a pydantic ValidationError, in our words."""
+    first = _most_useful(error.errors())
+    location = [part for part in first["loc"] if not _is_union_tag(part, first)]
+    path = _dotted(([path_prefix] if path_prefix else []) + location)
+    received = first.get("input")
+    kind = first["type"]
+
+    if kind == "extra_forbidden":
+        allowed = _allowed_keys(model, location[:-1])
+        key = location[-1]
+        hint = did_you_mean(key, allowed)
+        message = f"unknown key {key!r}.{hint} Allowed keys here: {', '.join(allowed) or 'none'}."
+    elif kind == "missing":
+        message = f"missing required key {location[-1]!r}"
+        path = _dotted(([path_prefix] if path_prefix else []) + location)
+    elif kind == "literal_error":
+        choices = re.findall(r"'([^']*)'|(\d+)", first["ctx"]["expected"])
+        choices = [a or b for a, b in choices]
+        message = f"{received!r} is not allowed.{did_you_mean(received, choices)} Allowed: {', '.join(choices)}."
+    elif kind == "union_tag_invalid":
+        choices = re.findall(r"'([^']*)'", first["ctx"]["expected_tags"])
+        tag = first["ctx"]["tag"]
+        message = f"unknown name {tag!r}.{did_you_mean(tag, choices)} Allowed: {', '.join(choices)}."
+    else:
+        message = f"{first['msg'][0].lower()}{first['msg'][1:]} (received {received!r})"
+        if kind.startswith("value_error") or kind == "assertion_error":
+            message = first["msg"].removeprefix("Value error, ")
+    return SpecError(message, path=path or None)
+
+
+def _most_useful(errors: list[dict[str, Any]]) -> dict[str, Any]:
+    """Prefer errors about the user's keys over the noise of Optional/union branches."""
+    order = ["extra_forbidden", "union_tag_invalid", "literal_error", "missing"]
+    for kind in order:
+        for item in errors:
+            if item["type"] == kind:
+                return item
+    return errors[0]
+
+
+def _is_union_tag(part: Any, error: dict[str, Any]) -> bool:
+    # pydantic puts the chosen union member's name in the location
+    # (e.g. ('table', 'TableSpec', 'rows') or ('decoder', 'beam', 'width')); users never wrote it.
+    return isinstance(part, str) and (part[:1].isupper() or part.startswith(("list[", "dict[")) or "-" in part)
+
+
+def _dotted(parts: list[Any]) -> str:
+    text = ""
+    for part in parts:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += f".{part}" if text else str(part)
+    return text
+
+
+def _allowed_keys(model: type[BaseModel], location: list[Any]) -> list[str]:
+    """The field names of the model found by walking `location` through annotations."""
+    node: Any = model
+    for part in location:
+        node = _step(node, part)
+        if node is None:
+            return []
+    node = _unwrap_model(node)
+    return list(node.model_fields) if node else []
+
+
+def _step(annotation: Any, part: Any) -> Any:
+    annotation = _unwrap_optional(annotation)
+    model = _unwrap_model(annotation)
+    if model is not None:
+        if isinstance(part, str) and part in model.model_fields:
+            return model.model_fields[part].annotation
+        return None
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin in (list, tuple) and isinstance(part, int) and args:
+        return args[0]
+    if origin is dict and args:
+        return args[1]
+    if origin in (Union, types.UnionType):
+        for member in args:
+            found = _step(member, part)
+            if found is not None:
+                return found
+    return None
+
+
+def _unwrap_optional(annotation: Any) -> Any:
+    if typing.get_origin(annotation) is typing.Annotated:
+        annotation = typing.get_args(annotation)[0]
+    if typing.get_origin(annotation) in (Union, types.UnionType):
+        members = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if len(members) == 1:
+            return _unwrap_optional(members[0])
+    return annotation
+
+
+def _unwrap_model(annotation: Any) -> type[BaseModel] | None:
+    annotation = _unwrap_optional(annotation)
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    if typing.get_origin(annotation) in (Union, types.UnionType):
+        for member in typing.get_args(annotation):
+            model = _unwrap_model(member)
+            if model is not None:
+                return model
+    return None
+

@@ -1,0 +1,51 @@
+"""One pytest process for everything: TensorFlow is imported once, quietly, on the CPU."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+os.environ["CUDA_VISIBLE_DEVICES"] = ""  # tests never rely on a GPU
+
+from seqkeras.runtime import select_backend  # noqa: E402
+
+select_backend("tensorflow")
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def write_spec(tmp_path):
+    """Write a YAML spec (dedented) into tmp_path and return its path."""
+
+    def write(text: str, name: str = "spec.yaml") -> Path:
+        path = tmp_path / name
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+        return path
+
+    return write
+
+
+TINY_TRAINING_SPEC = """
+    version: 1
+    name: tiny
+    description: a tiny end-to-end run
+    task: {name: delayed_recall, lag: 3, n_train: 64, n_test: 32}
+    model: {kind: classifier, cell: gru, units: 4, embedding_dim: 4}
+    train: {epochs: 1, batch_size: 16, verbose: 0}
+    matrix:
+      model.cell: [simple_rnn, lstm]
+    seeds: [0, 1]
+    table: {rows: model.cell, value: accuracy}
+    expect:
+      - {claim: accuracy is a share, where: {model.cell: lstm}, metric: accuracy, at_least: 0.0, at_most: 1.0}
+"""
+
+
+@pytest.fixture
+def tiny_spec(write_spec):
+    return write_spec(TINY_TRAINING_SPEC)

@@ -1,0 +1,155 @@
+"""The command line end to end: run, validate, table, list; files, columns, exit codes."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from seqkeras.cli import main
+
+
+def run_cli(capsys, *args):
+    code = main([str(a) for a in args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_tiny_end_to_end_run_writes_every_file(tiny_spec, tmp_path, capsys):
+    out = tmp_path / "results"
+    code, stdout, _ = run_cli(capsys, "run", tiny_spec, "--out", out)
+    assert code == 0
+    folder = out / "tiny"
+    runs = pd.read_csv(folder / "runs.csv")
+    assert list(runs.columns) == [
+        "experiment", "run_id", "status", "model.cell", "seed", "accuracy",
+        "params", "train_seconds", "backend", "error",
+    ]
+    assert len(runs) == 4 and set(runs["status"]) == {"ok"} and set(runs["backend"]) == {"tensorflow"}
+    assert runs["params"].gt(0).all() and runs["train_seconds"].gt(0).all()
+    for run_id in runs["run_id"]:
+        for name in ("spec.yaml", "metrics.json", "history.csv", "vocabulary.json"):
+            assert (folder / run_id / name).is_file(), name
+        record = json.loads((folder / run_id / "metrics.json").read_text())
+        assert record["status"] == "ok" and "keras" in record["versions"]
+        history = pd.read_csv(folder / run_id / "history.csv")
+        assert list(history["epoch"]) == [1] and "loss" in history
+    page = (folder / "table.md").read_text()
+    assert "## accuracy by model.cell" in page and "reproduced" in page
+    assert "[4/4]" in stdout
+
+
+def test_same_spec_and_seed_give_identical_metrics(tiny_spec, tmp_path, capsys):
+    first = tmp_path / "a"
+    second = tmp_path / "b"
+    assert run_cli(capsys, "run", tiny_spec, "--out", first, "--set", "seeds=[3]")[0] == 0
+    assert run_cli(capsys, "run", tiny_spec, "--out", second, "--set", "seeds=[3]")[0] == 0
+    a = pd.read_csv(first / "tiny" / "runs.csv")
+    b = pd.read_csv(second / "tiny" / "runs.csv")
+    assert list(a["run_id"]) == list(b["run_id"])
+    assert list(a["accuracy"]) == list(b["accuracy"])
+
+
+def test_finished_runs_are_skipped_unless_forced(tiny_spec, tmp_path, capsys):
+    out = tmp_path / "r"
+    run_cli(capsys, "run", tiny_spec, "--out", out, "--set", "seeds=[0]")
+    code, stdout, _ = run_cli(capsys, "run", tiny_spec, "--out", out, "--set", "seeds=[0]")
+    assert code == 0 and stdout.count("done before, skipped") == 2
+    code, stdout, _ = run_cli(capsys, "run", tiny_spec, "--out", out, "--set", "seeds=[0]", "--force")
+    assert code == 0 and "done before" not in stdout
+
+
+def test_set_and_table_from_the_command_line(tiny_spec, tmp_path, capsys):
+    out = tmp_path / "r"
+    code, _, _ = run_cli(capsys, "run", tiny_spec, "--out", out, "--set", "model.cell=gru", "--set", "seeds=[0,1]",
+                         "--set", "task.lag=2")
+    # The spec's expectation selects model.cell=lstm, which --set removed: reported, exit 1.
+    assert code == 1
+    assert "no finished run with model.cell=lstm" in (out / "tiny" / "table.md").read_text()
+    runs = pd.read_csv(out / "tiny" / "runs.csv")
+    assert list(runs["model.cell"]) == ["gru", "gru"] and list(runs["seed"]) == [0, 1]
+    code, stdout, _ = run_cli(capsys, "table", out / "tiny", "--rows", "model.cell", "--value", "accuracy")
+    assert code == 0 and "| gru" in stdout and "±" in stdout
+    code, stdout, _ = run_cli(capsys, "table", out / "tiny", "--rows", "seed", "--columns", "model.cell",
+                              "--value", "accuracy", "--format", "csv")
+    assert code == 0 and stdout.splitlines()[0] == "seed,gru"
+    code, _, stderr = run_cli(capsys, "table", out / "tiny", "--rows", "model.cel", "--value", "accuracy")
+    assert code == 2 and "Did you mean 'model.cell'?" in stderr
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda t: t.replace("model:", "modle:"), "Did you mean 'model'?"),
+        (lambda t: t.replace("units: 4", "units: four"), "model.units"),
+        (lambda t: t.replace("[simple_rnn, lstm]", "[simple_rnn, lsmt]"), "Did you mean 'lstm'?"),
+        (lambda t: t.replace("model.cell: [", "model.cel: ["), "matrix.model.cel"),
+    ],
+)
+def test_spec_errors_exit_2_without_traceback(write_spec, tmp_path, capsys, edit, message):
+    from tests.conftest import TINY_TRAINING_SPEC
+
+    path = write_spec(edit(TINY_TRAINING_SPEC))
+    code, stdout, stderr = run_cli(capsys, "run", path, "--out", tmp_path / "r")
+    assert code == 2
+    assert message in stderr and str(path) in stderr
+    assert "Traceback" not in stderr + stdout
+    assert not (tmp_path / "r" / "tiny").exists()  # nothing ran
+
+
+def test_a_wrong_expectation_exits_1_and_says_not_reproduced(write_spec, tmp_path, capsys):
+    path = write_spec(
+        """
+        version: 1
+        name: wrong-claim
+        probe: {name: memory, cell: simple_rnn, recurrent_weight: 0.9}
+        expect:
+          - {claim: "memory is 0.5 (it is not)", metric: memory, value: 0.5, decimals: 3}
+          - {claim: "memory is tiny", metric: memory, at_most: 1.0e-4}
+        """
+    )
+    code, stdout, stderr = run_cli(capsys, "run", path, "--out", tmp_path)
+    assert code == 1
+    page = (tmp_path / "wrong-claim" / "table.md").read_text()
+    assert "| memory is 0.5 (it is not) | 0.500      | 0.000      | NOT reproduced |" in page
+    assert "1 of 2 reproduced" in page and "1 expectation(s) not reproduced" in stderr
+
+
+def test_a_failing_run_is_recorded_and_the_sweep_goes_on(write_spec, tmp_path, capsys):
+    text_file = tmp_path / "text.txt"
+    text_file.write_text("abcdefghij" * 60)
+    path = write_spec(
+        f"""
+        version: 1
+        name: one-fails
+        task: {{name: char_lm, seq_length: 8, n_train: 32, n_test: 8}}
+        model: {{kind: lm, cell: simple_rnn, units: 4}}
+        train: {{epochs: 1, batch_size: 16, verbose: 0}}
+        matrix:
+          task.path: ["{tmp_path / 'missing.txt'}", "{text_file}"]
+        """
+    )
+    code, stdout, stderr = run_cli(capsys, "run", path, "--out", tmp_path / "r")
+    assert code == 1
+    runs = pd.read_csv(tmp_path / "r" / "one-fails" / "runs.csv")
+    assert list(runs["status"]) == ["failed", "ok"]
+    assert "no such file" in runs["error"][0]
+    assert runs["perplexity"][1] > 1
+    assert "## Failed runs" in (tmp_path / "r" / "one-fails" / "table.md").read_text()
+    assert "1 failed run(s)" in stderr
+
+
+def test_validate_and_list(tiny_spec, capsys):
+    code, stdout, _ = run_cli(capsys, "validate", tiny_spec)
+    assert code == 0 and "tiny: 4 runs" in stdout
+    code, stdout, _ = run_cli(capsys, "list")
+    assert code == 0
+    for heading in ("TASKS:", "MODEL KINDS:", "CELLS:", "PROBES:", "METRICS:", "DECODERS:"):
+        assert heading in stdout
+    assert "gradient_flow" in stdout and "forget_bias" in stdout and "one of simple_rnn|lstm|gru" in stdout
+
+
+def test_missing_path_is_a_clear_error(tmp_path, capsys):
+    code, _, stderr = run_cli(capsys, "validate", tmp_path / "nope.yaml")
+    assert code == 2 and "no such file or folder" in stderr

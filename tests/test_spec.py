@@ -1,0 +1,232 @@
+"""Spec loading: validation messages, overrides, matrix expansion, run ids."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+import yaml
+
+from seqkeras.errors import SpecError
+from seqkeras.spec import build_experiment, load_experiment, make_run_id
+from tests.conftest import REPO, TINY_TRAINING_SPEC
+
+
+def spec_dict(text: str = TINY_TRAINING_SPEC) -> dict:
+    return yaml.safe_load(textwrap.dedent(text))
+
+
+def error_of(raw, overrides=()) -> SpecError:
+    with pytest.raises(SpecError) as caught:
+        build_experiment(raw, source="spec.yaml", overrides=list(overrides))
+    return caught.value
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "experiments").rglob("*.yaml")), ids=lambda p: p.name)
+def test_every_experiment_file_validates(path):
+    experiment = load_experiment(path)
+    assert experiment.runs, f"{path} expands to no runs"
+    if path.parent.name == "lesson":
+        assert experiment.spec.name.startswith("lesson-") and experiment.spec.expect
+
+
+def test_unknown_top_level_key_suggests_the_right_one():
+    raw = spec_dict()
+    raw["modle"] = raw.pop("model")
+    error = error_of(raw)
+    assert error.path == "modle"
+    assert "unknown key 'modle'" in error.message and "Did you mean 'model'?" in error.message
+    assert "Allowed keys here:" in error.message
+
+
+def test_unknown_component_parameter_names_the_dotted_path():
+    raw = spec_dict()
+    raw["model"]["unts"] = 8
+    error = error_of(raw)
+    assert error.path == "model.unts"
+    assert "Did you mean 'units'?" in error.message
+
+
+def test_unknown_cell_lists_choices_and_suggests():
+    raw = spec_dict()
+    raw["matrix"] = {}
+    raw["model"]["cell"] = "lsmt"
+    error = error_of(raw)
+    assert error.path == "model.cell"
+    assert "'lsmt'" in error.message and "Did you mean 'lstm'?" in error.message
+    assert "simple_rnn, lstm, gru" in error.message
+
+
+def test_wrong_type_echoes_the_value():
+    raw = spec_dict()
+    raw["model"]["units"] = "many"
+    error = error_of(raw)
+    assert error.path == "model.units"
+    assert "'many'" in error.message and "integer" in error.message
+
+
+def test_out_of_range_value_is_refused():
+    raw = spec_dict()
+    raw["train"]["epochs"] = 0
+    error = error_of(raw)
+    assert error.path == "train.epochs" and "greater than or equal to 1" in error.message
+
+
+def test_unknown_task_name_suggests():
+    raw = spec_dict()
+    raw["task"]["name"] = "delayed_recal"
+    error = error_of(raw)
+    assert error.path == "task.name" and "Did you mean 'delayed_recall'?" in error.message
+
+
+def test_bad_matrix_key_is_attributed_to_the_matrix():
+    raw = spec_dict()
+    raw["matrix"] = {"model.cel": ["lstm"]}
+    error = error_of(raw)
+    assert error.path == "matrix.model.cel"
+    assert "Did you mean 'cell'?" in error.message and "from matrix value" in error.message
+
+
+def test_bad_matrix_value_is_attributed_to_the_matrix():
+    raw = spec_dict()
+    raw["matrix"] = {"model.cell": ["lstm", "gruu"]}
+    error = error_of(raw)
+    assert error.path == "matrix.model.cell" and "Did you mean 'gru'?" in error.message
+
+
+def test_table_must_refer_to_matrix_keys():
+    raw = spec_dict()
+    raw["table"] = {"rows": "model.cels", "value": "accuracy"}
+    error = error_of(raw)
+    assert error.path == "table.rows" and "Did you mean 'model.cell'?" in error.message
+
+
+def test_version_is_required():
+    raw = spec_dict()
+    del raw["version"]
+    error = error_of(raw)
+    assert error.path == "version" and "missing" in error.message
+
+
+def test_model_kind_must_fit_the_task():
+    raw = spec_dict()
+    raw["model"]["kind"] = "tagger"
+    error = error_of(raw)
+    assert error.path == "model.kind" and "classifier" in error.message
+
+
+def test_metric_must_fit_the_problem():
+    raw = spec_dict()
+    raw["evaluate"] = {"metrics": ["perplexity"]}
+    error = error_of(raw)
+    assert error.path == "evaluate.metrics[0]" and "does not apply to classification" in error.message
+
+
+def test_forget_bias_only_for_lstm():
+    raw = spec_dict()
+    raw["matrix"] = {}
+    raw["model"]["forget_bias"] = 5
+    error = error_of(raw)
+    assert "forget_bias applies only to cell lstm" in error.message
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("", "the file is empty"),
+        ("- version: 1\n", "not a list"),
+        ("version: 1\nname: [unclosed\n", "line 3, column 1: malformed YAML"),
+    ],
+)
+def test_unreadable_files(tmp_path, text, expected):
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    with pytest.raises(SpecError) as caught:
+        load_experiment(path)
+    assert str(path) in str(caught.value) and expected in str(caught.value)
+
+
+def test_yaml_tags_are_never_constructed(tmp_path):
+    path = tmp_path / "evil.yaml"
+    path.write_text("version: 1\nname: !!python/object/apply:os.system ['echo hacked']\n")
+    with pytest.raises(SpecError) as caught:
+        load_experiment(path)
+    assert "malformed YAML" in str(caught.value)
+
+
+def test_matrix_times_seeds_expansion():
+    raw = spec_dict()
+    raw["matrix"] = {"model.cell": ["simple_rnn", "lstm", "gru"], "task.lag": [2, 4]}
+    raw["seeds"] = [0, 1, 2]
+    experiment = build_experiment(raw, source="x", overrides=[])
+    assert len(experiment.runs) == 3 * 2 * 3
+    assert len({run.run_id for run in experiment.runs}) == 18
+    combos = {(r.matrix_values["model.cell"], r.matrix_values["task.lag"], r.seed) for r in experiment.runs}
+    assert len(combos) == 18
+    assert experiment.matrix_columns == ["model.cell", "task.lag"]
+
+
+def test_mapping_valued_axis_merges_and_gives_leaf_columns():
+    raw = spec_dict()
+    raw["matrix"] = {"model": [{"cell": "gru"}, {"cell": "lstm", "bidirectional": True}]}
+    experiment = build_experiment(raw, source="x", overrides=[])
+    assert experiment.matrix_columns == ["model.cell", "model.bidirectional"]
+    values = [(r.matrix_values["model.cell"], r.matrix_values["model.bidirectional"]) for r in experiment.runs]
+    assert values == [("gru", False), ("gru", False), ("lstm", True), ("lstm", True)]
+    assert all(r.model.params.units == 4 for r in experiment.runs)  # the base section was kept
+
+
+def test_run_ids_are_readable_and_stable():
+    first = build_experiment(spec_dict(), source="x", overrides=[])
+    second = build_experiment(spec_dict(), source="x", overrides=[])
+    assert [r.run_id for r in first.runs] == [r.run_id for r in second.runs]
+    assert first.runs[0].run_id.startswith("cell=simple_rnn_seed=0_")
+    # a default written out explicitly is the same resolved spec, hence the same run
+    raw = spec_dict()
+    raw["model"]["layers"] = 1
+    assert [r.run_id for r in build_experiment(raw, source="x", overrides=[]).runs] == [r.run_id for r in first.runs]
+    raw["model"]["units"] = 5
+    assert build_experiment(raw, source="x", overrides=[]).runs[0].run_id != first.runs[0].run_id
+
+
+def test_make_run_id_sanitizes_values():
+    assert make_run_id({"task.path": "a b/c"}, 3, "abcd1234") == "path=a-b-c_seed=3_abcd1234"
+
+
+def test_set_overrides_scalars_lists_and_matrix_axes():
+    experiment = build_experiment(
+        spec_dict(), source="x", overrides=["model.units=7", "seeds=[5]", "model.cell=gru", "train.optimizer.learning_rate=0.5"]
+    )
+    assert [r.seed for r in experiment.runs] == [5]
+    run = experiment.runs[0]
+    assert run.model.params.units == 7 and run.model.params.cell == "gru"
+    assert run.train.optimizer.learning_rate == 0.5
+
+
+def test_set_on_an_axis_with_a_list_replaces_the_axis():
+    experiment = build_experiment(spec_dict(), source="x", overrides=["model.cell=[gru, lstm, simple_rnn]"])
+    assert len(experiment.runs) == 3 * 2
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("model.unitz=3", "Did you mean 'units'?"),
+        ("modl.units=3", "Did you mean 'model'?"),
+        ("probe.units=3", "no 'probe' section"),
+        ("model.units", "KEY=VALUE"),
+        ("model.units=abc", "'abc'"),
+    ],
+)
+def test_bad_overrides(override, message):
+    error = error_of(spec_dict(), [override])
+    assert message in str(error)
+
+
+def test_expect_needs_exactly_one_comparison():
+    raw = spec_dict()
+    raw["expect"] = [{"claim": "x", "metric": "accuracy", "value": 0.5}]
+    assert "needs a tolerance" in error_of(raw).message
+    raw["expect"] = [{"claim": "x", "metric": "accuracy", "at_least": 0.5, "equals": "a"}]
+    assert "exactly one" in error_of(raw).message
