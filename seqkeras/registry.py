@@ -39,10 +39,21 @@ class Component:
     problem: str | None = None
     # For metrics: the problems they apply to.
     problems: tuple[str, ...] = ()
+    # For model kinds: "module:function" that evaluates a trained model on the
+    # test set and returns one or more `seqkeras.evaluation.EvaluationRow`.
+    evaluator: str = "seqkeras.evaluation:evaluate_predictions"
 
     def load(self) -> Callable[..., Any]:
-        module_name, _, attribute = self.builder.partition(":")
-        return getattr(importlib.import_module(module_name), attribute)
+        return load_path(self.builder)
+
+    def load_evaluator(self) -> Callable[..., Any]:
+        return load_path(self.evaluator)
+
+
+def load_path(path: str) -> Any:
+    """The object named by "module.path:attribute"."""
+    module_name, _, attribute = path.partition(":")
+    return getattr(importlib.import_module(module_name), attribute)
 
 
 class Registry:

@@ -77,22 +77,31 @@ def read_record(path: Path) -> dict[str, Any] | None:
 
 
 def runs_frame(records: list[dict[str, Any]], matrix_columns: list[str]) -> pd.DataFrame:
-    """One row per run, columns in DESIGN.md's order."""
-    rows, metric_names = [], []
-    for record in records:
-        for name in record.get("metrics", {}):
-            if name not in metric_names:
-                metric_names.append(name)
-    for record in records:
-        row = {"experiment": record["experiment"], "run_id": record["run_id"], "status": record["status"]}
-        row.update({key: record.get("matrix", {}).get(key) for key in matrix_columns})
-        row["seed"] = record["seed"]
-        row.update({name: record.get("metrics", {}).get(name) for name in metric_names})
-        row.update({name: record.get(name) for name in TRAILING_COLUMNS})
-        row["error"] = record.get("error") or ""
-        rows.append(row)
-    columns = ["experiment", "run_id", "status", *matrix_columns, "seed", *metric_names, *TRAILING_COLUMNS, "error"]
+    """One row per run (or per evaluation row of a run, e.g. per decoder), in DESIGN.md's column order."""
+    expanded = [(record, row) for record in records for row in _evaluation_rows(record)]
+    key_columns: list[str] = []
+    metric_names: list[str] = []
+    for _, row in expanded:
+        key_columns += [k for k in row["keys"] if k not in key_columns]
+        metric_names += [m for m in row["metrics"] if m not in metric_names]
+    rows = []
+    for record, row in expanded:
+        line = {"experiment": record["experiment"], "run_id": record["run_id"], "status": record["status"]}
+        line.update({key: record.get("matrix", {}).get(key) for key in matrix_columns})
+        line.update({key: row["keys"].get(key) for key in key_columns})
+        line["seed"] = record["seed"]
+        line.update({name: row["metrics"].get(name) for name in metric_names})
+        line.update({name: record.get(name) for name in TRAILING_COLUMNS})
+        line["error"] = record.get("error") or ""
+        rows.append(line)
+    columns = ["experiment", "run_id", "status", *matrix_columns, *key_columns, "seed", *metric_names,
+               *TRAILING_COLUMNS, "error"]
     return pd.DataFrame(rows, columns=columns)
+
+
+def _evaluation_rows(record: dict[str, Any]) -> list[dict[str, Any]]:
+    rows = record.get("rows")
+    return rows if rows else [{"keys": {}, "metrics": record.get("metrics", {})}]
 
 
 def read_runs(results_dir: Path) -> pd.DataFrame:

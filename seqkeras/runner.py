@@ -18,7 +18,6 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from seqkeras import catalog
 from seqkeras.expectations import Verdict, check
 from seqkeras.report import render_page, summary_tables
 from seqkeras.results import (
@@ -140,8 +139,11 @@ def run_training(run: RunSpec, folder: Path, record: dict[str, Any]) -> None:
     history, seconds = training.fit(model, data, run.train)
     record["train_seconds"] = seconds
     write_csv(folder / "history.csv", history)
-    predictions = training.predict(model, data, run.train.batch_size)
-    record["metrics"] = {name: catalog.METRICS.get(name).load()(predictions) for name in run.metrics}
+    rows = run.model.component.load_evaluator()(model, data, run, folder)
+    if len(rows) == 1 and not rows[0].keys:
+        record["metrics"] = rows[0].metrics
+    else:  # one trained model, several evaluations (e.g. one per decoder)
+        record["rows"] = [{"keys": row.keys, "metrics": row.metrics} for row in rows]
 
 
 def versions() -> dict[str, str]:

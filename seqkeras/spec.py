@@ -17,7 +17,6 @@ import copy
 import hashlib
 import itertools
 import json
-import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +26,7 @@ import yaml
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from seqkeras import catalog
+from seqkeras.decoding.decoders import DecoderChoice, decoder_label
 from seqkeras.errors import SpecError, unknown_choice
 from seqkeras.registry import Component, Params
 from seqkeras.validation import translate_validation_error
@@ -82,6 +82,11 @@ class EvaluateSpec(Params):
     metrics: list[str] = Field(
         default_factory=list,
         description="Metrics to compute on the test set; empty means the model kind's defaults.",
+    )
+    decoders: list[DecoderChoice] = Field(
+        default_factory=list,
+        description="Decoders applied to one trained model (seq2seq, generation): each gives its own row, "
+        "labelled in the `decoder` column; the model is trained once.",
     )
 
 
@@ -201,6 +206,7 @@ class RunSpec:
     probe: ResolvedComponent | None = None
     train: TrainSpec | None = None
     metrics: list[str] = field(default_factory=list)
+    decoders: list[Any] = field(default_factory=list)  # DecoderChoice objects
 
     @property
     def is_probe(self) -> bool:
@@ -403,6 +409,7 @@ class _Resolved:
     components: dict[str, ResolvedComponent]
     train: TrainSpec | None
     metrics: list[str]
+    decoders: list[Any]
 
 
 def resolve_run(spec: ExperimentSpec, run_raw: dict[str, Any]) -> _Resolved:
@@ -421,9 +428,12 @@ def resolve_run(spec: ExperimentSpec, run_raw: dict[str, Any]) -> _Resolved:
         evaluate = _validate(EvaluateSpec, run_raw.get("evaluate") or {}, path="evaluate")
         resolved["train"] = train.model_dump(mode="json")
     metrics = check_run(components, evaluate)
+    decoders = list(evaluate.decoders) if evaluate else []
     if "task" in components:
         resolved["evaluate"] = {"metrics": metrics}
-    return _Resolved(resolved=resolved, components=components, train=train, metrics=metrics)
+        if decoders:
+            resolved["evaluate"]["decoders"] = [d.model_dump(mode="json") for d in decoders]
+    return _Resolved(resolved, components, train, metrics, decoders)
 
 
 def resolve_component(section: str, raw: Any, key: str) -> ResolvedComponent:
@@ -483,6 +493,7 @@ def _make_run(spec: ExperimentSpec, resolved: _Resolved, point: dict[str, Any], 
         probe=resolved.components.get("probe"),
         train=resolved.train,
         metrics=resolved.metrics,
+        decoders=resolved.decoders,
     )
 
 
@@ -517,8 +528,8 @@ def _check_sections(spec: ExperimentSpec) -> None:
 
 
 def _check_references(spec: ExperimentSpec, matrix_columns: list[str]) -> None:
-    """Tables and expectations may only select by what varies (matrix keys) or by seed."""
-    allowed = matrix_columns + ["seed"]
+    """Tables and expectations may only select by what varies (matrix keys, decoders) or by seed."""
+    allowed = matrix_columns + ["seed"] + decoder_columns(spec)
 
     def check(key: str, path: str) -> None:
         if key not in allowed:
@@ -540,5 +551,17 @@ def _check_references(spec: ExperimentSpec, matrix_columns: list[str]) -> None:
                 check(key, f"expect[{index}]")
 
 
-def is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+def decoder_columns(spec: ExperimentSpec) -> list[str]:
+    """`decoder` (a label such as 'beam(width=5)') and `decoder.<parameter>` for each decoder given."""
+    decoders = spec.evaluate.decoders if spec.evaluate else []
+    if not decoders:
+        return []
+    columns = ["decoder"]
+    for choice in decoders:
+        columns += [f"decoder.{key}" for key in choice.model_dump() if f"decoder.{key}" not in columns]
+    return columns
+
+
+def decoder_keys(choice: Any) -> dict[str, Any]:
+    """The row-identifying columns of one decoder's results."""
+    return {"decoder": decoder_label(choice), **{f"decoder.{k}": v for k, v in choice.model_dump().items()}}

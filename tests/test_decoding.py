@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
+from seqkeras.decoding.decoders import BeamChoice
 from seqkeras.decoding import (
     LESSON_TABLE,
     BeamDecoder,
@@ -418,7 +419,7 @@ def test_decoder_params_reject_bad_values(params_class, values):
 
 def test_probe_decoder_is_a_union_chosen_by_name():
     params = decoding_probe.Params(decoder={"name": "beam", "width": 2})
-    assert isinstance(params.decoder, decoding_probe.BeamChoice) and params.decoder.width == 2
+    assert isinstance(params.decoder, BeamChoice) and params.decoder.width == 2
     assert decoding_probe.Params().decoder.name == "greedy"
     with pytest.raises(ValidationError):
         decoding_probe.Params(decoder={"name": "beam", "top_k": 3})

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Annotated, ClassVar, Literal, Union
 
 import numpy as np
 from pydantic import BaseModel, Field, ValidationError
@@ -390,3 +390,28 @@ def score_sequences(step_model: StepModel, sequences: Sequence[Sequence[int]]) -
             state = step_model.select(state, keep)
         rows, inputs = rows[keep], targets[keep]
     return totals
+
+
+# A decoder as written in a spec: its name and its parameters in one mapping,
+# e.g. {name: beam, width: 5, length_penalty: 0.6}.
+class GreedyChoice(GreedyParams):
+    name: Literal["greedy"] = "greedy"
+
+
+class BeamChoice(BeamParams):
+    name: Literal["beam"] = "beam"
+
+
+class SampleChoice(SampleParams):
+    name: Literal["sample"] = "sample"
+
+
+DecoderChoice = Annotated[Union[GreedyChoice, BeamChoice, SampleChoice], Field(discriminator="name")]
+
+
+def decoder_label(choice: BaseModel) -> str:
+    """'greedy', 'beam(width=5, length_penalty=0.6)': the decoder as a table row label."""
+    values = choice.model_dump(exclude={"name"})
+    defaults = type(choice)().model_dump(exclude={"name"})
+    changed = [f"{k}={v}" for k, v in values.items() if v != defaults.get(k) or k in ("width", "temperature")]
+    return f"{choice.name}({', '.join(changed)})" if changed else choice.name

@@ -17,32 +17,15 @@ decoders rather than a separate re-implementation.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Annotated, Literal, Union
-
 import numpy as np
 import pandas as pd
 from pydantic import Field, ValidationInfo, field_validator
 
-from seqkeras.decoding.decoders import BeamParams, GreedyParams, SampleParams
+from seqkeras.decoding.decoders import DecoderChoice, GreedyChoice, SampleChoice
 from seqkeras.decoding.table_model import LESSON_TABLE, check_table
 from seqkeras.errors import SpecError
 from seqkeras.probes.base import ProbeResult
 from seqkeras.registry import Params as BaseParams
-
-
-class GreedyChoice(GreedyParams):
-    name: Literal["greedy"] = "greedy"
-
-
-class BeamChoice(BeamParams):
-    name: Literal["beam"] = "beam"
-
-
-class SampleChoice(SampleParams):
-    name: Literal["sample"] = "sample"
-
-
-DecoderChoice = Annotated[Union[GreedyChoice, BeamChoice, SampleChoice], Field(discriminator="name")]
 
 
 class Params(BaseParams):

@@ -1,0 +1,32 @@
+"""Evaluate a trained model on the test set: one or more rows of metrics.
+
+Most model kinds give one row (their metrics on the test predictions). Kinds
+that decode (seq2seq, generation) give one row per decoder from the same
+trained model; each row carries the keys that tell it apart (`decoder`, ...),
+which become columns of runs.csv.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import keras
+
+from seqkeras import catalog
+from seqkeras.tasks.base import SequenceData
+
+
+@dataclass
+class EvaluationRow:
+    metrics: dict[str, Any]
+    keys: dict[str, Any] = field(default_factory=dict)  # e.g. {"decoder": "beam(width=5)", ...}
+
+
+def evaluate_predictions(model: keras.Model, data: SequenceData, run, folder: Path) -> list[EvaluationRow]:
+    """classifier / tagger / lm: the run's metrics on the model's test predictions."""
+    from seqkeras import training
+
+    predictions = training.predict(model, data, run.train.batch_size)
+    return [EvaluationRow({name: catalog.METRICS.get(name).load()(predictions) for name in run.metrics})]
