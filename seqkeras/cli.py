@@ -1,4 +1,4 @@
-"""The command line: run, validate, table, list.
+"""The command line: run, validate, table, list, compare, report, schema.
 
 Exit status: 0 all runs finished and every expectation held; 1 a run failed or
 an expectation did not hold; 2 invalid input (nothing ran).
@@ -43,6 +43,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--backend", choices=["tensorflow", "jax", "torch"], default=None,
                      help="Keras backend (default: $KERAS_BACKEND or tensorflow)")
     run.add_argument("--force", action="store_true", help="rerun runs that already have a finished record")
+    run.add_argument("--jobs", type=positive_int, default=1, metavar="N",
+                     help="run N runs at once in separate processes (default 1)")
+    run.add_argument("--executor", choices=["local", "ray"], default="local",
+                     help="local processes (default) or Ray tasks (pip install -r requirements-ray.txt)")
+    run.add_argument("--address", default=None, help="Ray cluster address (default: start a local Ray)")
+    run.add_argument("--cpus-per-run", type=float, default=1.0, help="Ray: CPUs reserved per run (default 1)")
+    run.add_argument("--gpus-per-run", type=float, default=0.0, help="Ray: GPUs reserved per run (default 0)")
     run.set_defaults(handler=command_run)
 
     validate = commands.add_parser("validate", help="check specs without running anything")
@@ -56,11 +63,53 @@ def build_parser() -> argparse.ArgumentParser:
     table.add_argument("--columns", nargs="+", help="matrix key(s) along the columns")
     table.add_argument("--value", help="metric in the cells")
     table.add_argument("--format", choices=["md", "csv"], default="md")
+    table.add_argument("--rebuild", action="store_true",
+                       help="rebuild runs.csv from every run folder's metrics.json first")
     table.set_defaults(handler=command_table)
 
     listing = commands.add_parser("list", help="every task, model kind, cell, decoder, probe and metric")
     listing.set_defaults(handler=command_list)
+
+    compare = commands.add_parser("compare", help="compare two results (folders or runs.csv) run by run and over seeds")
+    compare.add_argument("a", metavar="A", help="results/<name>, a runs.csv, or a results root (experiments matched by name)")
+    compare.add_argument("b", metavar="B", help="the same for the other side")
+    compare.add_argument("--on", nargs="+", metavar="KEY", help="join columns (default: matrix keys, decoder, seed)")
+    compare.add_argument("--metric", nargs="+", metavar="M", help="metrics to compare (default: all in both)")
+    compare.add_argument("--tolerance", type=float, metavar="T",
+                         help="exit 1 when any |B - A| > T, a text differs, or a row is on one side only")
+    compare.add_argument("--format", choices=["md", "csv"], default="md")
+    compare.set_defaults(handler=command_compare)
+
+    report = commands.add_parser("report", help="write report.html per experiment and an index.html")
+    report.add_argument("results_dirs", nargs="+", metavar="RESULTS_DIR", help="results/<name> or a results root")
+    report.add_argument("--out", default=None, metavar="DIR",
+                        help="write the pages (and copies of the plots) here; default: beside the results")
+    report.set_defaults(handler=command_report)
+
+    schema = commands.add_parser("schema", help="print the JSON Schema of experiment files (for editors)")
+    schema.add_argument("--out", default=None, metavar="FILE", help="write it to FILE instead of printing it")
+    schema.set_defaults(handler=command_schema)
     return parser
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def make_executor(args, backend: str):
+    from seqkeras.executors import ProcessExecutor, RayExecutor, SerialExecutor
+
+    if args.executor == "ray":
+        return RayExecutor(args.address, backend, args.cpus_per_run, args.gpus_per_run)
+    if args.address:
+        raise SpecError("--address only applies to --executor ray")
+    return ProcessExecutor(args.jobs, backend) if args.jobs > 1 else SerialExecutor()
 
 
 def spec_files(paths: list[str]) -> list[Path]:
@@ -110,8 +159,9 @@ def command_validate(args) -> int:
 def command_run(args) -> int:
     from seqkeras.runtime import select_backend
 
-    select_backend(args.backend)
+    backend = select_backend(args.backend)
     experiments = load_all(args.paths, args.overrides)
+    executor = make_executor(args, backend)
     from seqkeras.report import to_markdown, verdict_frame
     from seqkeras.runner import run_experiment
 
@@ -128,7 +178,7 @@ def command_run(args) -> int:
     print(f"{len(experiments)} experiment(s), {total_runs} run(s) → {out_root}/")
     all_verdicts, failed_runs = [], 0
     for experiment in experiments:
-        outcome = run_experiment(experiment, out_root, force=args.force)
+        outcome = run_experiment(experiment, out_root, force=args.force, executor=executor)
         page = (out_root / experiment.spec.name / "table.md").read_text(encoding="utf-8")
         print("\n" + page)
         failed_runs += outcome.failed_runs
@@ -154,6 +204,13 @@ def command_table(args) -> int:
     from seqkeras.spec import TableSpec
 
     results_dir = Path(args.results_dir)
+    if args.rebuild:
+        from seqkeras.results import rebuild_runs
+
+        rebuilt, damaged = rebuild_runs(results_dir)
+        print(f"rebuilt {results_dir / 'runs.csv'} from {rebuilt} run folder(s)")
+        for path in damaged:
+            print(f"skipped damaged record: {path}", file=sys.stderr)
     runs = read_runs(results_dir)
     if args.rows or args.columns or args.value:
         if not (args.rows and args.value):
@@ -211,6 +268,52 @@ def describe_params(model) -> list[str]:
         detail = ", ".join([annotation, default, *bounds])
         lines.append(f"{name} ({detail}): {field.description or ''}".rstrip(": "))
     return lines
+
+
+def command_compare(args) -> int:
+    from seqkeras.runtime import select_backend
+
+    select_backend()
+    from seqkeras.compare import compare_paths, render_csv, render_markdown, tolerance_summary
+
+    report = compare_paths(Path(args.a), Path(args.b), on=args.on, metrics=args.metric, tolerance=args.tolerance)
+    if args.format == "csv":
+        sys.stdout.write(render_csv(report))
+        if args.tolerance is not None:
+            print(tolerance_summary(report), file=sys.stderr)
+    else:
+        sys.stdout.write(render_markdown(report))
+    return EXIT_FAILED if report.outside_tolerance() else EXIT_OK
+
+
+def command_report(args) -> int:
+    from seqkeras.runtime import select_backend
+
+    select_backend()
+    from seqkeras.html_report import write_reports
+
+    index, pages = write_reports([Path(p) for p in args.results_dirs], Path(args.out) if args.out else None)
+    for page in pages:
+        print(f"wrote {page}")
+    print(f"wrote {index}")
+    return EXIT_OK
+
+
+def command_schema(args) -> int:
+    from seqkeras.runtime import select_backend
+
+    select_backend()
+    from seqkeras.schema import schema_text
+
+    text = schema_text()
+    if args.out:
+        from seqkeras.results import write_atomic
+
+        write_atomic(Path(args.out), text)
+        print(f"wrote {args.out}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK
 
 
 if __name__ == "__main__":

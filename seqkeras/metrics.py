@@ -65,3 +65,31 @@ def tag_sequences(p: Predictions) -> tuple[list[list[str]], list[list[str]]]:
         true.append([p.labels[i] for i in p.targets[row][keep]])
         guess.append([p.labels[i] for i in predicted[row][keep]])
     return true, guess
+
+
+# Entity-level scores (seqeval, conlleval's rules) of the predicted BIO tags; see seqkeras.tagging_metrics.
+
+
+def _entity_scores(p: Predictions) -> dict[str, float]:
+    from seqkeras.tagging_metrics import entity_scores
+
+    return entity_scores(*tag_sequences(p))
+
+
+def entity_precision(p: Predictions) -> float:
+    return _entity_scores(p)["entity_precision"]
+
+
+def entity_recall(p: Predictions) -> float:
+    return _entity_scores(p)["entity_recall"]
+
+
+def entity_f1(p: Predictions) -> float:
+    return _entity_scores(p)["entity_f1"]
+
+
+def invalid_transitions(p: Predictions) -> float:
+    """How many predicted I-X tags BIO forbids (after O, after another type, or first), over the test set."""
+    from seqkeras.tagging_metrics import invalid_transitions as count
+
+    return float(count(tag_sequences(p)[1]))

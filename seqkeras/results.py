@@ -27,15 +27,19 @@ import yaml
 from seqkeras.errors import SpecError
 
 OK, FAILED = "ok", "failed"
+_UMASK = os.umask(0)
+os.umask(_UMASK)
 TRAILING_COLUMNS = ["params", "train_seconds", "backend"]
 
 
-def write_atomic(path: Path, text: str) -> None:
+def write_atomic(path: Path, content: str | bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            file.write(text)
+        with os.fdopen(handle, "wb") as file:
+            file.write(content.encode("utf-8") if isinstance(content, str) else content)
+        # mkstemp makes the file private (0600); results are meant to be read and served.
+        os.chmod(temporary, 0o666 & ~_UMASK)
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
@@ -117,3 +121,21 @@ def read_runs(results_dir: Path) -> pd.DataFrame:
     if missing:
         raise SpecError(f"{path} is not a seqkeras runs.csv (missing columns: {', '.join(sorted(missing))})")
     return frame
+
+
+def rebuild_runs(folder: Path) -> tuple[int, list[Path]]:
+    """Rewrite runs.csv from every run folder's metrics.json; returns (runs, damaged files)."""
+    if not folder.is_dir():
+        raise SpecError(f"{folder} is not a results folder")
+    records, damaged = [], []
+    for path in sorted(folder.glob("*/metrics.json")):
+        record = read_record(path)
+        if record is None or not {"experiment", "run_id", "seed"} <= set(record):
+            damaged.append(path)
+        else:
+            records.append(record)
+    matrix_columns: list[str] = []
+    for record in records:
+        matrix_columns += [k for k in record.get("matrix", {}) if k not in matrix_columns]
+    write_csv(folder / "runs.csv", runs_frame(records, matrix_columns))
+    return len(records), damaged

@@ -19,6 +19,7 @@ from typing import Any, Callable
 import pandas as pd
 
 from seqkeras.expectations import Verdict, check
+from seqkeras.plotting import write_plots
 from seqkeras.report import render_page, summary_tables
 from seqkeras.results import (
     FAILED,
@@ -52,35 +53,59 @@ class Outcome:
 
 
 def run_experiment(
-    experiment: Experiment, out_root: Path, *, force: bool = False, echo: Callable[[str], None] = print
+    experiment: Experiment,
+    out_root: Path,
+    *,
+    force: bool = False,
+    executor=None,
+    echo: Callable[[str], None] = print,
 ) -> Outcome:
+    from seqkeras.executors import Job, SerialExecutor, file_lock, finished_record
+
+    executor = executor or SerialExecutor()
     folder = out_root / experiment.spec.name
     folder.mkdir(parents=True, exist_ok=True)
     write_yaml(folder / "experiment.yaml", experiment.spec.model_dump(mode="json", exclude_none=True))
-    records: list[dict[str, Any]] = []
     total = len(experiment.runs)
+    records: dict[int, dict[str, Any]] = {}
+    pending: list[Job] = []
+    for index, run in enumerate(experiment.runs):
+        run_folder = folder / run.run_id
+        previous = None if force else finished_record(run_folder)
+        if previous is not None:
+            records[index] = previous
+        else:
+            if (run_folder / "metrics.json").exists() and read_record(run_folder / "metrics.json") is None:
+                echo(f"{run.run_id}: damaged metrics.json, running it again")
+            pending.append(Job(index, run, run_folder))
+    if records:
+        echo(f"{experiment.spec.name}: {len(records)} of {total} runs done before, reused (--force reruns them)")
+    if pending:
+        echo(f"{experiment.spec.name}: {len(pending)} run(s) {executor.describe()}")
+
+    def write_runs() -> pd.DataFrame:
+        ordered = [records[i] for i in sorted(records)]
+        frame = runs_frame(ordered, experiment.matrix_columns)
+        with file_lock(folder / ".runs.lock"):
+            write_csv(folder / "runs.csv", frame)
+        return frame
+
     try:
-        for number, run in enumerate(experiment.runs, start=1):
-            run_folder = folder / run.run_id
-            previous = read_record(run_folder / "metrics.json")
-            if previous is not None and previous["status"] == OK and not force:
-                echo(f"[{number}/{total}] {experiment.spec.name}: {run.run_id} — done before, skipped (--force reruns)")
-                records.append(previous)
-                continue
-            echo(f"[{number}/{total}] {experiment.spec.name}: {run.run_id}")
-            record = execute(run, run_folder)
-            records.append(record)
-            status = record["status"] if record["status"] == OK else f"FAILED: {record['error']}"
-            echo(f"[{number}/{total}] {status} ({record['seconds']:.1f} s)")
-            write_csv(folder / "runs.csv", runs_frame(records, experiment.matrix_columns))
+        for done, (job, record) in enumerate(executor.map(pending, force), start=1):
+            records[job.index] = record
+            status = "ok" if record["status"] == OK else f"FAILED: {record['error']}"
+            if record.get("reused"):
+                status = "finished by another process, reused"
+            echo(f"[{len(records)}/{total}] {job.run.run_id}: {status} ({record.get('seconds', 0):.1f} s)")
+            write_runs()
     finally:
         # Also on Ctrl-C: what finished is summarized, nothing is lost.
-        runs = runs_frame(records, experiment.matrix_columns)
-        write_csv(folder / "runs.csv", runs)
+        runs = write_runs()
     verdicts = [check(expect, runs) for expect in experiment.spec.expect]
     tables = summary_tables(runs, experiment.spec.tables(), experiment.matrix_columns)
     page = render_page(experiment.spec.name, experiment.spec.description, runs, tables, verdicts)
     write_atomic(folder / "table.md", page)
+    write_plots(folder, experiment, runs, echo=echo)  # never raises: a failed plot is a warning
     return Outcome(runs, verdicts)
 
 
@@ -90,7 +115,34 @@ def execute(run: RunSpec, folder: Path) -> dict[str, Any]:
 
     folder.mkdir(parents=True, exist_ok=True)
     write_yaml(folder / "spec.yaml", run.resolved)
-    record: dict[str, Any] = {
+    record = new_record(run)
+    started = time.perf_counter()
+    try:
+        keras.backend.clear_session()
+        keras.utils.set_random_seed(run.seed)
+        if run.is_probe:
+            run_probe(run, folder, record)
+        else:
+            run_training(run, folder, record)
+    except Exception as error:  # a failing run is a result, not a crash of the sweep
+        record.update(failure(error))
+    record["seconds"] = time.perf_counter() - started
+    write_json(folder / "metrics.json", record)
+    return record
+
+
+def failure(error: BaseException) -> dict[str, Any]:
+    return {
+        "status": FAILED,
+        "error": f"{type(error).__name__}: {error}",
+        "traceback": "".join(traceback.format_exception(error)),
+    }
+
+
+def new_record(run: RunSpec) -> dict[str, Any]:
+    import keras
+
+    return {
         "experiment": run.experiment,
         "run_id": run.run_id,
         "status": OK,
@@ -103,21 +155,6 @@ def execute(run: RunSpec, folder: Path) -> dict[str, Any]:
         "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "versions": versions(),
     }
-    started = time.perf_counter()
-    try:
-        keras.backend.clear_session()
-        keras.utils.set_random_seed(run.seed)
-        if run.is_probe:
-            run_probe(run, folder, record)
-        else:
-            run_training(run, folder, record)
-    except Exception as error:  # a failing run is a result, not a crash of the sweep
-        record["status"] = FAILED
-        record["error"] = f"{type(error).__name__}: {error}"
-        record["traceback"] = traceback.format_exc()
-    record["seconds"] = time.perf_counter() - started
-    write_json(folder / "metrics.json", record)
-    return record
 
 
 def run_probe(run: RunSpec, folder: Path, record: dict[str, Any]) -> None:
@@ -132,11 +169,18 @@ def run_probe(run: RunSpec, folder: Path, record: dict[str, Any]) -> None:
 def run_training(run: RunSpec, folder: Path, record: dict[str, Any]) -> None:
     from seqkeras import training
 
+    from seqkeras.spec import check_model_size
+
     data = run.task.component.load()(run.task.params, run.seed)
     data.vocabulary.save(folder / "vocabulary.json")
-    model = run.model.component.load()(run.model.params, data)
-    record["params"] = int(model.count_params())
-    history, seconds = training.fit(model, data, run.train)
+    check_model_size(run.model.params, vocabulary=len(data.vocabulary), outputs=data.num_outputs)
+    # Variables, compile and fit all belong inside the strategy's scope.
+    with training.distribution_scope(run.train.distribution) as devices:
+        if devices:
+            record["devices"] = devices
+        model = run.model.component.load()(run.model.params, data)
+        record["params"] = int(model.count_params())
+        history, seconds = training.fit(model, data, run.train, seed=run.seed, checkpoint_dir=folder / ".resume")
     record["train_seconds"] = seconds
     write_csv(folder / "history.csv", history)
     rows = run.model.component.load_evaluator()(model, data, run, folder)
@@ -150,7 +194,14 @@ def versions() -> dict[str, str]:
     import keras
     import numpy
 
-    found = {"python": platform.python_version(), "keras": keras.__version__, "numpy": numpy.__version__}
+    from seqkeras import __version__
+
+    found = {
+        "seqkeras": __version__,
+        "python": platform.python_version(),
+        "keras": keras.__version__,
+        "numpy": numpy.__version__,
+    }
     if keras.backend.backend() == "tensorflow":
         import tensorflow
 

@@ -28,6 +28,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator, model_v
 from seqkeras import catalog
 from seqkeras.decoding.decoders import DecoderChoice, decoder_label
 from seqkeras.errors import SpecError, unknown_choice
+from seqkeras.plotting import PlotSpec
 from seqkeras.registry import Component, Params
 from seqkeras.validation import translate_validation_error
 
@@ -67,6 +68,11 @@ class TrainSpec(Params):
     )
     early_stopping: EarlyStoppingSpec | None = Field(None, description="Stop when the monitored value stalls.")
     verbose: Literal[0, 1, 2] = Field(2, description="Keras progress: 0 silent, 1 bar, 2 one line per epoch.")
+    distribution: Literal["none", "mirrored"] = Field(
+        "none",
+        description="mirrored: data-parallel over all local GPUs (tf.distribute.MirroredStrategy); "
+        "on a machine without GPUs it runs on the CPU and says so.",
+    )
 
     @model_validator(mode="after")
     def _early_stopping_needs_validation(self) -> "TrainSpec":
@@ -153,6 +159,7 @@ class ExperimentSpec(Params):
     seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
     table: TableSpec | list[TableSpec] | None = None
     expect: list[ExpectSpec] = Field(default_factory=list)
+    plots: list[PlotSpec] = Field(default_factory=list, description="Figures drawn from runs.csv into the results folder.")
 
     @field_validator("seeds")
     @classmethod
@@ -395,7 +402,7 @@ def _attribute_error(error: SpecError, point: dict[str, Any], set_keys: set[str]
     """Say when an invalid value came from a matrix axis or from --set."""
     path = error.path or ""
     for key, value in point.items():
-        if path == key or path.startswith(key + ".") or key.startswith(path + "."):
+        if path == key or path.startswith(key + "."):
             return SpecError(f"{error.message} (from matrix value {value!r})", path=f"matrix.{key}")
     for key in set_keys:
         if path == key or path.startswith(key + "."):
@@ -468,6 +475,7 @@ def check_run(components: dict[str, ResolvedComponent], evaluate: EvaluateSpec |
             f"{problem}. Model kinds for this task: {', '.join(fitting)}.",
             path="model.kind",
         )
+    check_model_size(model.params, vocabulary=2, outputs=2)
     metrics = list(evaluate.metrics) if evaluate and evaluate.metrics else list(catalog.DEFAULT_METRICS[problem])
     for index, name in enumerate(metrics):
         metric = catalog.METRICS.get(name, path=f"evaluate.metrics[{index}]")
@@ -477,6 +485,27 @@ def check_run(components: dict[str, ResolvedComponent], evaluate: EvaluateSpec |
                 path=f"evaluate.metrics[{index}]",
             )
     return metrics
+
+
+# A run whose weights (with gradients and Adam's two moments: ×4, float32)
+# would not fit comfortably in a workstation's memory is refused before
+# anything is allocated.
+MAX_PARAMETERS = 500_000_000
+
+
+def check_model_size(params: BaseModel, *, vocabulary: int, outputs: int) -> None:
+    from seqkeras.models.recurrent import RecurrentParams, estimated_parameters
+
+    if not isinstance(params, RecurrentParams):
+        return
+    count = estimated_parameters(params, vocabulary, outputs)
+    if count > MAX_PARAMETERS:
+        gigabytes = count * 4 * 4 / 1e9
+        raise SpecError(
+            f"the model would have about {count:.3g} parameters (~{gigabytes:,.0f} GB to train in float32), "
+            f"more than the {MAX_PARAMETERS:.0e} seqkeras allows; reduce units, layers or embedding_dim",
+            path="model",
+        )
 
 
 def _make_run(spec: ExperimentSpec, resolved: _Resolved, point: dict[str, Any], seed: int) -> RunSpec:
@@ -543,6 +572,12 @@ def _check_references(spec: ExperimentSpec, matrix_columns: list[str]) -> None:
                 check(key, f"{prefix}.{attribute}")
         for key in table.where:
             check(key, f"{prefix}.where")
+    for index, plot in enumerate(spec.plots):
+        for attribute in ("x", "hue", "facet"):
+            if getattr(plot, attribute) is not None:
+                check(getattr(plot, attribute), f"plots[{index}].{attribute}")
+        for key in plot.where:
+            check(key, f"plots[{index}].where")
     for index, expect in enumerate(spec.expect):
         for key in expect.where:
             check(key, f"expect[{index}].where")

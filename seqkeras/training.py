@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
+import math
+import shutil
 import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 import keras
 import numpy as np
 import pandas as pd
 
+from seqkeras.errors import SpecError
 from seqkeras.metrics import Predictions
-from seqkeras.spec import OptimizerSpec, TrainSpec
-from seqkeras.tasks.base import CLASSIFICATION, SequenceData
+from seqkeras.results import write_atomic
+from seqkeras.spec import EarlyStoppingSpec, OptimizerSpec, TrainSpec
+from seqkeras.tasks.base import CLASSIFICATION, SEQ2SEQ, SequenceData
 
 OPTIMIZERS = {
     "adam": keras.optimizers.Adam,
@@ -32,40 +40,185 @@ def make_optimizer(spec: OptimizerSpec) -> keras.optimizers.Optimizer:
     return OPTIMIZERS[spec.name](**options)
 
 
-def token_weights(data_x: np.ndarray, problem: str) -> np.ndarray | None:
-    """Per-token sample weights: padding (id 0) counts for nothing in loss and metrics."""
-    return None if problem == CLASSIFICATION else (data_x != 0).astype("float32")
+@contextlib.contextmanager
+def distribution_scope(distribution: str):
+    """Build (and so train) the model under a data-parallel strategy when asked.
+
+    Yields the devices used ("" for the default placement). MirroredStrategy is
+    TensorFlow's: other backends refuse it with a clear error.
+    """
+    if distribution == "none":
+        yield ""
+        return
+    if keras.backend.backend() != "tensorflow":
+        raise SpecError(f"train.distribution: mirrored needs the tensorflow backend, not {keras.backend.backend()}")
+    import tensorflow as tf
+
+    gpus = tf.config.list_logical_devices("GPU")
+    if not gpus:
+        print("train.distribution: mirrored — no GPU found, running on the CPU")
+    strategy = tf.distribute.MirroredStrategy() if gpus else tf.distribute.OneDeviceStrategy("/cpu:0")
+    with strategy.scope():
+        yield ", ".join(device.name for device in gpus) or "/cpu:0"
 
 
-def fit(model: keras.Model, data: SequenceData, train: TrainSpec) -> tuple[pd.DataFrame, float]:
-    """Train; returns the per-epoch history and the training time in seconds."""
+def token_weights(data_x: np.ndarray, problem: str, data_y: np.ndarray | None = None) -> np.ndarray | None:
+    """Per-token sample weights: padding (id 0) counts for nothing in loss and metrics.
+
+    Seq2seq inputs are a dict (source, decoder input); the weights follow the targets' padding.
+    """
+    if problem == CLASSIFICATION:
+        return None
+    return ((data_y if problem == SEQ2SEQ else data_x) != 0).astype("float32")
+
+
+def take_rows(x, rows):
+    """Rows of the inputs: an array, or each array of a dict of them (seq2seq's source and decoder input)."""
+    return keras.tree.map_structure(lambda array: array[rows], x)
+
+
+def fit(
+    model: keras.Model,
+    data: SequenceData,
+    train: TrainSpec,
+    *,
+    seed: int = 0,
+    checkpoint_dir: Path | None = None,
+) -> tuple[pd.DataFrame, float]:
+    """Train one epoch at a time; returns the per-epoch history and the training seconds.
+
+    With `checkpoint_dir`, the weights, optimizer state and history are saved after
+    every epoch, and a later call resumes after the last completed one. Shuffling
+    is a fixed permutation per (seed, epoch), so an interrupted and resumed run
+    sees exactly the batches an uninterrupted one would, and ends with the same weights.
+    """
+    # A model with its own loss (a CRF's sequence likelihood) is compiled with the
+    # optimizer only and masks padding itself, without per-token sample weights.
+    own_loss = getattr(model, "has_own_loss", False)
     if not getattr(model, "compiled", False):
         model.compile(
             optimizer=make_optimizer(train.optimizer),
-            loss="sparse_categorical_crossentropy",
-            weighted_metrics=["accuracy"],
+            **({} if own_loss else {"loss": "sparse_categorical_crossentropy", "weighted_metrics": ["accuracy"]}),
         )
-    callbacks = [keras.callbacks.TerminateOnNaN()]
-    if train.early_stopping:
-        callbacks.append(keras.callbacks.EarlyStopping(**train.early_stopping.model_dump()))
-    started = time.perf_counter()
-    history = model.fit(
-        data.x_train,
-        data.y_train,
-        sample_weight=token_weights(data.x_train, data.problem),
-        batch_size=train.batch_size,
-        epochs=train.epochs,
-        validation_split=train.validation_split,
-        shuffle=True,
-        callbacks=callbacks,
-        verbose=train.verbose,
-    )
+    x, y = data.x_train, data.y_train
+    weights = None if own_loss else token_weights(x, data.problem, y)
+    # Like Keras's validation_split: the last share of the training set, taken before shuffling.
+    held_out = int(len(y) * train.validation_split)
+    validation = None
+    if held_out:
+        validation = (take_rows(x, slice(-held_out, None)), y[-held_out:]) + ((weights[-held_out:],) if weights is not None else ())
+        x, y = take_rows(x, slice(None, -held_out)), y[:-held_out]
+        weights = weights[:-held_out] if weights is not None else None
+
+    checkpoint = Checkpoint(checkpoint_dir) if checkpoint_dir else None
+    state = checkpoint.restore(model) if checkpoint else None
+    state = state or TrainingState()
+    stopper = EarlyStopper(train.early_stopping, state)
+    started = time.perf_counter() - state.seconds
+    for epoch in range(state.epoch, train.epochs):
+        order = np.random.default_rng([seed, epoch]).permutation(len(y))
+        result = model.fit(
+            take_rows(x, order),
+            y[order],
+            sample_weight=weights[order] if weights is not None else None,
+            batch_size=train.batch_size,
+            epochs=epoch + 1,
+            initial_epoch=epoch,
+            validation_data=validation,
+            shuffle=False,
+            verbose=train.verbose,
+        )
+        row = {"epoch": epoch + 1, **{name: float(values[-1]) for name, values in result.history.items()}}
+        if not math.isfinite(row["loss"]):
+            raise FloatingPointError(
+                f"the training loss became {row['loss']} in epoch {epoch + 1} (try a lower learning rate or clipnorm)"
+            )
+        state.history.append(row)
+        state.epoch = epoch + 1
+        stop = stopper.update(row, model)
+        state.seconds = time.perf_counter() - started
+        if checkpoint:
+            checkpoint.save(model, state)
+        if stop:
+            break
+    stopper.restore_best(model)
     seconds = time.perf_counter() - started
-    frame = pd.DataFrame(history.history)
-    frame.insert(0, "epoch", np.arange(1, len(frame) + 1))
-    if frame.empty or not np.all(np.isfinite(frame["loss"].to_numpy(dtype=float))):
-        raise FloatingPointError("the training loss became NaN or infinite (try a lower learning rate or clipnorm)")
-    return frame, seconds
+    if checkpoint:
+        checkpoint.clear()
+    return pd.DataFrame(state.history), seconds
+
+
+@dataclass
+class TrainingState:
+    epoch: int = 0  # completed epochs
+    history: list[dict[str, float]] = field(default_factory=list)
+    seconds: float = 0.0  # training time so far, across interruptions
+    best: float | None = None  # early stopping: best monitored value and epochs since
+    wait: int = 0
+
+
+class EarlyStopper:
+    """Keras's EarlyStopping, kept outside fit() so its state survives a resume."""
+
+    def __init__(self, spec: EarlyStoppingSpec | None, state: TrainingState):
+        self.spec, self.state = spec, state
+        self.best_weights = None
+
+    def update(self, row: dict[str, float], model: keras.Model) -> bool:
+        if self.spec is None:
+            return False
+        if self.spec.monitor not in row:
+            raise KeyError(f"early_stopping.monitor {self.spec.monitor!r} is not one of {sorted(row)}")
+        value = row[self.spec.monitor]
+        # Losses improve downwards, accuracies upwards (as Keras's mode="auto").
+        sign = 1.0 if "acc" in self.spec.monitor else -1.0
+        if self.state.best is None or sign * value > sign * self.state.best:
+            self.state.best, self.state.wait = value, 0
+            self.best_weights = model.get_weights()
+            return False
+        self.state.wait += 1
+        return self.state.wait >= self.spec.patience
+
+    def restore_best(self, model: keras.Model) -> None:
+        if self.spec and self.spec.restore_best_weights and self.best_weights is not None:
+            model.set_weights(self.best_weights)
+
+
+class Checkpoint:
+    """Weights + optimizer state + history after each epoch, for resuming.
+
+    state.json is written last and names the weights file it belongs to, so a
+    process killed at any instant leaves either the previous or the new epoch's
+    checkpoint, never a mix.
+    """
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+
+    def save(self, model: keras.Model, state: TrainingState) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        weights_file = self.folder / f"epoch{state.epoch}.weights.h5"
+        model.save_weights(weights_file)
+        document = {"weights": weights_file.name, **asdict(state)}
+        write_atomic(self.folder / "state.json", json.dumps(document))
+        for old in self.folder.glob("epoch*.weights.h5"):
+            if old != weights_file:
+                old.unlink(missing_ok=True)
+
+    def restore(self, model: keras.Model) -> TrainingState | None:
+        try:
+            document = json.loads((self.folder / "state.json").read_text())
+            weights_file = self.folder / document.pop("weights")
+            if not model.optimizer.built:
+                model.optimizer.build(model.trainable_variables)
+            model.load_weights(weights_file)
+        except (OSError, ValueError, KeyError):
+            return None  # nothing (usable) to resume from: start over
+        print(f"resuming after epoch {document['epoch']} from {self.folder}")
+        return TrainingState(**document)
+
+    def clear(self) -> None:
+        shutil.rmtree(self.folder, ignore_errors=True)
 
 
 def predict(model: keras.Model, data: SequenceData, batch_size: int) -> Predictions:

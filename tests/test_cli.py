@@ -55,9 +55,9 @@ def test_finished_runs_are_skipped_unless_forced(tiny_spec, tmp_path, capsys):
     out = tmp_path / "r"
     run_cli(capsys, "run", tiny_spec, "--out", out, "--set", "seeds=[0]")
     code, stdout, _ = run_cli(capsys, "run", tiny_spec, "--out", out, "--set", "seeds=[0]")
-    assert code == 0 and stdout.count("done before, skipped") == 2
+    assert code == 0 and "2 of 2 runs done before, reused" in stdout
     code, stdout, _ = run_cli(capsys, "run", tiny_spec, "--out", out, "--set", "seeds=[0]", "--force")
-    assert code == 0 and "done before" not in stdout
+    assert code == 0 and "done before" not in stdout and "[2/2]" in stdout
 
 
 def test_set_and_table_from_the_command_line(tiny_spec, tmp_path, capsys):

@@ -342,3 +342,10 @@ def test_ngram_counts_params_validation():
         ngram_counts.Params(corpus=[])
     with pytest.raises(pydantic.ValidationError):
         ngram_counts.Params(top=0)
+
+
+def test_memory_refuses_a_parameter_of_the_other_cell():
+    with pytest.raises(pydantic.ValidationError, match="forget_bias does not apply to cell 'simple_rnn'"):
+        memory.Params(cell="simple_rnn", forget_bias=2)
+    with pytest.raises(pydantic.ValidationError, match="recurrent_weight does not apply to cell 'lstm'"):
+        memory.Params(cell="lstm", recurrent_weight=1.5)

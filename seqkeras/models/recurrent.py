@@ -12,7 +12,7 @@ from typing import Literal
 import keras
 from pydantic import Field, model_validator
 
-from seqkeras.cells import CELLS, CellName
+from seqkeras.cells import CELLS, CellName, textbook_parameter_count
 from seqkeras.layers.initializers import ForgetGateBias
 from seqkeras.registry import Params
 from seqkeras.tasks.base import SequenceData
@@ -49,6 +49,15 @@ class TaggerParams(RecurrentParams):
     output: Literal["softmax", "crf"] = Field(
         "softmax", description="Per-token softmax, or a linear-chain CRF scoring whole tag sequences."
     )
+    constrain_transitions: bool = Field(
+        False, description="CRF only: never predict a transition BIO forbids (O → I-X, B-X → I-Y, start → I-X)."
+    )
+
+    @model_validator(mode="after")
+    def _constraints_need_crf(self) -> "TaggerParams":
+        if self.constrain_transitions and self.output != "crf":
+            raise ValueError("constrain_transitions applies only to output crf (a softmax has no transitions)")
+        return self
 
 
 class LanguageModelParams(RecurrentParams):
@@ -57,6 +66,18 @@ class LanguageModelParams(RecurrentParams):
         if self.bidirectional:
             raise ValueError("a language model cannot be bidirectional: the backward pass would see the token it predicts")
         return self
+
+
+def estimated_parameters(params: RecurrentParams, vocabulary: int, outputs: int) -> int:
+    """The parameter count the model will have (textbook formulas), before building it."""
+    directions = 2 if params.bidirectional else 1
+    width_out = params.units * (directions if params.merge_mode == "concat" else 1)
+    total = vocabulary * params.embedding_dim
+    width_in = params.embedding_dim
+    for _ in range(params.layers):
+        total += directions * textbook_parameter_count(params.cell, width_in, params.units)
+        width_in = width_out
+    return total + width_out * outputs + outputs
 
 
 def recurrent_layer(params: RecurrentParams, *, return_sequences: bool, name: str) -> keras.layers.Layer:

@@ -22,7 +22,7 @@ import keras
 import numpy as np
 import pandas as pd
 import tensorflow as tf
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from seqkeras.probes.base import ProbeResult
 from seqkeras.registry import Params as BaseParams
@@ -72,6 +72,20 @@ class Params(BaseParams):
         description="lstm only: bias of the output gate o = sigmoid(output_gate_bias), which "
         "scales how much of the cell is exposed as h. The lesson uses 4.0.",
     )
+
+
+    @model_validator(mode="after")
+    def _parameters_of_the_chosen_cell(self) -> "Params":
+        # Only what the user wrote counts: a parameter of the other cell would be ignored silently.
+        other = LSTM_ONLY if self.cell == "simple_rnn" else SIMPLE_RNN_ONLY
+        misplaced = sorted(self.model_fields_set & other)
+        if misplaced:
+            raise ValueError(f"{', '.join(misplaced)} does not apply to cell {self.cell!r}")
+        return self
+
+
+SIMPLE_RNN_ONLY = {"recurrent_weight"}
+LSTM_ONLY = {"forget_bias", "input_gate_bias", "input_gate_weight", "output_gate_bias"}
 
 
 def _signal(steps: int) -> np.ndarray:

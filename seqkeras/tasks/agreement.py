@@ -1,10 +1,12 @@
 """agreement: "the keys to the cabinet in the hallway ... are" — subject–verb number.
 
 A subject noun (singular or plural) opens the sentence, then a distractor
-phrase of exactly `distance` tokens made of prepositional phrases whose nouns
-("attractors") have the other number, and the label is the verb's number
-(is / are). Copying the number of the nearest noun is always wrong, so a model
-that forgets the subject falls to or below chance (50%).
+phrase of exactly `distance` tokens made of prepositional phrases, and the
+label is the verb's number (is / are). The noun nearest the verb is always an
+attractor of the other number, so copying it is always wrong; the other
+distractor nouns have the other number with probability `attractor_rate`
+(0.5: no information, so counting nouns does not help either). A model that
+forgets the subject falls to chance (50%) or below.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ PREPOSITIONS = ["to", "in", "near", "of", "by", "behind", "with", "under"]
 class Params(SizeParams):
     distance: int = Field(7, ge=3, le=100_000, description="Tokens between the subject noun and the verb.")
     attractor_rate: float = Field(
-        1.0, ge=0, le=1, description="Share of distractor nouns with the other number than the subject."
+        0.5, ge=0, le=1,
+        description="Chance that a distractor noun other than the nearest has the other number than the subject.",
     )
 
 
@@ -36,18 +39,16 @@ def build(params: Params, seed: int) -> SequenceData:
         plural = bool(rng.integers(2))
         noun = NOUNS[rng.integers(len(NOUNS))][int(plural)]
         tokens = ["the", noun]
-        distractor: list[str] = []
-        while len(distractor) < params.distance:
-            # A prepositional phrase "in the hallway" (3 tokens); a shorter tail
-            # is padded with adverb-like filler so the distance is exact.
-            attractor_plural = (not plural) if rng.random() < params.attractor_rate else plural
-            phrase = [
-                PREPOSITIONS[rng.integers(len(PREPOSITIONS))],
-                "the",
-                NOUNS[rng.integers(len(NOUNS))][int(attractor_plural)],
-            ]
-            remaining = params.distance - len(distractor)
-            distractor.extend(phrase if remaining >= 3 else ["really", "quite"][:remaining])
+        # Prepositional phrases "in the hallway" (3 tokens each); a shorter
+        # remainder is filled with adverbs first, so the distance is exact and
+        # the last phrase — the attractor — sits right before the verb.
+        phrases = params.distance // 3
+        distractor = ["really", "quite"][: params.distance % 3]
+        for index in range(phrases):
+            nearest = index == phrases - 1
+            other_number = nearest or rng.random() < params.attractor_rate
+            noun = NOUNS[rng.integers(len(NOUNS))][int(plural != other_number)]
+            distractor += [PREPOSITIONS[rng.integers(len(PREPOSITIONS))], "the", noun]
         return tokens + distractor, "are" if plural else "is"
 
     train = [sentence() for _ in range(params.n_train)]

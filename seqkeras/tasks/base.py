@@ -16,6 +16,7 @@ PAD, UNK = "<pad>", "<unk>"
 CLASSIFICATION = "classification"
 TAGGING = "tagging"
 LANGUAGE_MODELING = "language_modeling"
+SEQ2SEQ = "seq2seq"  # source sequence → target sequence (see seqkeras.tasks.seq2seq_data)
 
 
 class SizeParams(Params):
@@ -61,6 +62,7 @@ class SequenceData:
     classification: x [N, L], y [N]
     tagging:        x [N, L], y [N, L] (0 = padding label)
     language_modeling: x [N, L], y [N, L] (next token; 0 = padding)
+    seq2seq:        x {"source": [N, S], "decoder_input": [N, T]}, y [N, T] (`Seq2SeqData`)
     """
 
     problem: str

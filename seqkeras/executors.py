@@ -1,0 +1,181 @@
+"""Where runs execute: in this process, in N worker processes, or as Ray tasks.
+
+Every executor calls the same `execute_once(run, folder, force)`, which holds
+the run's lock while it runs, so two sweeps sharing a results folder never run
+the same run twice or interleave its files. Executors yield finished records
+as they come; the runner records each one immediately.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+from seqkeras.errors import SpecError
+from seqkeras.results import OK, read_record
+from seqkeras.spec import RunSpec
+
+CODE_VERSION_KEY = "seqkeras"
+
+
+@contextlib.contextmanager
+def file_lock(path: Path) -> Iterator[None]:
+    """An exclusive advisory lock (released by the OS if the process dies)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def finished_record(folder: Path) -> dict[str, Any] | None:
+    """The run's record when it finished with this version of the code; else None (run it)."""
+    from seqkeras import __version__
+
+    record = read_record(folder / "metrics.json")
+    if record is None or record.get("status") != OK:
+        return None
+    if record.get("versions", {}).get(CODE_VERSION_KEY) != __version__:
+        return None
+    return record
+
+
+def execute_once(run: RunSpec, folder: Path, force: bool) -> dict[str, Any]:
+    from seqkeras.runner import execute
+
+    with file_lock(folder / ".lock"):
+        previous = None if force else finished_record(folder)
+        if previous is not None:  # another process finished it while we waited
+            return {**previous, "reused": True}
+        return execute(run, folder)
+
+
+@dataclass
+class Job:
+    index: int
+    run: RunSpec
+    folder: Path
+
+
+class SerialExecutor:
+    def map(self, jobs: list[Job], force: bool) -> Iterator[tuple[Job, dict[str, Any]]]:
+        for job in jobs:
+            yield job, execute_once(job.run, job.folder, force)
+
+    def describe(self) -> str:
+        return "in this process"
+
+
+def _worker_setup(backend: str, threads: int) -> None:
+    """Each worker process: its own Keras backend and its share of the cores."""
+    os.environ["KERAS_BACKEND"] = backend
+    from seqkeras.runtime import select_backend
+
+    select_backend(backend)
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        tf.config.threading.set_intra_op_parallelism_threads(threads)
+        tf.config.threading.set_inter_op_parallelism_threads(threads)
+
+
+class ProcessExecutor:
+    """N runs at once, each in its own process with its own TensorFlow and thread settings."""
+
+    def __init__(self, jobs: int, backend: str):
+        self.jobs = jobs
+        self.backend = backend
+        self.threads = max(1, (os.cpu_count() or 1) // jobs)
+
+    def describe(self) -> str:
+        return f"in {self.jobs} worker processes ({self.threads} thread(s) each)"
+
+    def map(self, jobs: list[Job], force: bool) -> Iterator[tuple[Job, dict[str, Any]]]:
+        with ProcessPoolExecutor(
+            max_workers=self.jobs,
+            mp_context=get_context("spawn"),  # a fresh interpreter: no TensorFlow state is shared
+            initializer=_worker_setup,
+            initargs=(self.backend, self.threads),
+        ) as pool:
+            futures = {pool.submit(execute_once, job.run, job.folder, force): job for job in jobs}
+            try:
+                for future in as_completed(futures):
+                    yield futures[future], _result_or_failure(future.result, futures[future])
+            except BaseException:
+                for future in futures:
+                    future.cancel()
+                raise
+
+
+class RayExecutor:
+    """Each run is a Ray task with its own resources; results land in the same folders.
+
+    Without an address a local Ray instance is started. The results folder must
+    be reachable from every node (a shared file system) for multi-node clusters.
+    """
+
+    def __init__(self, address: str | None, backend: str, num_cpus: float, num_gpus: float):
+        try:
+            import ray
+        except ImportError:
+            raise SpecError(
+                "the ray executor needs Ray: .venv/bin/pip install -r requirements-ray.txt"
+            ) from None
+        self.ray = ray
+        self.address = address
+        self.backend = backend
+        self.num_cpus = num_cpus
+        self.num_gpus = num_gpus
+
+    def describe(self) -> str:
+        where = self.address or "a local Ray instance"
+        return f"as Ray tasks on {where} ({self.num_cpus:g} CPU, {self.num_gpus:g} GPU each)"
+
+    def map(self, jobs: list[Job], force: bool) -> Iterator[tuple[Job, dict[str, Any]]]:
+        ray = self.ray
+        if not ray.is_initialized():
+            options: dict[str, Any] = {
+                "runtime_env": {"env_vars": {"KERAS_BACKEND": self.backend, "TF_CPP_MIN_LOG_LEVEL": "2"}},
+                "logging_level": "ERROR",
+                "log_to_driver": False,
+            }
+            if self.address:
+                options["address"] = self.address
+            else:
+                options["include_dashboard"] = False
+            ray.init(**options)
+        threads = max(1, int(self.num_cpus))
+        remote = ray.remote(num_cpus=self.num_cpus, num_gpus=self.num_gpus)(_ray_task)
+        pending = {remote.remote(job.run, str(job.folder), force, self.backend, threads): job for job in jobs}
+        while pending:
+            done, _ = ray.wait(list(pending), num_returns=1)
+            for reference in done:
+                job = pending.pop(reference)
+                yield job, _result_or_failure(lambda: ray.get(reference), job)
+
+
+def _result_or_failure(get, job: Job) -> dict[str, Any]:
+    """A worker that died (out of memory, killed) is a failed run, not a failed sweep."""
+    from seqkeras.results import write_json
+    from seqkeras.runner import failure, new_record
+
+    try:
+        return get()
+    except Exception as error:
+        record = {**new_record(job.run), **failure(error), "seconds": 0.0}
+        write_json(job.folder / "metrics.json", record)
+        return record
+
+
+def _ray_task(run: RunSpec, folder: str, force: bool, backend: str, threads: int) -> dict[str, Any]:
+    _worker_setup(backend, threads)
+    return execute_once(run, Path(folder), force)

@@ -1,0 +1,270 @@
+"""`seqkeras report`: one static report.html per experiment and an index.html linking them.
+
+A page shows the experiment's description, its tables (mean ± std over seeds),
+its verdicts, its plots and the spec as run, all computed from the results
+folder (runs.csv, experiment.yaml, plots.json and the PNGs). Pages are plain
+HTML with inline CSS: no script, no network, images referenced relatively, so
+a results folder can be opened from disk, zipped or served as is.
+
+A results folder written before plotting existed gets its plots drawn first.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import pandas as pd
+import yaml
+
+from seqkeras.errors import SpecError
+from seqkeras.results import FAILED, OK, read_runs, write_atomic
+
+REPORT, INDEX = "report.html", "index.html"
+NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?( ± \S+)?$")  # numbers and "mean ± std" align right
+
+STYLE = """
+body { font: 15px/1.5 system-ui, -apple-system, "Segoe UI", sans-serif; color: #1f2328; margin: 2rem auto;
+       max-width: 70rem; padding: 0 1.5rem; }
+h1 { font-size: 1.7rem; margin-bottom: .2rem; } h2 { margin-top: 2.2rem; border-bottom: 1px solid #d0d7de; }
+h3 { font-size: 1rem; }
+nav { font-size: .9rem; } a { color: #0969da; }
+.description { max-width: 50rem; } .summary { color: #57606a; }
+table { border-collapse: collapse; margin: .5rem 0 1rem; font-size: .88rem; }
+th, td { border: 1px solid #d0d7de; padding: .25rem .6rem; text-align: left; vertical-align: top; }
+th { background: #f6f8fa; } td.number { text-align: right; font-variant-numeric: tabular-nums; }
+.reproduced { color: #1a7f37; font-weight: 600; } .not-reproduced { color: #cf222e; font-weight: 600; }
+figure { margin: 1rem 0 2rem; } figure img { max-width: 100%; height: auto; border: 1px solid #d0d7de; }
+figcaption { color: #57606a; font-size: .9rem; } pre { background: #f6f8fa; padding: 1rem; overflow-x: auto; }
+footer { margin-top: 3rem; color: #57606a; font-size: .8rem; }
+"""
+
+
+@dataclass
+class ExperimentPage:
+    """What one experiment's page shows, read from its results folder."""
+
+    folder: Path
+    name: str
+    description: str
+    runs: pd.DataFrame
+    tables: list[tuple[str, pd.DataFrame]] = field(default_factory=list)
+    verdicts: list[Any] = field(default_factory=list)
+    plots: list[dict[str, str]] = field(default_factory=list)
+    spec_text: str = ""
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok_runs(self) -> int:
+        return int((self.runs["status"] == OK).sum())
+
+    @property
+    def failed_runs(self) -> int:
+        return int((self.runs["status"] == FAILED).sum())
+
+    @property
+    def held(self) -> int:
+        return sum(v.holds for v in self.verdicts)
+
+
+def experiment_folders(paths: list[Path]) -> list[Path]:
+    """Each path is an experiment's results folder, or a root whose subfolders are."""
+    folders: list[Path] = []
+    for path in paths:
+        if not path.is_dir():
+            raise SpecError(f"{path}: no such results folder")
+        if (path / "runs.csv").is_file():
+            found = [path]
+        else:
+            found = sorted(p.parent for p in path.glob("*/runs.csv"))
+            if not found:
+                raise SpecError(f"{path} holds no runs.csv, neither itself nor in its experiment folders")
+        folders += [f for f in found if f.resolve() not in {g.resolve() for g in folders}]
+    return folders
+
+
+def write_reports(paths: list[Path], out: Path | None = None) -> tuple[Path, list[Path]]:
+    """Write every report.html and the index.html; returns (index, pages)."""
+    folders = experiment_folders(paths)
+    if out is not None:
+        names = [f.name for f in folders]
+        clash = sorted({n for n in names if names.count(n) > 1})
+        if clash:
+            raise SpecError(f"two results folders are both named {clash[0]!r}; with --out their pages would collide")
+    index_dir = out if out is not None else Path(os.path.commonpath([f.resolve().parent for f in folders]))
+    pages, written = [], []
+    for folder in folders:
+        page = read_experiment(folder)
+        page_dir = out / folder.name if out is not None else folder
+        page_dir.mkdir(parents=True, exist_ok=True)
+        if out is not None:
+            for plot in page.plots:
+                shutil.copyfile(folder / plot["file"], page_dir / plot["file"])
+        target = page_dir / REPORT
+        write_atomic(target, render_experiment(page, index_href=_href(index_dir / INDEX, page_dir)))
+        pages.append((page, target))
+        written.append(target)
+    index = index_dir / INDEX
+    write_atomic(index, render_index([(p, _href(target, index_dir)) for p, target in pages]))
+    return index, written
+
+
+def read_experiment(folder: Path) -> ExperimentPage:
+    from seqkeras.expectations import check
+    from seqkeras.plotting import plot_folder, read_manifest
+    from seqkeras.report import summary_tables
+    from seqkeras.spec import ExperimentSpec
+
+    runs = read_runs(folder)
+    matrix_columns = [c for c in runs.columns if "." in c]
+    problems: list[str] = []
+    spec = None
+    saved = folder / "experiment.yaml"
+    spec_text = saved.read_text(encoding="utf-8") if saved.is_file() else ""
+    if spec_text:
+        try:
+            spec = ExperimentSpec.model_validate(yaml.safe_load(spec_text))
+        except Exception as error:  # an old or edited experiment.yaml: show the numbers anyway
+            problems.append(f"experiment.yaml could not be read as a spec ({type(error).__name__}); "
+                            "tables show every run, without verdicts")
+    name = spec.name if spec else (str(runs["experiment"].iloc[0]) if len(runs) else folder.name)
+    try:
+        tables = summary_tables(runs, spec.tables() if spec else [], matrix_columns)
+    except SpecError as error:
+        tables = []
+        problems.append(f"tables: {error}")
+    verdicts = [check(expect, runs) for expect in spec.expect] if spec else []
+    plots = read_manifest(folder)
+    if plots is None:
+        plot_folder(folder, spec.plots if spec else [], matrix_columns, runs)
+        plots = read_manifest(folder) or []
+    plots = [p for p in plots if (folder / p["file"]).is_file()]
+    return ExperimentPage(folder, name, spec.description if spec else "", runs, tables, verdicts, plots,
+                          spec_text, problems)
+
+
+# --------------------------------------------------------------------------- #
+# HTML
+# --------------------------------------------------------------------------- #
+
+
+def render_experiment(page: ExperimentPage, *, index_href: str) -> str:
+    e = html.escape
+    body = [f'<nav><a href="{e(index_href)}">← all experiments</a></nav>', f"<h1>{e(page.name)}</h1>"]
+    if page.description:
+        body.append(f'<p class="description">{e(page.description.strip())}</p>')
+    summary = f"{len(page.runs)} runs: {page.ok_runs} ok, {page.failed_runs} failed."
+    if page.verdicts:
+        summary += f" Expectations: {page.held} of {len(page.verdicts)} reproduced."
+    body.append(f'<p class="summary">{e(summary)}</p>')
+    body += [f"<p><em>{e(problem)}</em></p>" for problem in page.problems]
+    if page.tables:
+        body.append("<h2>Tables</h2>")
+        for title, frame in page.tables:
+            body += [f"<h3>{e(title)}</h3>", frame_html(frame)]
+    if page.verdicts:
+        body.append(f"<h2>Expectations ({page.held} of {len(page.verdicts)} reproduced)</h2>")
+        body.append(verdicts_html(page.verdicts))
+    if page.plots:
+        body.append("<h2>Plots</h2>")
+        for plot in page.plots:
+            title = plot.get("title") or plot["file"]
+            body.append(f'<figure><img src="{e(plot["file"])}" alt="{e(title)}">'
+                        f"<figcaption>{e(title)}</figcaption></figure>")
+    if page.failed_runs:
+        failures = page.runs[page.runs["status"] == FAILED][["run_id", "error"]]
+        body += ["<h2>Failed runs</h2>", frame_html(failures)]
+    if page.spec_text:
+        body.append(f"<details><summary>The experiment as run (experiment.yaml)</summary>"
+                    f"<pre>{e(page.spec_text)}</pre></details>")
+    body.append(f"<footer>Written by <code>seqkeras report</code> from {e(page.folder.name)}/runs.csv.</footer>")
+    return _document(f"{page.name} — seqkeras report", body)
+
+
+def render_index(pages: list[tuple[ExperimentPage, str]]) -> str:
+    e = html.escape
+    total = sum(len(p.verdicts) for p, _ in pages)
+    held = sum(p.held for p, _ in pages)
+    body = ["<h1>seqkeras results</h1>",
+            f'<p class="summary">{len(pages)} experiment(s); expectations: {held} of {total} reproduced.</p>',
+            "<table><thead><tr><th>experiment</th><th>description</th><th>runs</th>"
+            "<th>expectations</th><th>plots</th></tr></thead><tbody>"]
+    for page, href in pages:
+        description = page.description.strip()
+        if len(description) > 220:
+            description = description[:217].rstrip() + "…"
+        runs = f"{page.ok_runs} ok" + (f", {page.failed_runs} failed" if page.failed_runs else "")
+        if page.verdicts:
+            css = "reproduced" if page.held == len(page.verdicts) else "not-reproduced"
+            verdict = f'<span class="{css}">{page.held} of {len(page.verdicts)}</span>'
+        else:
+            verdict = "—"
+        body.append(f'<tr><td><a href="{e(href)}">{e(page.name)}</a></td><td>{e(description)}</td>'
+                    f'<td class="number">{e(runs)}</td><td>{verdict}</td>'
+                    f'<td class="number">{len(page.plots)}</td></tr>')
+    body.append("</tbody></table>")
+    body.append("<footer>Written by <code>seqkeras report</code>.</footer>")
+    return _document("seqkeras results", body)
+
+
+def frame_html(frame: pd.DataFrame) -> str:
+    if frame.empty:
+        return "<p><em>no finished runs</em></p>"
+    e = html.escape
+    head = "".join(f"<th>{e(str(c))}</th>" for c in frame.columns)
+    rows = []
+    for values in frame.itertuples(index=False):
+        cells = "".join(_cell(v) for v in values)
+        rows.append(f"<tr>{cells}</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def verdicts_html(verdicts: list[Any]) -> str:
+    e = html.escape
+    rows = []
+    for verdict in verdicts:
+        row = verdict.as_row()
+        css = "reproduced" if verdict.holds else "not-reproduced"
+        rows.append(f"<tr><td>{e(row['claim'])}</td><td>{e(row['expected'])}</td><td>{e(row['measured'])}</td>"
+                    f'<td class="{css}">{e(row["verdict"])}</td></tr>')
+    return ("<table><thead><tr><th>claim</th><th>expected</th><th>measured</th><th>verdict</th></tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table>")
+
+
+def _cell(value: Any) -> str:
+    if value is None or (isinstance(value, float) and pd.isna(value)):
+        return "<td></td>"
+    text = str(value)
+    css = ' class="number"' if NUMBER.match(text) else ""
+    return f"<td{css}>{html.escape(text)}</td>"
+
+
+def _document(title: str, body: list[str]) -> str:
+    return "\n".join([
+        "<!DOCTYPE html>",
+        '<html lang="en">',
+        "<head>",
+        '<meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        '<link rel="icon" href="data:,">',  # no favicon request: the page loads nothing it does not show
+        f"<title>{html.escape(title)}</title>",
+        f"<style>{STYLE}</style>",
+        "</head>",
+        "<body>",
+        *body,
+        "</body>",
+        "</html>",
+        "",
+    ])
+
+
+def _href(target: Path, start: Path) -> str:
+    """A relative link from a page in `start` to `target`, with forward slashes."""
+    relative = os.path.relpath(target.resolve(), start.resolve())
+    return "/".join(quote(part) for part in Path(relative).parts)

@@ -1,0 +1,118 @@
+"""The tagger with a CRF output (`model: {kind: tagger, output: crf}`): the BiLSTM-CRF.
+
+Embedding → recurrent stack (the same body as every recurrent kind) → Dense
+emission scores, one per tag → a linear-chain CRF that scores whole tag
+sequences (`seqkeras.layers.crf`). With `constrain_transitions`, the tag
+bigrams that BIO forbids (`O I-PER`, `B-LOC I-PER`, a sentence starting with
+`I-X`) and the padding tag get the CRF's forbidden score, so they are never
+predicted; without it, the CRF has to learn from the data that they do not
+happen.
+
+How it meets the suite's training and prediction (`seqkeras.training`):
+
+* `has_own_loss`: `fit` compiles it with the optimizer only (its loss is the
+  CRF negative log-likelihood) and passes no per-token sample weights (padding
+  is masked through the Embedding's Keras mask).
+* `predict` gives what a softmax tagger's `predict` gives, a distribution over
+  tags per token [N, T, K]: here the CRF's marginals p(y_t = k | x), by the
+  forward-backward algorithm, so `cross_entropy` means the same for both.
+* `predict_tags` gives the decision, the Viterbi path [N, T] — the best whole
+  sequence, which can differ from the per-token argmax of the marginals. Every
+  per-token and entity metric scores these ids.
+"""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+from keras import ops
+
+from seqkeras.layers.crf import CRF, CRFTagger, bio_transition_constraints
+from seqkeras.models.recurrent import TaggerParams, recurrent_body
+from seqkeras.tasks.base import PAD, SequenceData
+
+
+def crf_marginals(crf: CRF, emissions, mask):
+    """p(y_t = k | x) for every position, [B, T, K] float32, by forward-backward in log space.
+
+    `mask` [B, T] marks real tokens (padding at the end); the rows at padded
+    positions repeat the last real position's and are to be ignored.
+    """
+    transitions, start, end = crf.constrained_scores()
+    k = crf.num_tags
+    emissions = ops.cast(emissions, "float32")
+    # One scan input holding the mask as an extra channel (Keras's TensorFlow
+    # scan fails on several inputs of dynamic length; see CRF._time_major_rest).
+    packed = ops.concatenate([emissions, ops.expand_dims(ops.cast(mask, "float32"), -1)], axis=-1)
+    later_steps = ops.moveaxis(packed[:, 1:], 1, 0)  # [T-1, B, K+1]: positions 1..T-1
+    scores = ops.expand_dims(transitions, 0)  # [1, K_prev, K_next]
+
+    def forward(alpha, packed_t):
+        emission, real = packed_t[:, :k], packed_t[:, k:] > 0.5
+        new = ops.logsumexp(ops.expand_dims(alpha, 2) + scores, axis=1) + emission
+        alpha = ops.where(real, new, alpha)
+        return alpha, alpha
+
+    def backward(beta, packed_next):  # beta_{t+1} and position t+1 -> beta_t
+        emission, real = packed_next[:, :k], packed_next[:, k:] > 0.5
+        new = ops.logsumexp(scores + ops.expand_dims(emission + beta, 1), axis=2)
+        beta = ops.where(real, new, beta)  # past the end, beta stays the end score
+        return beta, beta
+
+    alpha_first = ops.expand_dims(start, 0) + emissions[:, 0]
+    beta_last = ops.zeros_like(alpha_first) + ops.expand_dims(end, 0)
+    _, alphas = ops.scan(forward, alpha_first, later_steps)
+    _, betas = ops.scan(backward, beta_last, later_steps, reverse=True)
+    alphas = ops.concatenate([ops.expand_dims(alpha_first, 0), alphas], axis=0)
+    betas = ops.concatenate([betas, ops.expand_dims(beta_last, 0)], axis=0)
+    return ops.moveaxis(ops.softmax(alphas + betas, axis=-1), 0, 1)
+
+
+@keras.saving.register_keras_serializable(package="seqkeras")
+class SequenceCRFTagger(CRFTagger):
+    """A `CRFTagger` that predicts like the suite's other taggers (see the module docstring).
+
+    Its encoder takes token ids and masks id 0 (`Embedding(mask_zero=True)`).
+    """
+
+    has_own_loss = True
+
+    def predict_step(self, data):
+        x, _, _ = keras.utils.unpack_x_y_sample_weight(data)
+        return crf_marginals(self.crf, self(x, training=False), self._mask(x))
+
+    def predict_tags(self, x, batch_size: int | None = None) -> np.ndarray:
+        """The Viterbi path of each sequence, [N, T] int32 (0 at padding)."""
+        emissions = self.encoder.predict(x, batch_size=batch_size, verbose=0)
+        step = batch_size or 32
+        paths = [
+            ops.convert_to_numpy(
+                self.crf.viterbi_decode(emissions[i : i + step], mask=self._mask(x[i : i + step]))
+            )
+            for i in range(0, len(x), step)
+        ]
+        return np.concatenate(paths, axis=0) if paths else np.zeros(np.shape(x), np.int32)
+
+    @staticmethod
+    def _mask(x):
+        return ops.not_equal(x, 0)
+
+
+def transition_constraints(tag_names: list[str]) -> dict[str, np.ndarray]:
+    """BIO's allowed transitions for `CRF(...)`, with the padding tag never allowed at a real token."""
+    allowed, allowed_start, allowed_end = bio_transition_constraints(tag_names)
+    if PAD in tag_names:
+        padding = tag_names.index(PAD)
+        allowed[:, padding] = False
+        allowed_start[padding] = False
+    return {"allowed_transitions": allowed, "allowed_start": allowed_start, "allowed_end": allowed_end}
+
+
+def build_crf_tagger(params: TaggerParams, data: SequenceData) -> SequenceCRFTagger:
+    inputs, features = recurrent_body(params, data, every_step=True)
+    emissions = keras.layers.Dense(data.num_outputs, name="emissions")(features)
+    encoder = keras.Model(inputs, emissions, name="encoder")
+    constraints = transition_constraints(list(data.labels.tokens)) if params.constrain_transitions else {}
+    model = SequenceCRFTagger(encoder, CRF(data.num_outputs, name="crf", **constraints), name="crf_tagger")
+    model.build((None, None))
+    return model

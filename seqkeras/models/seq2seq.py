@@ -1,0 +1,303 @@
+"""Model kind `seq2seq`: a recurrent encoder-decoder, with or without attention.
+
+The encoder (an embedding and a stack of recurrent layers, optionally
+bidirectional) reads the source. Decoder layer i starts from encoder layer i's
+final state (both directions concatenated), so the decoder is as wide as the
+encoder's outputs. What the decoder sees of the source depends on `attention`:
+
+- none:     only that initial state — the whole source squeezed into one vector
+            per layer (the bottleneck of the basic encoder-decoder);
+- bahdanau: at each step, additive attention with the previous decoder state
+            as the query; the context is fed into the first decoder layer and,
+            with the new state, into the output layer (Bahdanau et al., 2014);
+- luong:    at each step, the new top decoder state attends (dot or general
+            score), and tanh(W [context; state]) feeds the output layer
+            (Luong et al., 2015, without input feeding).
+
+One function, `decoder_step`, computes a decoder step. Training runs it over
+the whole target with teacher forcing (the decoder reads the true previous
+token) inside `keras.ops.scan`; decoding calls it one step at a time through
+`Seq2SeqStepModel` with a state cache. So decoding uses exactly the trained
+computation, and the shared decoders (greedy, beam, sampling) drive it.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import keras
+import numpy as np
+from keras import ops
+from pydantic import Field, model_validator
+
+from seqkeras.cells import CellName
+from seqkeras.layers.attention import BahdanauAttention, LuongAttention
+from seqkeras.registry import Params
+from seqkeras.tasks.base import PAD
+from seqkeras.tasks.seq2seq_data import START, Seq2SeqData
+
+CELL_CLASSES = {"simple_rnn": keras.layers.SimpleRNNCell, "lstm": keras.layers.LSTMCell, "gru": keras.layers.GRUCell}
+LAYER_CLASSES = {"simple_rnn": keras.layers.SimpleRNN, "lstm": keras.layers.LSTM, "gru": keras.layers.GRU}
+
+# Added to the logits of tokens the decoder must never emit (padding, the start
+# token): exp underflows to exactly 0, so no decoder can choose them.
+BLOCKED_LOGIT = -1.0e9
+
+
+class Seq2SeqParams(Params):
+    cell: CellName = Field("lstm", description="Encoder cell: simple_rnn, lstm or gru.")
+    decoder_cell: CellName | None = Field(
+        None,
+        description="Decoder cell; default: the encoder's. An LSTM decoder after another encoder starts "
+        "with a zero cell state; after an LSTM encoder another decoder takes only its hidden state.",
+    )
+    units: int = Field(64, ge=1, le=65_536, description="Encoder units per direction (the decoder has units × directions).")
+    layers: int = Field(1, ge=1, le=16, description="Stacked recurrent layers, in the encoder and in the decoder.")
+    bidirectional: bool = Field(False, description="Encoder reads the source both ways (outputs and states concatenated).")
+    embedding_dim: int = Field(32, ge=1, le=65_536, description="Width of the source and target embeddings.")
+    attention: Literal["none", "bahdanau", "luong"] = Field(
+        "bahdanau", description="none (the decoder sees only the encoder's final state), bahdanau (additive) or luong."
+    )
+    luong_score: Literal["dot", "general"] | None = Field(
+        None, description="Luong attention's score: dot (h_tᵀ h_j) or general (h_tᵀ W h_j, the default)."
+    )
+    attention_units: int | None = Field(
+        None, ge=1, le=65_536, description="Bahdanau attention's hidden width; default: the decoder's width."
+    )
+    dropout: float = Field(0.0, ge=0, lt=1, description="Dropout on the embeddings and on the decoder's output features.")
+    max_output_length: int | None = Field(
+        None,
+        ge=1,
+        description="Most tokens a decoder generates (the end token included); "
+        "default: 1.5 × the longest training target + 2.",
+    )
+
+    @model_validator(mode="after")
+    def _attention_options(self) -> "Seq2SeqParams":
+        if self.luong_score is not None and self.attention != "luong":
+            raise ValueError(f"luong_score applies only to attention luong, not {self.attention!r}")
+        if self.attention_units is not None and self.attention != "bahdanau":
+            raise ValueError(f"attention_units applies only to attention bahdanau, not {self.attention!r}")
+        return self
+
+
+@keras.saving.register_keras_serializable(package="seqkeras")
+class Seq2SeqModel(keras.Model):
+    """Encoder-decoder. `call({"source", "decoder_input"})` → next-token probabilities [B, T, V] (teacher forcing)."""
+
+    def __init__(
+        self,
+        source_vocabulary_size: int,
+        target_vocabulary_size: int,
+        blocked_ids: tuple[int, ...] = (0,),
+        cell: str = "lstm",
+        decoder_cell: str | None = None,
+        units: int = 64,
+        layers: int = 1,
+        bidirectional: bool = False,
+        embedding_dim: int = 32,
+        attention: str = "bahdanau",
+        luong_score: str | None = None,
+        attention_units: int | None = None,
+        dropout: float = 0.0,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.config = dict(
+            source_vocabulary_size=source_vocabulary_size,
+            target_vocabulary_size=target_vocabulary_size,
+            blocked_ids=tuple(blocked_ids),
+            cell=cell,
+            decoder_cell=decoder_cell,
+            units=units,
+            layers=layers,
+            bidirectional=bidirectional,
+            embedding_dim=embedding_dim,
+            attention=attention,
+            luong_score=luong_score,
+            attention_units=attention_units,
+            dropout=dropout,
+        )
+        self.encoder_cell = cell
+        self.decoder_cell_name = decoder_cell or cell
+        self.attention_kind = attention
+        self.width = units * (2 if bidirectional else 1)
+        blocked = np.zeros(target_vocabulary_size, dtype="float32")
+        blocked[list(blocked_ids)] = BLOCKED_LOGIT
+        self.blocked_logits = blocked
+
+        self.source_embedding = keras.layers.Embedding(source_vocabulary_size, embedding_dim, mask_zero=True,
+                                                       name="source_embedding")
+        self.encoder_layers = []
+        for index in range(layers):
+            layer = LAYER_CLASSES[cell](units, return_sequences=True, return_state=True, name=f"encoder_{cell}_{index}")
+            if bidirectional:
+                layer = keras.layers.Bidirectional(layer, merge_mode="concat", name=f"encoder_bidirectional_{index}")
+            self.encoder_layers.append(layer)
+        self.target_embedding = keras.layers.Embedding(target_vocabulary_size, embedding_dim, name="target_embedding")
+        self.decoder_cells = [
+            CELL_CLASSES[self.decoder_cell_name](self.width, name=f"decoder_{self.decoder_cell_name}_{index}")
+            for index in range(layers)
+        ]
+        self.attention = None
+        self.attentional = None
+        if attention == "bahdanau":
+            self.attention = BahdanauAttention(attention_units or self.width, name="bahdanau_attention")
+        elif attention == "luong":
+            self.attention = LuongAttention(luong_score or "general", units=self.width, name="luong_attention")
+            self.attentional = keras.layers.Dense(self.width, activation="tanh", name="attentional_state")
+        self.dropout = keras.layers.Dropout(dropout, name="dropout")
+        self.output_layer = keras.layers.Dense(target_vocabulary_size, name="next_token")
+
+    def get_config(self):
+        return {**super().get_config(), **self.config}
+
+    # ----------------------------------------------------------------- encoder
+
+    def encode(self, source, training: bool = False) -> dict:
+        """Source ids [B, S] → the decoder's starting state: memory, keys, mask and the carry."""
+        mask = ops.not_equal(source, 0)
+        x = self.dropout(self.source_embedding(source), training=training)
+        initial_states = []
+        for layer in self.encoder_layers:
+            x, *states = layer(x, mask=mask, training=training)
+            initial_states.append(self._decoder_state(self._merge_directions(states)))
+        encoded = {"memory": x, "mask": mask}
+        if self.attention is not None:
+            encoded["keys"] = self.attention.keys(x)
+        batch = ops.shape(source)[0]
+        carry = {
+            "states": initial_states,
+            "features": ops.zeros((batch, self._feature_width()), dtype=x.dtype),
+        }
+        if self.attention is not None:
+            carry["weights"] = ops.zeros((batch, ops.shape(source)[1]), dtype=x.dtype)
+        encoded["carry"] = carry
+        return encoded
+
+    def _merge_directions(self, states: list) -> list:
+        """Bidirectional layers return forward then backward states; concatenate them pairwise."""
+        if not self.config["bidirectional"]:
+            return list(states)
+        half = len(states) // 2
+        return [ops.concatenate([forward, backward], axis=-1) for forward, backward in zip(states[:half], states[half:])]
+
+    def _decoder_state(self, encoder_states: list) -> list:
+        hidden = encoder_states[0]
+        if self.decoder_cell_name != "lstm":
+            return [hidden]
+        cell_state = encoder_states[1] if self.encoder_cell == "lstm" else ops.zeros_like(hidden)
+        return [hidden, cell_state]
+
+    def _feature_width(self) -> int:
+        return 2 * self.width if self.attention_kind == "bahdanau" else self.width
+
+    # ----------------------------------------------------------------- decoder
+
+    def decoder_step(self, embedded, carry: dict, encoded: dict, training: bool = False) -> dict:
+        """One decoder step: the embedded previous token [B, E] and the carry → the new carry."""
+        states = carry["states"]
+        x = embedded
+        new = {}
+        if self.attention_kind == "bahdanau":
+            query = states[-1][0]  # the previous top-layer state
+            context, new["weights"] = self.attention(query, encoded["memory"], keys=encoded["keys"],
+                                                     source_mask=encoded["mask"])
+            x = ops.concatenate([x, context], axis=-1)
+        new_states = []
+        for cell, state in zip(self.decoder_cells, states):
+            x, state = cell(x, list(state), training=training)
+            new_states.append(list(state))
+        new["states"] = new_states
+        if self.attention_kind == "bahdanau":
+            new["features"] = ops.concatenate([x, context], axis=-1)
+        elif self.attention_kind == "luong":
+            context, new["weights"] = self.attention(x, encoded["memory"], keys=encoded["keys"],
+                                                     source_mask=encoded["mask"])
+            new["features"] = self.attentional(ops.concatenate([context, x], axis=-1))
+        else:
+            new["features"] = x
+        return new
+
+    def logits(self, features, training: bool = False):
+        """Decoder features [..., F] → next-token logits [..., V] (padding and start blocked)."""
+        return self.output_layer(self.dropout(features, training=training)) + self.blocked_logits
+
+    def teacher_forced(self, source, decoder_input, training: bool = False):
+        """Logits [B, T, V] and, with attention, the attention weights [B, T, S], reading the true previous tokens."""
+        encoded = self.encode(source, training=training)
+        embedded = self.dropout(self.target_embedding(decoder_input), training=training)
+
+        def step(carry, token_embedding):
+            new = self.decoder_step(token_embedding, carry, encoded, training=training)
+            return new, new  # keras.ops.scan stacks outputs shaped like the carry
+
+        _, stacked = ops.scan(step, encoded["carry"], ops.transpose(embedded, (1, 0, 2)))
+        features = ops.transpose(stacked["features"], (1, 0, 2))
+        weights = ops.transpose(stacked["weights"], (1, 0, 2)) if "weights" in stacked else None
+        return self.logits(features, training=training), weights
+
+    def call(self, inputs, training: bool = False):
+        logits, _ = self.teacher_forced(inputs["source"], inputs["decoder_input"], training=training)
+        return ops.softmax(logits, axis=-1)
+
+    def attention_weights(self, source, decoder_input) -> np.ndarray | None:
+        """Teacher-forced attention weights [B, T, S] (None without attention), for inspection."""
+        _, weights = self.teacher_forced(ops.convert_to_tensor(source), ops.convert_to_tensor(decoder_input))
+        return None if weights is None else ops.convert_to_numpy(weights)
+
+    def step_model(self, source: np.ndarray, start_id: int, end_id: int) -> "Seq2SeqStepModel":
+        return Seq2SeqStepModel(self, source, start_id, end_id)
+
+
+class Seq2SeqStepModel:
+    """`StepModel` for a trained `Seq2SeqModel` and a batch of sources [B, S].
+
+    The state is the encoder's output (memory, keys, mask), computed once in
+    `start()`, plus the decoder's carry; `select()` gathers rows of all of them,
+    so beams of one source share nothing but what they copied.
+    """
+
+    def __init__(self, model: Seq2SeqModel, source: np.ndarray, start_id: int, end_id: int):
+        self.model = model
+        self.source = np.asarray(source, dtype="int32")
+        self.start_id, self.end_id = int(start_id), int(end_id)
+        self.vocab_size = int(model.config["target_vocabulary_size"])
+
+    def start(self, batch_size: int) -> dict:
+        if batch_size != len(self.source):
+            raise ValueError(f"this step model holds {len(self.source)} sources, received batch_size {batch_size}")
+        return self.model.encode(ops.convert_to_tensor(self.source))
+
+    def step(self, tokens: np.ndarray, state: dict) -> tuple[np.ndarray, dict]:
+        embedded = self.model.target_embedding(ops.convert_to_tensor(np.asarray(tokens, dtype="int32")))
+        carry = self.model.decoder_step(embedded, state["carry"], state)
+        log_probs = ops.log_softmax(self.model.logits(carry["features"]), axis=-1)
+        return ops.convert_to_numpy(log_probs).astype("float64"), {**state, "carry": carry}
+
+    def select(self, state: dict, indices: np.ndarray) -> dict:
+        indices = ops.convert_to_tensor(np.asarray(indices, dtype="int32"))
+        return keras.tree.map_structure(lambda tensor: ops.take(tensor, indices, axis=0), state)
+
+
+def build(params: Seq2SeqParams, data: Seq2SeqData) -> Seq2SeqModel:
+    target = data.target_vocabulary
+    model = Seq2SeqModel(
+        source_vocabulary_size=len(data.vocabulary),
+        target_vocabulary_size=len(target),
+        blocked_ids=(target.index[PAD], target.index[START]),
+        cell=params.cell,
+        decoder_cell=params.decoder_cell,
+        units=params.units,
+        layers=params.layers,
+        bidirectional=params.bidirectional,
+        embedding_dim=params.embedding_dim,
+        attention=params.attention,
+        luong_score=params.luong_score,
+        attention_units=params.attention_units,
+        dropout=params.dropout,
+        name="seq2seq",
+    )
+    # Build every weight now (count_params is read before training) with two training rows.
+    model({name: array[:2] for name, array in data.x_train.items()})
+    return model

@@ -1,0 +1,538 @@
+"""Plots of an experiment's results: the ones a spec declares, and each curve's natural plot.
+
+Declared plots (`plots:` in a spec) draw a metric of runs.csv against a matrix
+key, one series per `hue` value and one panel per `facet` value, with the mean
+over seeds and an error bar of ± one standard deviation. Natural plots come
+from the curves runs write beside them: a probe's `<curve>.csv` (gradient norm
+against steps back, memory against step, the unrolled state as a heatmap, ...)
+and a training run's `history.csv` (learning curves).
+
+Every PNG lands in the experiment's results folder, listed with its title in
+`plots.json`, which the HTML report reads. Plotting happens after the results
+are written: a plot that cannot be drawn is a warning, never a lost result.
+
+matplotlib is imported only when drawing, and only through `Figure` (never
+pyplot), so no display and no global backend state are involved.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import pandas as pd
+from pydantic import Field, model_validator
+
+from seqkeras.registry import Params
+from seqkeras.results import write_atomic
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from seqkeras.spec import Experiment
+
+MANIFEST = "plots.json"
+DPI = 100
+FILE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]*$"
+
+
+class PlotSpec(Params):
+    """One declared plot: a metric of runs.csv against a matrix key."""
+
+    x: str = Field(description="Matrix key (or 'seed') along the x axis.")
+    y: str | list[str] = Field(description="Metric(s) on the y axis; several metrics give one series each.")
+    hue: str | None = Field(None, description="Matrix key: one series (colour) per value.")
+    facet: str | None = Field(None, description="Matrix key: one panel per value.")
+    kind: Literal["line", "bar", "scatter"] = Field(
+        "line", description="line: mean over seeds joined by lines; bar: grouped bars; scatter: every run as a point."
+    )
+    logx: bool = Field(False, description="Logarithmic x axis (numeric x only).")
+    logy: bool = Field(False, description="Logarithmic y axis.")
+    errorbars: bool = Field(True, description="Error bars of ± one standard deviation over seeds (line and bar).")
+    where: dict[str, Any] = Field(default_factory=dict, description="Only runs with these matrix values.")
+    title: str | None = Field(None, description="Figure title; default '<y> by <x>'.")
+    file: str | None = Field(
+        None, pattern=FILE_PATTERN, max_length=100,
+        description="PNG file name in the results folder, without .png; default from y, x and hue.",
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "PlotSpec":
+        if isinstance(self.y, list) and not self.y:
+            raise ValueError("y needs at least one metric")
+        if self.kind == "bar" and self.logx:
+            raise ValueError("logx does not apply to bar plots (their x axis is categorical)")
+        return self
+
+    def metrics(self) -> list[str]:
+        return [self.y] if isinstance(self.y, str) else list(self.y)
+
+    def default_title(self) -> str:
+        return self.title or f"{', '.join(self.metrics())} by {self.x}" + (f" and {self.hue}" if self.hue else "")
+
+    def default_file(self) -> str:
+        name = f"{'-'.join(self.metrics())}_by_{self.x}" + (f"_by_{self.hue}" if self.hue else "")
+        return self.file or _slug(name + ("" if self.kind == "line" else f"_{self.kind}"))
+
+
+class PlotError(Exception):
+    """A plot that cannot be drawn from these results (a missing column, no finished run)."""
+
+
+@dataclass
+class PlannedPlot:
+    file: str  # without .png
+    title: str
+    source: str  # "spec", a curve name, or "history"
+    draw: Callable[[], "Figure"]
+
+
+# --------------------------------------------------------------------------- #
+# Entry points
+# --------------------------------------------------------------------------- #
+
+
+def write_plots(
+    folder: Path, experiment: "Experiment", runs: pd.DataFrame, *, echo: Callable[[str], None] | None = None
+) -> list[Path]:
+    """Every plot of an experiment into its results folder; never raises (a failed plot is a warning)."""
+    try:
+        return plot_folder(folder, experiment.spec.plots, experiment.matrix_columns, runs, echo=echo)
+    except Exception as error:  # plots are a view of the results; losing them must not lose the results
+        _warn(f"no plots written for {folder}: {type(error).__name__}: {error}")
+        return []
+
+
+def plot_folder(
+    folder: Path,
+    plots: list[PlotSpec],
+    matrix_columns: list[str],
+    runs: pd.DataFrame,
+    *,
+    echo: Callable[[str], None] | None = None,
+) -> list[Path]:
+    """Draw and save every planned plot; returns the PNGs written. Rewrites plots.json."""
+    written: list[dict[str, str]] = []
+    paths: list[Path] = []
+    for plan in plan_plots(folder, plots, matrix_columns, runs):
+        try:
+            figure = plan.draw()
+            save_png(figure, folder / f"{plan.file}.png")
+        except Exception as error:
+            _warn(f"plot {plan.file}.png ({plan.title}) not written: {type(error).__name__}: {error}")
+            continue
+        written.append({"file": f"{plan.file}.png", "title": plan.title, "source": plan.source})
+        paths.append(folder / f"{plan.file}.png")
+    _remove_stale(folder, {entry["file"] for entry in written})
+    _write_text(folder / MANIFEST, json.dumps(written, indent=2, ensure_ascii=False) + "\n")
+    if echo and written:
+        echo(f"plots: {', '.join(entry['file'] for entry in written)}")
+    return paths
+
+
+def read_manifest(folder: Path) -> list[dict[str, str]] | None:
+    """plots.json of a results folder: [{file, title, source}], or None when there is none."""
+    try:
+        entries = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(entries, list):
+        return None
+    return [e for e in entries if isinstance(e, dict) and isinstance(e.get("file"), str)]
+
+
+def plan_plots(folder: Path, plots: list[PlotSpec], matrix_columns: list[str], runs: pd.DataFrame) -> list[PlannedPlot]:
+    """Declared plots first (the author chose them), then each curve's natural plot, then learning curves."""
+    plans: list[PlannedPlot] = []
+    used: set[str] = set()
+
+    def add(file: str, title: str, source: str, draw: Callable[[], "Figure"]) -> None:
+        name, number = file, 2
+        while name in used:
+            name, number = f"{file}_{number}", number + 1
+        used.add(name)
+        plans.append(PlannedPlot(name, title, source, draw))
+
+    for plot in plots:
+        add(plot.default_file(), plot.default_title(), "spec",
+            lambda plot=plot: draw_declared(plot, runs, matrix_columns))
+    finished = _finished_runs(folder, runs)
+    for curve, (title, draw) in CURVE_PLOTS.items():
+        curves = _read_curves(folder, finished, curve, matrix_columns)
+        if curves:
+            add(curve, title, curve, lambda draw=draw, curves=curves: draw(curves))
+    histories = _read_curves(folder, finished, "history", matrix_columns)
+    if histories:
+        add("learning_curves", "Learning curves (mean ± std over seeds)", "history",
+            lambda: draw_learning_curves(histories))
+    return plans
+
+
+# --------------------------------------------------------------------------- #
+# Declared plots
+# --------------------------------------------------------------------------- #
+
+
+def draw_declared(plot: PlotSpec, runs: pd.DataFrame, matrix_columns: list[str]) -> "Figure":
+    from seqkeras.expectations import select
+
+    metrics = plot.metrics()
+    keys = [k for k in (plot.x, plot.hue, plot.facet) if k]
+    for column in keys + metrics + list(plot.where):
+        if column not in runs.columns:
+            available = [c for c in runs.columns if c not in ("experiment", "run_id", "status", "error")]
+            raise PlotError(f"no column {column!r} in runs.csv (columns: {', '.join(available)})")
+    chosen = select(runs, plot.where).copy()
+    if chosen.empty:
+        raise PlotError("no finished run matches the plot's where")
+    for key in keys:  # a key that one kind of run lacks shows as "-", as in the tables
+        chosen[key] = chosen[key].astype(object).where(chosen[key].notna(), "-")
+    numbers = {m: pd.to_numeric(chosen[m], errors="coerce") for m in metrics}
+    for metric, values in numbers.items():
+        if values.isna().all():
+            raise PlotError(f"metric {metric!r} has no numeric values (text metrics cannot be plotted)")
+
+    facets = _ordered(chosen[plot.facet]) if plot.facet else [None]
+    hues = _ordered(chosen[plot.hue]) if plot.hue else [None]
+    series = [(hue, metric) for hue in hues for metric in metrics]
+    x_values = _ordered(chosen[plot.x])
+    categorical = plot.kind == "bar" or not _all_numeric(x_values)
+    position = {value: index for index, value in enumerate(x_values)}
+
+    figure, axes = _panels(len(facets), sharey=True)
+    for ax, facet in zip(axes, facets):
+        panel = chosen if facet is None else chosen[chosen[plot.facet] == facet]
+        for index, (hue, metric) in enumerate(series):
+            part = panel if hue is None else panel[panel[plot.hue] == hue]
+            values = numbers[metric].loc[part.index]
+            if values.notna().sum() == 0:
+                continue
+            label = _series_label(plot, hue, metric, len(metrics))
+            color = _color(index)
+            xs = part[plot.x].map(lambda v: position[v] if categorical else float(v))
+            if plot.kind == "scatter":
+                ax.scatter(xs, values, color=color, label=label, alpha=0.8, s=20)
+                continue
+            stats = pd.DataFrame({"x": xs, "y": values}).dropna().groupby("x")["y"].agg(["mean", "std"]).sort_index()
+            error = stats["std"].fillna(0.0) if plot.errorbars else None
+            if plot.kind == "line":
+                ax.errorbar(stats.index, stats["mean"], yerr=error, color=color, label=label,
+                            marker="o", markersize=4, capsize=3)
+            else:
+                width = 0.8 / len(series)
+                offset = (index - (len(series) - 1) / 2) * width
+                ax.bar(stats.index + offset, stats["mean"], width, yerr=error, color=color, label=label, capsize=3)
+        if categorical:
+            ax.set_xticks(range(len(x_values)), [_text(v) for v in x_values])
+        if plot.logx:
+            ax.set_xscale("log")
+            if len(x_values) <= 12:  # label the values that ran, not powers of ten
+                from matplotlib.ticker import NullFormatter
+
+                ax.set_xticks([float(v) for v in x_values], [_text(v) for v in x_values])
+                ax.xaxis.set_minor_formatter(NullFormatter())
+        if plot.logy:
+            ax.set_yscale("log")
+        ax.set_xlabel(plot.x)
+        if facet is not None:
+            ax.set_title(f"{plot.facet} = {_text(facet)}", fontsize=10)
+        ax.grid(True, alpha=0.3)
+    axes[0].set_ylabel(metrics[0] if len(metrics) == 1 else "value")
+    if len(series) > 1:
+        axes[-1].legend(title=plot.hue, fontsize=8, title_fontsize=8)
+    figure.suptitle(plot.default_title())
+    return figure
+
+
+def _series_label(plot: PlotSpec, hue: Any, metric: str, n_metrics: int) -> str:
+    parts = []
+    if hue is not None:
+        parts.append(_text(hue))
+    if n_metrics > 1:
+        parts.append(metric)
+    return ", ".join(parts) or metric
+
+
+# --------------------------------------------------------------------------- #
+# Natural plots of the curves runs write
+# --------------------------------------------------------------------------- #
+
+
+@dataclass
+class Curve:
+    """One run's curve file, with the label of its matrix point."""
+
+    label: str
+    seed: int
+    frame: pd.DataFrame
+
+
+def draw_gradient_norms(curves: list[Curve]) -> "Figure":
+    figure, (ax,) = _panels(1)
+    for index, curve in enumerate(curves):
+        frame = curve.frame
+        ax.plot(frame["steps_back"], frame["grad_norm"], color=_color(index), label=curve.label)
+        if "linear_grad_norm" in frame:
+            ax.plot(frame["steps_back"], frame["linear_grad_norm"], color=_color(index), linestyle="--",
+                    alpha=0.7, label=f"{curve.label} (linear RNN)")
+    ax.set_yscale("log")
+    ax.set_xlabel("steps back k")
+    ax.set_ylabel("gradient norm ‖∂L/∂h(T−k)‖")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    figure.suptitle("Gradient norm against steps back")
+    return figure
+
+
+def draw_memory(curves: list[Curve]) -> "Figure":
+    figure, axes = _panels(2)
+    for ax, log in zip(axes, (False, True)):
+        for index, curve in enumerate(curves):
+            frame = curve.frame
+            columns = [c for c in frame.columns if c != "step"]
+            for number, column in enumerate(columns):
+                # An LSTM writes its cell c (the memory) and its output h; a SimpleRNN its one value.
+                name = "" if column == "value" else f" ({column})"
+                ax.plot(frame["step"], frame[column].abs() if log else frame[column], color=_color(index),
+                        linestyle="-" if number == 0 else ":", label=f"{curve.label}{name}")
+        ax.set_xlabel("step after the signal")
+        ax.grid(True, which="both", alpha=0.3)
+        if log:
+            ax.set_yscale("log")
+            ax.set_ylabel("|state| (log scale)")
+        else:
+            ax.set_ylabel("state")
+    axes[0].legend(fontsize=8)
+    figure.suptitle("Memory of one signal against steps")
+    return figure
+
+
+def draw_states(curves: list[Curve]) -> "Figure":
+    shown = curves[:4]
+    figure, axes = _panels(len(shown), columns=1, height=2.6)
+    image = None
+    for ax, curve in zip(axes, shown):
+        frame = curve.frame
+        cells = [c for c in frame.columns if c.startswith("cell_")]
+        values = frame[cells].to_numpy(dtype=float).T  # cells × steps
+        image = ax.imshow(values, cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto")
+        labels = frame["token"].astype(str) if "token" in frame else frame["step"].astype(str)
+        ax.set_xticks(range(len(frame)), list(labels), rotation=0, fontsize=8)
+        ax.set_yticks(range(len(cells)), [c.replace("_", " ") for c in cells], fontsize=8)
+        for (row, column), value in _cells(values):
+            ax.text(column, row, f"{value:.2f}", ha="center", va="center", fontsize=7,
+                    color="white" if abs(value) > 0.6 else "black")
+        if len(curves) > 1:
+            ax.set_title(curve.label, fontsize=9)
+    figure.colorbar(image, ax=list(axes), label="state h_t")
+    figure.suptitle("The unrolled state, token by token")
+    return figure
+
+
+def draw_influence(curves: list[Curve]) -> "Figure":
+    figure, (ax,) = _panels(1)
+    for index, curve in enumerate(curves):
+        frame = curve.frame
+        ax.plot(frame["step"], frame["influence"], marker="o", color=_color(index), label=curve.label)
+    first = curves[0].frame
+    if "token" in first:
+        ax.set_xticks(first["step"], list(first["token"].astype(str)), fontsize=8)
+    ax.set_yscale("log")
+    ax.set_xlabel("token read at step t")
+    ax.set_ylabel("influence of the first token ‖∂h_t/∂x_1‖")
+    ax.grid(True, which="both", alpha=0.3)
+    if len(curves) > 1:
+        ax.legend(fontsize=8)
+    figure.suptitle("The first token's influence fades")
+    return figure
+
+
+def draw_next_word(curves: list[Curve]) -> "Figure":
+    figure, (ax,) = _panels(1)
+    width = 0.8 / len(curves)
+    words = _ordered(pd.concat([c.frame["word"] for c in curves]))
+    for index, curve in enumerate(curves):
+        frame = curve.frame.set_index("word")["probability"]
+        positions = [i + (index - (len(curves) - 1) / 2) * width for i in range(len(words))]
+        ax.bar(positions, [frame.get(w, 0.0) for w in words], width, color=_color(index), label=curve.label)
+    ax.set_xticks(range(len(words)), [str(w) for w in words], fontsize=8)
+    ax.set_ylabel("P(next word)")
+    ax.grid(True, axis="y", alpha=0.3)
+    if len(curves) > 1:
+        ax.legend(fontsize=8)
+    figure.suptitle("Next-word probabilities from counts")
+    return figure
+
+
+def draw_learning_curves(curves: list[Curve]) -> "Figure":
+    """One panel per quantity (loss, accuracy, ...); validation dashed; mean ± std over seeds per matrix point."""
+    from matplotlib.ticker import MaxNLocator
+
+    columns: list[str] = []
+    for curve in curves:
+        columns += [c for c in curve.frame.columns if c != "epoch" and not c.startswith("val_") and c not in columns]
+    figure, axes = _panels(len(columns))
+    labels = list(dict.fromkeys(curve.label for curve in curves))
+    for ax, column in zip(axes, columns):
+        for index, label in enumerate(labels):
+            group = [c.frame.set_index("epoch") for c in curves if c.label == label]
+            for name, style in ((column, "-"), (f"val_{column}", "--")):
+                series = [frame[name] for frame in group if name in frame]
+                if not series:
+                    continue
+                table = pd.concat(series, axis=1)
+                mean, std = table.mean(axis=1), table.std(axis=1, ddof=1).fillna(0.0)
+                ax.plot(mean.index, mean, color=_color(index), linestyle=style, marker="o", markersize=3,
+                        label=label if style == "-" else None)
+                if len(series) > 1:
+                    ax.fill_between(mean.index, mean - std, mean + std, color=_color(index), alpha=0.15)
+        ax.set_xlabel("epoch")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_ylabel(column)
+        ax.grid(True, alpha=0.3)
+    axes[-1].legend(fontsize=7)
+    validation = any(c.startswith("val_") for curve in curves for c in curve.frame.columns)
+    figure.suptitle("Learning curves (mean ± std over seeds)" + ("; dashed: validation" if validation else ""))
+    return figure
+
+
+# curve file name → (title, drawing function); a run folder holding the file gets the plot.
+CURVE_PLOTS: dict[str, tuple[str, Callable[[list[Curve]], "Figure"]]] = {
+    "gradient_norms": ("Gradient norm against steps back (log scale)", draw_gradient_norms),
+    "memory": ("Memory of one signal against steps", draw_memory),
+    "states": ("The unrolled state as a heatmap", draw_states),
+    "influence": ("The first token's influence on the state", draw_influence),
+    "next_word": ("Next-word probabilities", draw_next_word),
+}
+
+
+# --------------------------------------------------------------------------- #
+# Reading runs and curves
+# --------------------------------------------------------------------------- #
+
+
+def _finished_runs(folder: Path, runs: pd.DataFrame) -> pd.DataFrame:
+    if runs.empty or "run_id" not in runs:
+        return runs
+    finished = runs[runs["status"] == "ok"]
+    # Several evaluation rows (e.g. one per decoder) share one run folder and one curve.
+    return finished.drop_duplicates("run_id")
+
+
+def _read_curves(folder: Path, runs: pd.DataFrame, name: str, matrix_columns: list[str]) -> list[Curve]:
+    present = [c for c in matrix_columns if c in runs.columns]
+    varying = [c for c in present if runs[c].astype(str).nunique() > 1]
+    several_seeds = runs["seed"].nunique() > 1 if "seed" in runs else False
+    curves = []
+    for _, row in runs.iterrows():
+        path = folder / str(row["run_id"]) / f"{name}.csv"
+        if not path.is_file():
+            continue
+        try:
+            frame = pd.read_csv(path)
+        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, OSError) as error:
+            _warn(f"{path} cannot be read, left out of its plot: {error}")
+            continue
+        label = run_label(row, varying)
+        if name != "history" and several_seeds:
+            label = f"{label}, seed={row['seed']}" if varying else f"seed={row['seed']}"
+        curves.append(Curve(label, int(row["seed"]), frame))
+    return curves
+
+
+def run_label(row: pd.Series, keys: list[str]) -> str:
+    """'spectral_radius=0.8, draw=0': a run's matrix values, each key without its section."""
+    parts = []
+    for key in keys:
+        value = row[key]
+        if pd.isna(value):
+            continue
+        name = key.split(".", 1)[1] if "." in key else key
+        parts.append(f"{name}={_text(value)}")
+    return ", ".join(parts) or "all runs"
+
+
+# --------------------------------------------------------------------------- #
+# Small helpers
+# --------------------------------------------------------------------------- #
+
+
+def _panels(count: int, *, columns: int = 3, height: float = 3.6, sharey: bool = False):
+    from matplotlib.figure import Figure
+
+    count = max(count, 1)
+    ncols = min(count, columns)
+    nrows = -(-count // ncols)
+    width = 6.4 if ncols == 1 else 4.2 * ncols
+    figure = Figure(figsize=(width, height * nrows + 0.6), layout="constrained")
+    axes = figure.subplots(nrows, ncols, squeeze=False, sharey=sharey).ravel()
+    for extra in axes[count:]:
+        extra.set_visible(False)
+    return figure, list(axes[:count])
+
+
+def _color(index: int):
+    from matplotlib import colormaps
+
+    return colormaps["tab10"](index % 10)
+
+
+def _cells(values):
+    for row in range(values.shape[0]):
+        for column in range(values.shape[1]):
+            yield (row, column), values[row, column]
+
+
+def _ordered(values: pd.Series) -> list[Any]:
+    """Distinct values: numerically sorted when all are numbers, else in order of appearance."""
+    distinct = list(dict.fromkeys(values.tolist()))
+    if _all_numeric(distinct):
+        return sorted(distinct, key=float)
+    return distinct
+
+
+def _all_numeric(values: list[Any]) -> bool:
+    try:
+        [float(v) for v in values if not isinstance(v, bool)]
+    except (TypeError, ValueError):
+        return False
+    return not any(isinstance(v, bool) for v in values)
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value)) if abs(value) < 1e15 else f"{value:g}"
+    return str(value)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", text).strip("-")[:100] or "plot"
+
+
+def save_png(figure: "Figure", path: Path) -> None:
+    """Write the PNG atomically; no version or date metadata, so unchanged plots keep the same bytes."""
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=DPI, metadata={"Software": None})
+    write_atomic(path, buffer.getvalue())
+
+
+def _write_text(path: Path, text: str) -> None:
+    write_atomic(path, text)
+
+
+def _remove_stale(folder: Path, keep: set[str]) -> None:
+    """PNGs this module wrote last time (listed in plots.json) that it no longer draws."""
+    for entry in read_manifest(folder) or []:
+        name = entry["file"]
+        if name not in keep and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]*\.png", name):
+            (folder / name).unlink(missing_ok=True)
+
+
+def _warn(message: str) -> None:
+    print(f"warning: {message}", file=sys.stderr)

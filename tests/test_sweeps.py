@@ -1,0 +1,203 @@
+"""Sweeps that survive: skip, resume after SIGKILL, failure isolation, parallel and Ray runs, bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import textwrap
+
+import keras
+import numpy as np
+import pandas as pd
+import pytest
+
+from seqkeras.cli import main
+from seqkeras.models.recurrent import ClassifierParams, build_classifier, estimated_parameters
+from seqkeras.spec import TrainSpec
+from seqkeras.tasks import delayed_recall
+from seqkeras import training
+
+RESUMABLE_SPEC = """
+    version: 1
+    name: resumable
+    task: {name: delayed_recall, lag: 30, n_train: 3000, n_test: 100}
+    model: {kind: classifier, cell: lstm, units: 16, embedding_dim: 8}
+    train: {epochs: 4, batch_size: 32, verbose: 0}
+    seeds: [0]
+"""
+
+
+def cli(*args, cwd=None, **kwargs):
+    environment = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": ""}
+    return subprocess.Popen([sys.executable, "-m", "seqkeras", *map(str, args)], cwd=cwd, env=environment,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kwargs)
+
+
+def metrics_of(folder):
+    runs = pd.read_csv(folder / "runs.csv", keep_default_na=False)
+    return runs.drop(columns=["train_seconds"]).to_dict("records")
+
+
+@pytest.mark.slow
+def test_sigkill_mid_training_resumes_to_identical_metrics(write_spec, tmp_path):
+    spec = write_spec(RESUMABLE_SPEC)
+    reference = cli("run", spec, "--out", tmp_path / "reference")
+    interrupted = cli("run", spec, "--out", tmp_path / "interrupted")
+    state = None
+    deadline = time.time() + 240
+    while time.time() < deadline and interrupted.poll() is None:
+        found = list((tmp_path / "interrupted" / "resumable").glob("*/.resume/state.json"))
+        if found and json.loads(found[0].read_text())["epoch"] >= 2:
+            state = found[0]
+            break
+        time.sleep(0.2)
+    assert state is not None, interrupted.communicate()[0]
+    interrupted.send_signal(signal.SIGKILL)
+    interrupted.wait()
+    assert not (state.parent.parent / "metrics.json").exists()  # killed before it finished
+    resumed = cli("run", spec, "--out", tmp_path / "interrupted")
+    output = resumed.communicate(timeout=300)[0]
+    assert resumed.returncode == 0, output
+    assert "resuming after epoch" in output
+    assert reference.wait(timeout=300) == 0
+    assert metrics_of(tmp_path / "interrupted" / "resumable") == metrics_of(tmp_path / "reference" / "resumable")
+    history = pd.read_csv(next((tmp_path / "interrupted" / "resumable").glob("*/history.csv")))
+    reference_history = pd.read_csv(next((tmp_path / "reference" / "resumable").glob("*/history.csv")))
+    assert list(history["epoch"]) == [1, 2, 3, 4]
+    assert list(history["loss"]) == list(reference_history["loss"])  # bit-identical training
+    assert not list((tmp_path / "interrupted" / "resumable").glob("*/.resume"))  # cleaned up
+
+
+@pytest.mark.slow
+def test_two_processes_sharing_a_results_folder_leave_a_consistent_runs_csv(write_spec, tmp_path):
+    spec = write_spec(RESUMABLE_SPEC.replace("n_train: 3000", "n_train: 200").replace("seeds: [0]", "seeds: [0, 1, 2]"))
+    first = cli("run", spec, "--out", tmp_path)
+    second = cli("run", spec, "--out", tmp_path)
+    outputs = [first.communicate(timeout=300)[0], second.communicate(timeout=300)[0]]
+    assert first.returncode == 0 and second.returncode == 0, outputs
+    runs = pd.read_csv(tmp_path / "resumable" / "runs.csv")
+    assert sorted(runs["seed"]) == [0, 1, 2] and set(runs["status"]) == {"ok"}
+    # Each run was trained once: the other process waited on its lock and reused it.
+    trained = sum(out.count(": ok (") for out in outputs)
+    assert trained == 3, outputs
+
+
+@pytest.mark.slow
+def test_parallel_jobs_give_the_same_table_as_serial(tiny_spec, tmp_path, capsys):
+    assert main(["run", str(tiny_spec), "--out", str(tmp_path / "serial")]) == 0
+    assert main(["run", str(tiny_spec), "--out", str(tmp_path / "jobs"), "--jobs", "2"]) == 0
+    capsys.readouterr()
+    assert metrics_of(tmp_path / "jobs" / "tiny") == metrics_of(tmp_path / "serial" / "tiny")
+
+
+@pytest.mark.slow
+def test_ray_local_executor_gives_the_same_table_as_serial(tiny_spec, tmp_path, capsys):
+    pytest.importorskip("ray", reason="Ray is optional: pip install -r requirements-ray.txt")
+    assert main(["run", str(tiny_spec), "--out", str(tmp_path / "serial")]) == 0
+    code = main(["run", str(tiny_spec), "--out", str(tmp_path / "ray"), "--executor", "ray", "--cpus-per-run", "1"])
+    import ray
+
+    ray.shutdown()
+    assert code == 0, capsys.readouterr()
+    assert metrics_of(tmp_path / "ray" / "tiny") == metrics_of(tmp_path / "serial" / "tiny")
+
+
+def test_nan_loss_fails_the_run():
+    data = delayed_recall.build(delayed_recall.Params(lag=3, n_train=32, n_test=8), 0)
+    model = build_classifier(ClassifierParams(cell="simple_rnn", units=2), data)
+    model.compile(optimizer="sgd", loss=lambda y_true, y_pred: keras.ops.mean(y_pred) * np.nan)
+    with pytest.raises(FloatingPointError, match="became nan in epoch 1"):
+        training.fit(model, data, TrainSpec(epochs=2, verbose=0))
+
+
+def test_early_stopping_state_and_validation_split():
+    data = delayed_recall.build(delayed_recall.Params(lag=3, n_train=64, n_test=8), 0)
+    model = build_classifier(ClassifierParams(cell="gru", units=2), data)
+    spec = TrainSpec(epochs=30, verbose=0, validation_split=0.25, optimizer={"learning_rate": 1e-6},
+                     early_stopping={"monitor": "val_loss", "patience": 1})
+    history, _ = training.fit(model, data, spec)
+    assert "val_loss" in history and len(history) < 30
+
+
+@pytest.mark.parametrize("bidirectional", [False, True])
+def test_estimated_parameters_match_the_built_model(bidirectional):
+    data = delayed_recall.build(delayed_recall.Params(lag=3, n_train=8, n_test=8), 0)
+    params = ClassifierParams(cell="lstm", units=5, embedding_dim=3, layers=2, bidirectional=bidirectional)
+    model = build_classifier(params, data)
+    assert estimated_parameters(params, len(data.vocabulary), data.num_outputs) == model.count_params()
+
+
+def run_cli(capsys, *args):
+    code = main([str(a) for a in args])
+    out = capsys.readouterr()
+    return code, out.out + out.err
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda t: t.replace("name: tiny", "name: ../escape"), "name"),
+        (lambda t: t.replace("name: tiny", "name: /abs/path"), "name"),
+        (lambda t: t.replace("units: 4", "units: 60000").replace("embedding_dim: 4", "embedding_dim: 60000"),
+         "parameters"),
+        (lambda t: t.replace("n_train: 64", "n_train: -5"), "task.n_train"),
+        (lambda t: t.replace("batch_size: 16", "batch_size: 0"), "train.batch_size"),
+    ],
+)
+def test_bad_input_exits_2_without_touching_results(write_spec, tmp_path, capsys, edit, message):
+    from tests.conftest import TINY_TRAINING_SPEC
+
+    path = write_spec(edit(TINY_TRAINING_SPEC))
+    code, output = run_cli(capsys, "run", path, "--out", tmp_path / "results")
+    assert code == 2 and message in output and "Traceback" not in output
+    assert not (tmp_path / "results").exists() or not any((tmp_path / "results").iterdir())
+    assert not (tmp_path / "escape").exists()
+
+
+def test_huge_model_names_its_estimated_size(write_spec, tmp_path, capsys):
+    from tests.conftest import TINY_TRAINING_SPEC
+
+    path = write_spec(TINY_TRAINING_SPEC.replace("units: 4", "units: 60000"))
+    code, output = run_cli(capsys, "validate", path)
+    assert code == 2 and "about 3.6e+09 parameters" in output and "GB" in output
+
+
+def test_unwritable_output_folder(tiny_spec, tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    code, output = run_cli(capsys, "run", tiny_spec, "--out", blocker / "results")
+    assert code == 2 and "cannot write results" in output
+
+
+def test_damaged_records_are_rerun_and_runs_csv_rebuilt(tiny_spec, tmp_path, capsys):
+    out = tmp_path / "r"
+    assert run_cli(capsys, "run", tiny_spec, "--out", out, "--set", "seeds=[0]")[0] == 0
+    folder = out / "tiny"
+    first_run = sorted(p for p in folder.iterdir() if p.is_dir())[0]
+    (first_run / "metrics.json").write_text("{ half-writ")
+    (folder / "runs.csv").write_text('"unclosed,quote\n1,2,3\n')
+    code, output = run_cli(capsys, "table", folder)
+    assert code == 2 and "runs.csv" in output and "Traceback" not in output
+    code, output = run_cli(capsys, "table", folder, "--rebuild")
+    assert code == 0 and "skipped damaged record" in output and "rebuilt" in output
+    code, output = run_cli(capsys, "run", tiny_spec, "--out", out, "--set", "seeds=[0]")
+    assert code == 0 and "damaged metrics.json, running it again" in output
+    assert len(pd.read_csv(folder / "runs.csv")) == 2
+
+
+def test_ray_missing_is_a_clear_error(tiny_spec, tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if not installed
+    code, output = run_cli(capsys, "run", tiny_spec, "--out", tmp_path, "--executor", "ray")
+    assert code == 2 and "pip install -r requirements-ray.txt" in output
+
+
+def test_mirrored_distribution_runs_on_the_cpu_and_says_so(tiny_spec, tmp_path, capsys):
+    code, output = run_cli(capsys, "run", tiny_spec, "--out", tmp_path, "--set", "train.distribution=mirrored",
+                           "--set", "seeds=[0]")
+    assert code == 0 and "no GPU found, running on the CPU" in output
+    record = json.loads(next((tmp_path / "tiny").glob("*/metrics.json")).read_text())
+    assert record["devices"] == "/cpu:0"
