@@ -8,15 +8,17 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test bench validate clean-venv browser
 
-$(STAMP): requirements.txt pyproject.toml
+$(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found; set PYTHON=python3"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet --no-deps -r requirements-nodeps.txt
 	touch $(STAMP)
 
+# --force: the lesson is recomputed, not read back from the committed results/.
 run: $(STAMP)
-	$(BIN)/seqkeras run experiments/lesson
+	$(BIN)/seqkeras run experiments/lesson --force
 
 test: $(STAMP) $(VENV)/.ray browser
 	$(BIN)/python -m pytest -q

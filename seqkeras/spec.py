@@ -28,6 +28,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator, model_v
 from seqkeras import catalog
 from seqkeras.decoding.decoders import DecoderChoice, decoder_label
 from seqkeras.errors import SpecError, unknown_choice
+from seqkeras.generation import GenerateSpec
 from seqkeras.plotting import PlotSpec
 from seqkeras.registry import Component, Params
 from seqkeras.validation import translate_validation_error
@@ -93,6 +94,11 @@ class EvaluateSpec(Params):
         default_factory=list,
         description="Decoders applied to one trained model (seq2seq, generation): each gives its own row, "
         "labelled in the `decoder` column; the model is trained once.",
+    )
+    generate: GenerateSpec | None = Field(
+        None,
+        description="Language models: continue these prompts with each decoder (greedy when none is given) and "
+        "measure the samples (distinct-1/2, repetition rate, their perplexity); samples.csv lists them.",
     )
 
 
@@ -440,6 +446,10 @@ def resolve_run(spec: ExperimentSpec, run_raw: dict[str, Any]) -> _Resolved:
         resolved["evaluate"] = {"metrics": metrics}
         if decoders:
             resolved["evaluate"]["decoders"] = [d.model_dump(mode="json") for d in decoders]
+        if evaluate.generate is not None:
+            if components["task"].component.problem != "language_modeling":
+                raise SpecError("generate applies only to language-modelling tasks", path="evaluate.generate")
+            resolved["evaluate"]["generate"] = evaluate.generate.model_dump(mode="json")
     return _Resolved(resolved, components, train, metrics, decoders)
 
 

@@ -91,7 +91,15 @@ def fit(
     every epoch, and a later call resumes after the last completed one. Shuffling
     is a fixed permutation per (seed, epoch), so an interrupted and resumed run
     sees exactly the batches an uninterrupted one would, and ends with the same weights.
+
+    A model kind that is not a Keras model (the count-based n-gram LM) has no
+    epochs, optimizer or checkpoints: it is estimated by its `estimate(data)` in
+    one pass, which returns its one-row history.
     """
+    if not isinstance(model, keras.Model):
+        started = time.perf_counter()
+        history = model.estimate(data)
+        return history, time.perf_counter() - started
     # A model with its own loss (a CRF's sequence likelihood) is compiled with the
     # optimizer only and masks padding itself, without per-token sample weights.
     own_loss = getattr(model, "has_own_loss", False)

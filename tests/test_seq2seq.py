@@ -130,6 +130,7 @@ def test_de_en_missing_file_says_how_to_install(tmp_path):
         de_en.build(de_en.Params(path=str(tmp_path / "nowhere")), seed=0)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path(de_en.DEFAULT_PATH).exists(), reason="trans-de-en is not installed")
 def test_the_real_dictionary_gives_about_19000_sentence_pairs():
     pairs = de_en.read_pairs(de_en.DEFAULT_PATH)
@@ -271,6 +272,7 @@ TINY_REVERSE = """
 """
 
 
+@pytest.mark.slow
 def test_a_seq2seq_model_trains_on_reverse_and_decodes_better_than_chance(write_spec, tmp_path, capsys):
     from seqkeras.cli import main
 

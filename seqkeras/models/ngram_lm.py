@@ -57,14 +57,14 @@ class NgramParams(Params):
         description="kneser_ney: interpolated Kneser–Ney; add_k: add k to every count; none: raw ratios "
         "(an unseen n-gram gets probability 0, so perplexity explodes).",
     )
-    k: float = Field(1.0, gt=0, le=1e9, description="add_k only: the pseudo-count (1 = Laplace).")
-    discount: float = Field(0.75, gt=0, le=1, description="kneser_ney only: the absolute discount D.")
+    k: float | None = Field(None, gt=0, le=1e9, description="add_k only: the pseudo-count (default 1, Laplace).")
+    discount: float | None = Field(None, gt=0, le=1, description="kneser_ney only: the absolute discount D (default 0.75).")
 
     @model_validator(mode="after")
     def _options_match_smoothing(self) -> "NgramParams":
-        if "k" in self.model_fields_set and self.smoothing != "add_k":
+        if self.k is not None and self.smoothing != "add_k":
             raise ValueError(f"k applies only to smoothing add_k, not {self.smoothing!r}")
-        if "discount" in self.model_fields_set and self.smoothing != "kneser_ney":
+        if self.discount is not None and self.smoothing != "kneser_ney":
             raise ValueError(f"discount applies only to smoothing kneser_ney, not {self.smoothing!r}")
         return self
 
@@ -105,8 +105,8 @@ class NgramLanguageModel:
             BOS,
             EOS,
             smoothing=p.smoothing,
-            k=p.k,
-            discount=p.discount,
+            k=1.0 if p.k is None else p.k,
+            discount=0.75 if p.discount is None else p.discount,
         )
         words = self.counts.vocabulary  # every predicted string, EOS included
         self._column = {word: index for index, word in enumerate(words)}
@@ -173,14 +173,14 @@ class NgramLanguageModel:
                 out[columns] = counts / total
             return out
         if smoothing == "add_k":
-            k = self.params.k
+            k = self.counts.k
             out = np.full(size, k / (total + k * size))
             out[columns] = (counts + k) / (total + k * size)
             return out
         lower = self._vector(context[1:], False) if context else np.full(size, 1.0 / size)
         if total == 0:
             return lower
-        discount = self.params.discount
+        discount = self.counts.discount
         out = discount * len(columns) / total * lower
         out[columns] += np.maximum(counts - discount, 0.0) / total
         return out

@@ -2,11 +2,12 @@
 
 A subject noun (singular or plural) opens the sentence, then a distractor
 phrase of exactly `distance` tokens made of prepositional phrases, and the
-label is the verb's number (is / are). The noun nearest the verb is always an
-attractor of the other number, so copying it is always wrong; the other
-distractor nouns have the other number with probability `attractor_rate`
-(0.5: no information, so counting nouns does not help either). A model that
-forgets the subject falls to chance (50%) or below.
+label is the verb's number (is / are). Each distractor noun is an attractor
+(the other number than the subject) with probability `attractor_rate`. At 0.5
+the distractor nouns carry no information about the answer — neither the
+nearest noun nor a count of nouns helps — so a model that forgets the subject
+falls to chance (50%). (Making the nearest noun always an attractor would leak
+the answer: flipping its number would always be right.)
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ class Params(SizeParams):
     distance: int = Field(7, ge=3, le=100_000, description="Tokens between the subject noun and the verb.")
     attractor_rate: float = Field(
         0.5, ge=0, le=1,
-        description="Chance that a distractor noun other than the nearest has the other number than the subject.",
+        description="Chance that a distractor noun has the other number than the subject (0.5: no information).",
     )
 
 
@@ -40,13 +41,10 @@ def build(params: Params, seed: int) -> SequenceData:
         noun = NOUNS[rng.integers(len(NOUNS))][int(plural)]
         tokens = ["the", noun]
         # Prepositional phrases "in the hallway" (3 tokens each); a shorter
-        # remainder is filled with adverbs first, so the distance is exact and
-        # the last phrase — the attractor — sits right before the verb.
-        phrases = params.distance // 3
+        # remainder is filled with adverbs first, so the distance is exact.
         distractor = ["really", "quite"][: params.distance % 3]
-        for index in range(phrases):
-            nearest = index == phrases - 1
-            other_number = nearest or rng.random() < params.attractor_rate
+        for _ in range(params.distance // 3):
+            other_number = rng.random() < params.attractor_rate
             noun = NOUNS[rng.integers(len(NOUNS))][int(plural != other_number)]
             distractor += [PREPOSITIONS[rng.integers(len(PREPOSITIONS))], "the", noun]
         return tokens + distractor, "are" if plural else "is"

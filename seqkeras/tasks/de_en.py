@@ -24,7 +24,8 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from seqkeras.errors import SpecError
-from seqkeras.tasks.seq2seq_data import LengthBuckets, Pair, Seq2SeqData, seq2seq_data
+from seqkeras.registry import Params as BaseParams
+from seqkeras.tasks.seq2seq_data import BUCKET_WIDTH_HELP, Pair, Seq2SeqData, seq2seq_data
 
 DEFAULT_PATH = "/usr/share/trans/de-en"
 INSTALL_HINT = "install it with `sudo apt-get install trans-de-en` (Debian/Ubuntu), or give task.path"
@@ -32,16 +33,18 @@ LABEL = re.compile(r"\s*(\{[^}]*\}|\[[^\]]*\])")
 TOKEN = re.compile(r"\w+|[^\w\s]")
 
 
-class Params(LengthBuckets):
+class Params(BaseParams):
     path: str = Field(DEFAULT_PATH, description="The Ding dictionary file (Debian package trans-de-en).")
     n_train: int | None = Field(None, ge=1, description="Training pairs; default: every pair not held out for testing.")
     n_test: int = Field(1000, ge=1, description="Test pairs, drawn at random (seeded) before the training pairs.")
     min_words: int = Field(4, ge=1, description="Fewest words on each side for a pair to count as a sentence.")
-    max_length: int = Field(40, ge=1, description="Longest source sentence kept, in tokens (punctuation included).")
+    max_length: int = Field(
+        25, ge=1, description="Longest sentence kept, in tokens (punctuation included), on either side."
+    )
     max_vocabulary: int | None = Field(
         8000, ge=1, description="Most frequent training tokens kept per language; the rest become <unk>."
     )
-    bucket_width: int = Field(5, ge=1, le=10_000, description=LengthBuckets.model_fields["bucket_width"].description)
+    bucket_width: int = Field(5, ge=1, le=10_000, description=BUCKET_WIDTH_HELP)
 
     @model_validator(mode="after")
     def _long_enough(self) -> "Params":
@@ -98,7 +101,8 @@ def build(params: Params, seed: int) -> Seq2SeqData:
     pairs: list[Pair] = [
         (tokenize(german), tokenize(english)) for german, english in read_pairs(params.path, params.min_words)
     ]
-    pairs = [pair for pair in pairs if len(pair[0]) <= params.max_length]
+    # A few very long sentences would make every padded batch as long as they are.
+    pairs = [pair for pair in pairs if max(len(pair[0]), len(pair[1])) <= params.max_length]
     if len(pairs) <= params.n_test:
         raise SpecError(
             f"{params.path} gives {len(pairs)} sentence pairs, not more than n_test = {params.n_test}",

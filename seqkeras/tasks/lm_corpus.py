@@ -13,7 +13,9 @@ One split serves every model kind, so their perplexities are comparable:
 2. Each part becomes one token stream: words and punctuation marks (`word`) or
    characters (`char`), with an end marker after every unit (`</s>` for words,
    a newline for characters), so models also learn where a verse ends.
-3. `max_train_tokens` / `max_test_tokens` keep the first tokens of each stream.
+3. `max_train_tokens` / `max_test_tokens` keep a seeded random selection of
+   whole units of each part, in the text's order, up to that many tokens: a
+   sample of the whole text (every book of the Bible), not just its beginning.
 4. The vocabulary comes from the training stream only: tokens seen at least
    `min_count` times, most frequent first, at most `max_vocabulary` entries
    (with <pad> and <unk>); every other token is <unk>, in both streams.
@@ -73,11 +75,11 @@ class Params(BaseParams):
     test_share: float = Field(0.1, gt=0, lt=1, description="Share of the units (verses, lines) held out for testing.")
     max_train_tokens: int | None = Field(
         300_000, ge=2, le=1_000_000_000,
-        description="Keep the first this many tokens of the training stream (null: all of it).",
+        description="Train on a seeded random selection of the training units up to this many tokens (null: all).",
     )
     max_test_tokens: int | None = Field(
         30_000, ge=2, le=1_000_000_000,
-        description="Keep the first this many tokens of the test stream (null: all of it).",
+        description="Test on a seeded random selection of the test units up to this many tokens (null: all).",
     )
 
     @model_validator(mode="after")
@@ -162,13 +164,21 @@ def split_units(units: list[str], test_share: float, seed: int) -> tuple[list[st
     return [u for u, t in zip(units, is_test) if not t], [u for u, t in zip(units, is_test) if t]
 
 
-def token_stream(units: list[str], params: Params, limit: int | None) -> list[str]:
+def token_stream(units: list[str], params: Params, limit: int | None, rng: np.random.Generator) -> list[str]:
+    """The units' tokens, each unit followed by the end marker; with `limit`, a random selection of
+    whole units (kept in the text's order) holding at least `limit` tokens, cut to exactly `limit`."""
     end = WORD_END if params.level == "word" else CHAR_END
-    stream: list[str] = []
-    for unit in units:
-        stream += tokenize(unit, params.level, params.lowercase) + [end]
-        if limit is not None and len(stream) >= limit:
-            break
+    tokenized = [tokenize(unit, params.level, params.lowercase) + [end] for unit in units]
+    chosen = range(len(units))
+    if limit is not None:
+        picked, count = [], 0
+        for index in rng.permutation(len(units)):
+            if count >= limit:
+                break
+            picked.append(index)
+            count += len(tokenized[index])
+        chosen = sorted(picked)
+    stream = [token for index in chosen for token in tokenized[index]]
     return stream[:limit] if limit is not None else stream
 
 
@@ -190,8 +200,9 @@ def windows(ids: np.ndarray, context: int) -> tuple[np.ndarray, np.ndarray]:
 def build(params: Params, seed: int) -> LanguageModelData:
     units = read_kjv_verses() if params.corpus == "kjv" else read_lines(params.path)
     train_units, test_units = split_units(units, params.test_share, seed)
-    train_tokens = token_stream(train_units, params, params.max_train_tokens)
-    test_tokens = token_stream(test_units, params, params.max_test_tokens)
+    rng = np.random.default_rng([seed, 1])  # the split used default_rng(seed)
+    train_tokens = token_stream(train_units, params, params.max_train_tokens, rng)
+    test_tokens = token_stream(test_units, params, params.max_test_tokens, rng)
     vocabulary = build_vocabulary(train_tokens, params.max_vocabulary, params.min_count)
     train_ids = np.array(vocabulary.encode(train_tokens), dtype=np.int32)
     test_ids = np.array(vocabulary.encode(test_tokens), dtype=np.int32)

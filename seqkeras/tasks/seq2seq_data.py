@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 
 from pydantic import Field, model_validator
 
-from seqkeras.registry import Params
 from seqkeras.tasks.base import PAD, SEQ2SEQ, UNK, SequenceData, SizeParams, Vocabulary, pad
 
 START, END = "<s>", "</s>"
@@ -27,21 +26,18 @@ START, END = "<s>", "</s>"
 Pair = tuple[list[str], list[str]]  # (source tokens, target tokens)
 
 
-class LengthBuckets(Params):
-    bucket_width: int = Field(
-        10,
-        ge=1,
-        le=10_000,
-        description="Source lengths per bucket of the per-length breakdown (by_length.csv and the "
-        "<metric>_len_<lo>_<hi> metrics): buckets are 1..w, w+1..2w, ...",
-    )
+BUCKET_WIDTH_HELP = (
+    "Source lengths per bucket of the per-length breakdown (by_length.csv and the "
+    "<metric>_len_<lo>_<hi> metrics): buckets are 1..w, w+1..2w, ..."
+)
 
 
-class LengthRangeParams(SizeParams, LengthBuckets):
+class LengthRangeParams(SizeParams):
     """The parameters every synthetic seq2seq task shares: sizes, a source length range, buckets."""
 
     min_length: int = Field(1, ge=1, le=10_000, description="Shortest source sequence.")
     max_length: int = Field(20, ge=1, le=10_000, description="Longest source sequence.")
+    bucket_width: int = Field(10, ge=1, le=10_000, description=BUCKET_WIDTH_HELP)
 
     @model_validator(mode="after")
     def _range_not_empty(self):

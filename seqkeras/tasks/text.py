@@ -103,19 +103,20 @@ def vectorize_tokens(
 ) -> tuple[list[list[int]], list[list[int]], Vocabulary]:
     """Already-tokenized sentences → one id per token (no splitting, so tags stay aligned)."""
     layer = _vectorizer("lower" if lowercase else None, None, params)
-    flat_train = np.array([token for sentence in train for token in sentence], dtype=object)
-    layer.adapt(flat_train)
+    layer.adapt([token for sentence in train for token in sentence])
 
-    def encode(sentences, keep):
-        flat = np.array([token for sentence in sentences for token in sentence], dtype=object)
-        ids = _to_numpy(layer(flat)) if len(flat) else np.zeros(0, np.int32)
-        # An empty token would be read as padding (id 0) inside the sentence.
-        ids[(ids == 0) | (ids >= keep)] = 1
+    def flat_ids(sentences) -> np.ndarray:
+        tokens = [token for sentence in sentences for token in sentence]
+        return _to_numpy(layer(tokens)) if tokens else np.zeros(0, np.int32)
+
+    def regroup(ids: np.ndarray, sentences) -> list[list[int]]:
+        ids[(ids == 0) | (ids >= keep)] = 1  # rare tokens; an empty token would read as padding
         ends = np.cumsum([len(sentence) for sentence in sentences])
         return [part.tolist() for part in np.split(ids, ends[:-1])] if len(sentences) else []
 
-    keep = _cut_rare(layer, _to_numpy(layer(flat_train)), params.min_count)
-    return encode(train, keep), encode(test, keep), _vocabulary(layer, keep)
+    train_ids = flat_ids(train)
+    keep = _cut_rare(layer, train_ids, params.min_count)
+    return regroup(train_ids, train), regroup(flat_ids(test), test), _vocabulary(layer, keep)
 
 
 def vectorize_texts(

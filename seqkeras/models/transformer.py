@@ -1,0 +1,130 @@
+"""Model kinds `transformer` (causal language model) and `transformer_classifier`.
+
+Both are built from keras-hub's layers:
+
+    tokens → TokenAndPositionEmbedding (learned positions; or an Embedding plus
+             SinePositionEncoding, or no positions at all)
+           → `layers` × block (pre-LN by default, as GPT-2, then a final LayerNorm)
+           → softmax
+
+`transformer` stacks `TransformerDecoder` blocks called without an encoder
+sequence, so they have no cross-attention, and with their default causal mask:
+position t attends to positions ≤ t only, which makes it a language model
+(`tests/test_language_models.py` checks that changing a later token leaves every
+earlier output unchanged). `transformer_classifier` stacks `TransformerEncoder`
+blocks (every token sees every other) and averages the non-padding positions.
+
+Self-attention alone is blind to order: without positions (`positions: none`)
+permuting the tokens before a position does not change its output, which the
+recurrence-versus-attention probe measures. Padding (id 0) is masked: the
+mask is computed from the ids and handed to each block (and to the pooling)
+explicitly, rather than carried by the embedding, whose mask keras-hub's inner
+layers would drop with a warning each.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from seqkeras.registry import Params
+from seqkeras.tasks.base import SequenceData
+
+Positions = Literal["learned", "sine", "none"]
+
+
+class TransformerParams(Params):
+    embedding_dim: int = Field(64, ge=1, le=65_536, description="Model width d (token embeddings and every block).")
+    num_heads: int = Field(4, ge=1, le=1024, description="Attention heads; each has width embedding_dim / num_heads.")
+    intermediate_dim: int = Field(128, ge=1, le=262_144, description="Width of each block's feed-forward layer.")
+    layers: int = Field(2, ge=1, le=64, description="Stacked Transformer blocks.")
+    dropout: float = Field(0.0, ge=0, lt=1, description="Dropout inside each block.")
+    positions: Positions = Field(
+        "learned",
+        description="Order information: learned position embeddings, fixed sinusoids, or none (order-blind).",
+    )
+    normalize_first: bool = Field(
+        True,
+        description="Layer normalization before attention and feed-forward (GPT-2's pre-LN, then a final "
+        "normalization), which trains stably without warm-up; false: after them, as in the 2017 paper.",
+    )
+    max_length: int | None = Field(
+        None, ge=1, le=1_000_000,
+        description="Longest input the learned position table covers; default: the task's longest sequence.",
+    )
+
+    @model_validator(mode="after")
+    def _heads_divide_width(self) -> "TransformerParams":
+        if self.embedding_dim % self.num_heads:
+            raise ValueError(
+                f"embedding_dim {self.embedding_dim} must be divisible by num_heads {self.num_heads}"
+            )
+        return self
+
+
+def embed(params: TransformerParams, vocabulary: int, max_length: int, inputs):
+    """Token ids → vectors with (or without) position information."""
+    import keras
+
+    if params.positions == "learned":
+        return keras_hub().layers.TokenAndPositionEmbedding(
+            vocabulary, max_length, params.embedding_dim, name="embedding"
+        )(inputs)
+    x = keras.layers.Embedding(vocabulary, params.embedding_dim, name="embedding")(inputs)
+    if params.positions == "sine":
+        x = keras.layers.Add(name="add_positions")([x, keras_hub().layers.SinePositionEncoding(name="positions")(x)])
+    return x
+
+
+def final_normalization(params: TransformerParams, x):
+    """Pre-LN blocks leave their residual stream unnormalized; GPT-2 normalizes it once at the end."""
+    import keras
+
+    if not params.normalize_first:
+        return x
+    return keras.layers.LayerNormalization(epsilon=1e-5, name="final_normalization")(x)
+
+
+def keras_hub():
+    import keras_hub
+
+    return keras_hub
+
+
+def longest(data: SequenceData) -> int:
+    return max(data.x_train.shape[1], data.x_test.shape[1])
+
+
+def build_lm(params: TransformerParams, data: SequenceData) -> keras.Model:
+    import keras
+
+    inputs = keras.Input(shape=(None,), dtype="int32", name="tokens")
+    x = embed(params, len(data.vocabulary), params.max_length or longest(data), inputs)
+    real = keras.ops.not_equal(inputs, 0)
+    for index in range(params.layers):
+        # No encoder sequence: self-attention only, with the causal mask.
+        x = keras_hub().layers.TransformerDecoder(
+            params.intermediate_dim, params.num_heads, dropout=params.dropout,
+            normalize_first=params.normalize_first, name=f"decoder_{index}",
+        )(x, decoder_padding_mask=real)
+    x = final_normalization(params, x)
+    outputs = keras.layers.Dense(data.num_outputs, activation="softmax", name="next_token")(x)
+    return keras.Model(inputs, outputs, name="transformer_lm")
+
+
+def build_classifier(params: TransformerParams, data: SequenceData) -> keras.Model:
+    import keras
+
+    inputs = keras.Input(shape=(None,), dtype="int32", name="tokens")
+    x = embed(params, len(data.vocabulary), params.max_length or longest(data), inputs)
+    real = keras.ops.not_equal(inputs, 0)
+    for index in range(params.layers):
+        x = keras_hub().layers.TransformerEncoder(
+            params.intermediate_dim, params.num_heads, dropout=params.dropout,
+            normalize_first=params.normalize_first, name=f"encoder_{index}",
+        )(x, padding_mask=real)
+    x = final_normalization(params, x)
+    x = keras.layers.GlobalAveragePooling1D(name="mean_over_tokens")(x, mask=real)
+    outputs = keras.layers.Dense(data.num_outputs, activation="softmax", name="classes")(x)
+    return keras.Model(inputs, outputs, name="transformer_classifier")
