@@ -16,6 +16,7 @@ from pydantic import Field
 from seqkeras.errors import SpecError
 from seqkeras.tasks.agreement import NOUNS, PREPOSITIONS
 from seqkeras.tasks.base import LANGUAGE_MODELING, SequenceData, SizeParams, Vocabulary
+from seqkeras.tasks.files import read_text as read_file_text
 
 VERBS = [("sleeps", "sleep"), ("is red", "are red"), ("waits", "wait"), ("shines", "shine")]
 
@@ -39,17 +40,9 @@ def generated_text(rng: np.random.Generator, sentences: int) -> str:
 
 
 def read_text(path: str) -> str:
-    file = Path(path).expanduser()
-    try:
-        text = file.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SpecError(f"no such file: {file}", path="task.path") from None
-    except UnicodeDecodeError as error:
-        raise SpecError(f"{file} is not UTF-8 text (byte {error.start})", path="task.path") from None
-    except OSError as error:
-        raise SpecError(f"cannot read {file}: {error.strerror}", path="task.path") from None
+    text = read_file_text(path)
     if not text.strip():
-        raise SpecError(f"{file} is empty", path="task.path")
+        raise SpecError(f"{Path(path).expanduser()} is empty", path="task.path")
     return text
 
 

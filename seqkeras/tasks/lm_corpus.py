@@ -44,6 +44,7 @@ from pydantic import Field, model_validator
 from seqkeras.errors import SpecError
 from seqkeras.registry import Params as BaseParams
 from seqkeras.tasks.base import LANGUAGE_MODELING, PAD, UNK, SequenceData, Vocabulary
+from seqkeras.tasks.files import read_text
 from seqkeras.tasks.corpora import PackagedFile
 
 NAME = "lm_corpus"
@@ -142,15 +143,7 @@ def read_kjv_verses(path: Path | None = None) -> list[str]:
 
 def read_lines(path: str) -> list[str]:
     file = Path(path).expanduser()
-    try:
-        text = file.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SpecError(f"no such file: {file}", path="task.path") from None
-    except UnicodeDecodeError as error:
-        raise SpecError(f"{file} is not UTF-8 text (byte {error.start})", path="task.path") from None
-    except OSError as error:
-        raise SpecError(f"cannot read {file}: {error.strerror}", path="task.path") from None
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    lines = [line.strip() for line in read_text(file).splitlines() if line.strip()]
     if len(lines) < 2:
         raise SpecError(f"{file} has {len(lines)} non-empty line(s); a train/test split needs at least 2", path="task.path")
     return lines
