@@ -4,8 +4,8 @@ Both are built from keras-hub's layers:
 
     tokens → TokenAndPositionEmbedding (learned positions; or an Embedding plus
              SinePositionEncoding, or no positions at all)
-           → `layers` × block (pre-LN by default, as GPT-2, then a final LayerNorm)
-           → softmax
+           → `layers` × block (post-LN as in the 2017 paper; or pre-LN plus a final
+             LayerNorm, as GPT-2) → softmax
 
 `transformer` stacks `TransformerDecoder` blocks called without an encoder
 sequence, so they have no cross-attention, and with their default causal mask:
@@ -45,9 +45,9 @@ class TransformerParams(Params):
         description="Order information: learned position embeddings, fixed sinusoids, or none (order-blind).",
     )
     normalize_first: bool = Field(
-        True,
-        description="Layer normalization before attention and feed-forward (GPT-2's pre-LN, then a final "
-        "normalization), which trains stably without warm-up; false: after them, as in the 2017 paper.",
+        False,
+        description="Layer normalization after attention and feed-forward, as in the 2017 paper (false), or "
+        "before them (GPT-2's pre-LN, then one final normalization).",
     )
     max_length: int | None = Field(
         None, ge=1, le=1_000_000,

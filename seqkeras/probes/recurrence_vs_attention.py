@@ -117,7 +117,6 @@ def transformer_params(params: Params, max_length: int | None = None):
         layers=params.layers,
         positions=params.positions or "learned",
         max_length=max_length,
-        normalize_first=True,
     )
 
 
@@ -138,11 +137,7 @@ def body(params: Params, seq_length: int):
     elif positions == "sine":
         x = keras.layers.Add(name="add_positions")([x, keras_hub.layers.SinePositionEncoding(name="positions")(x)])
     for index in range(params.layers):
-        x = keras_hub.layers.TransformerDecoder(
-            params.intermediate_dim, params.num_heads, normalize_first=True, name=f"decoder_{index}"
-        )(x)
-    # As the transformer kind: pre-LN blocks, then one final normalization.
-    x = keras.layers.LayerNormalization(epsilon=1e-5, name="final_normalization")(x)
+        x = keras_hub.layers.TransformerDecoder(params.intermediate_dim, params.num_heads, name=f"decoder_{index}")(x)
     return keras.Model(inputs, x, name="transformer_body")
 
 
