@@ -67,7 +67,7 @@ class Params(BaseParams):
     lowercase: bool = Field(True, description="Lowercase the text before tokenizing.")
     context: int = Field(32, ge=2, le=100_000, description="Tokens per window: the most history any model sees.")
     max_vocabulary: int = Field(
-        5000, ge=3, le=10_000_000,
+        2000, ge=3, le=10_000_000,
         description="Vocabulary cap, <pad> and <unk> included; the most frequent training tokens are kept.",
     )
     min_count: int = Field(
@@ -75,11 +75,11 @@ class Params(BaseParams):
     )
     test_share: float = Field(0.1, gt=0, lt=1, description="Share of the units (verses, lines) held out for testing.")
     max_train_tokens: int | None = Field(
-        300_000, ge=2, le=1_000_000_000,
+        200_000, ge=2, le=1_000_000_000,
         description="Train on a seeded random selection of the training units up to this many tokens (null: all).",
     )
     max_test_tokens: int | None = Field(
-        30_000, ge=2, le=1_000_000_000,
+        20_000, ge=2, le=1_000_000_000,
         description="Test on a seeded random selection of the test units up to this many tokens (null: all).",
     )
 
