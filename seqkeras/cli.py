@@ -68,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     table.add_argument("--value", help="metric in the cells")
     table.add_argument("--format", choices=["md", "csv"], default="md")
     table.add_argument("--rebuild", action="store_true",
-                       help="rebuild runs.csv from every run folder's metrics.json first")
+                       help="rebuild runs.csv from every run folder's metrics.json, then table.md and the plots")
     table.set_defaults(handler=command_table)
 
     listing = commands.add_parser("list", help="every task, model kind, cell, decoder, probe and metric")
@@ -206,12 +206,7 @@ def command_table(args) -> int:
 
     results_dir = Path(args.results_dir)
     if args.rebuild:
-        from seqkeras.results import rebuild_runs
-
-        rebuilt, damaged = rebuild_runs(results_dir)
-        print(f"rebuilt {results_dir / 'runs.csv'} from {rebuilt} run folder(s)")
-        for path in damaged:
-            print(f"skipped damaged record: {path}", file=sys.stderr)
+        rebuild(results_dir)
     runs = read_runs(results_dir)
     if args.rows or args.columns or args.value:
         if not (args.rows and args.value):
@@ -232,6 +227,26 @@ def command_table(args) -> int:
         print(frame.to_csv(index=False) if args.format == "csv" else to_markdown(frame))
         print()
     return EXIT_OK
+
+
+def rebuild(folder: Path) -> None:
+    """runs.csv from the run folders' metrics.json, then table.md and the plots, under the saved spec."""
+    from seqkeras.results import read_runs, rebuild_runs
+    from seqkeras.runner import summarize
+    from seqkeras.spec import load_experiment
+
+    saved = folder / "experiment.yaml"
+    experiment = load_experiment(saved) if saved.is_file() else None
+    order = [run.run_id for run in experiment.runs] if experiment else None
+    rebuilt, damaged = rebuild_runs(folder, order)
+    print(f"rebuilt {folder / 'runs.csv'} from {rebuilt} run folder(s)")
+    for path in damaged:
+        print(f"skipped damaged record: {path}", file=sys.stderr)
+    if experiment is None:
+        print(f"no {saved}: table.md and the plots left as they were", file=sys.stderr)
+        return
+    summarize(folder, experiment, read_runs(folder))
+    print(f"rewrote {folder / 'table.md'} and the plots")
 
 
 def command_list(args) -> int:

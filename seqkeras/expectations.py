@@ -84,16 +84,18 @@ def _compare(expect: ExpectSpec, measured: float, runs: pd.DataFrame) -> tuple[b
             return format_measured(measured, expect) == format_measured(expect.value, expect), _expected_text(expect)
         holds = math.isclose(measured, expect.value, rel_tol=expect.rel_tol or 0.0, abs_tol=expect.abs_tol or 0.0)
         return holds, _expected_text(expect)
-    if expect.greater_than is not None or expect.less_than is not None:
-        other_spec = expect.greater_than or expect.less_than
+    if expect.comparison is not None:
+        kind, other_spec = expect.comparison
         other = pd.to_numeric(select(runs, other_spec.where)[expect.metric], errors="coerce")
         if other.empty or other.isna().any():
             return False, f"{_relation(expect)} (other selection has no finished runs)"
         other_mean = float(other.mean())
-        if expect.greater_than is not None:
+        if kind == "greater_than":
             holds = measured > other_mean + other_spec.by
-        else:
+        elif kind == "less_than":
             holds = measured < other_mean - other_spec.by
+        else:
+            holds = abs(measured - other_mean) <= other_spec.by
         return holds, f"{_relation(expect)} ({other_mean:.4g})"
     holds = (expect.at_least is None or measured >= expect.at_least) and (
         expect.at_most is None or measured <= expect.at_most
@@ -102,9 +104,11 @@ def _compare(expect: ExpectSpec, measured: float, runs: pd.DataFrame) -> tuple[b
 
 
 def _relation(expect: ExpectSpec) -> str:
-    other = expect.greater_than or expect.less_than
-    sign = ">" if expect.greater_than is not None else "<"
+    kind, other = expect.comparison
     where = ", ".join(f"{k}={v}" for k, v in other.where.items())
+    if kind == "close_to":
+        return f"within ± {other.by:g} of {where}"
+    sign = ">" if kind == "greater_than" else "<"
     margin = f" {'+' if sign == '>' else '−'} {other.by:g}" if other.by else ""
     return f"{sign} {where}{margin}"
 
@@ -121,7 +125,7 @@ def _expected_text(expect: ExpectSpec) -> str:
         return f"{expect.value:.4g} {' or '.join(tolerance)}".strip()
     if expect.equals is not None:
         return repr(expect.equals)
-    if expect.greater_than is not None or expect.less_than is not None:
+    if expect.comparison is not None:
         return _relation(expect)
     parts = []
     if expect.at_least is not None:

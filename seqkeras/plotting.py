@@ -4,7 +4,8 @@ Declared plots (`plots:` in a spec) draw a metric of runs.csv against a matrix
 key, one series per `hue` value and one panel per `facet` value, with the mean
 over seeds and an error bar of ± one standard deviation. Natural plots come
 from the curves runs write beside them: a probe's `<curve>.csv` (gradient norm
-against steps back, memory against step, the unrolled state as a heatmap, ...)
+against steps back, memory against step, the unrolled state as a heatmap, a seq2seq
+run's attention weights and its quality by source length, ...)
 and a training run's `history.csv` (learning curves).
 
 Every PNG lands in the experiment's results folder, listed with its title in
@@ -370,6 +371,54 @@ def draw_next_word(curves: list[Curve]) -> "Figure":
     return figure
 
 
+def draw_attention(curves: list[Curve]) -> "Figure":
+    """One heatmap per run: output step (rows) × source position (columns) → attention weight."""
+    shown = curves[:4]
+    figure, axes = _panels(len(shown), columns=2, height=4.2)
+    image = None
+    for ax, curve in zip(axes, shown):
+        frame = curve.frame
+        weights = frame.pivot(index="output_position", columns="source_position", values="weight")
+        image = ax.imshow(weights.to_numpy(dtype=float), cmap="viridis", vmin=0, vmax=1, aspect="auto",
+                          interpolation="nearest")
+        ax.set_xticks(range(weights.shape[1]), _tokens(frame, "source_position", "source_token"), fontsize=6)
+        ax.set_yticks(range(weights.shape[0]), _tokens(frame, "output_position", "output_token"), fontsize=6)
+        ax.set_xlabel("source token")
+        ax.set_ylabel("output token")
+        ax.set_title(curve.label, fontsize=9)
+    figure.colorbar(image, ax=list(axes), label="attention weight")
+    figure.suptitle("Attention weights for the first test pair (teacher-forced)")
+    return figure
+
+
+def _tokens(frame: pd.DataFrame, position: str, token: str) -> list[str]:
+    """The token at each position, in position order (each appears once per pair of positions)."""
+    return [str(t) for t in frame.drop_duplicates(position).sort_values(position)[token]]
+
+
+def draw_by_length(curves: list[Curve]) -> "Figure":
+    """BLEU (and exact match) against the source length, one line per run and decoder."""
+    metrics = [m for m in ("bleu", "exact_match") if all(m in c.frame for c in curves)]
+    figure, axes = _panels(len(metrics), columns=2)
+    for ax, metric in zip(axes, metrics):
+        index = 0
+        for curve in curves:
+            frame = curve.frame
+            groups = frame.groupby("decoder", sort=False) if "decoder" in frame else [(None, frame)]
+            several = "decoder" in frame and frame["decoder"].nunique() > 1
+            for decoder, group in groups:
+                middle = (group["length_min"] + group["length_max"]) / 2
+                label = f"{curve.label}, {decoder}" if several else curve.label
+                ax.plot(middle, group[metric], marker="o", color=_color(index), label=label)
+                index += 1
+        ax.set_xlabel("source length (middle of the bucket)")
+        ax.set_ylabel(metric.replace("_", " "))
+        ax.grid(True, alpha=0.3)
+    axes[0].legend(fontsize=7)
+    figure.suptitle("Quality against source length")
+    return figure
+
+
 def draw_learning_curves(curves: list[Curve]) -> "Figure":
     """One panel per quantity (loss, accuracy, ...); validation dashed; mean ± std over seeds per matrix point."""
     from matplotlib.ticker import MaxNLocator
@@ -409,6 +458,8 @@ CURVE_PLOTS: dict[str, tuple[str, Callable[[list[Curve]], "Figure"]]] = {
     "states": ("The unrolled state as a heatmap", draw_states),
     "influence": ("The first token's influence on the state", draw_influence),
     "next_word": ("Next-word probabilities", draw_next_word),
+    "attention": ("Attention weights for one test pair", draw_attention),
+    "by_length": ("Quality against source length", draw_by_length),
 }
 
 

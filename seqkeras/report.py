@@ -101,12 +101,14 @@ def render_page(
     tables: list[tuple[str, pd.DataFrame]],
     verdicts: list[Verdict],
 ) -> str:
-    ok = int((runs["status"] == OK).sum())
-    failed = int((runs["status"] == FAILED).sum())
+    # A run evaluated with several decoders has one row per decoder: count runs, not rows.
+    distinct = runs.drop_duplicates("run_id") if "run_id" in runs else runs
+    ok = int((distinct["status"] == OK).sum())
+    failed = int((distinct["status"] == FAILED).sum())
     lines = [f"# {name}", ""]
     if description:
         lines += [description.strip(), ""]
-    lines += [f"{len(runs)} runs: {ok} ok, {failed} failed.", ""]
+    lines += [f"{len(distinct)} runs: {ok} ok, {failed} failed.", ""]
     for title, frame in tables:
         lines += [f"## {title}", "", to_markdown(frame), ""]
     if verdicts:

@@ -123,12 +123,18 @@ def read_runs(results_dir: Path) -> pd.DataFrame:
     return frame
 
 
-def rebuild_runs(folder: Path) -> tuple[int, list[Path]]:
-    """Rewrite runs.csv from every run folder's metrics.json; returns (runs, damaged files)."""
+def rebuild_runs(folder: Path, order: list[str] | None = None) -> tuple[int, list[Path]]:
+    """Rewrite runs.csv from every run folder's metrics.json; returns (runs, damaged files).
+
+    Rows follow `order` (the experiment's run ids, matrix order) where given;
+    run folders it does not name come after it, by name.
+    """
     if not folder.is_dir():
         raise SpecError(f"{folder} is not a results folder")
+    position = {run_id: index for index, run_id in enumerate(order or [])}
+    paths = sorted(folder.glob("*/metrics.json"), key=lambda p: (position.get(p.parent.name, len(position)), p.parent.name))
     records, damaged = [], []
-    for path in sorted(folder.glob("*/metrics.json")):
+    for path in paths:
         record = read_record(path)
         if record is None or not {"experiment", "run_id", "seed"} <= set(record):
             damaged.append(path)

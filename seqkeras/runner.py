@@ -103,6 +103,12 @@ def run_experiment(
     finally:
         # Also on Ctrl-C: what finished is summarized, nothing is lost.
         runs = write_runs()
+    return summarize(folder, experiment, runs, echo=echo)
+
+
+def summarize(folder: Path, experiment: Experiment, runs: pd.DataFrame, *,
+              echo: Callable[[str], None] = print) -> Outcome:
+    """table.md (tables and verdicts) and the plots, all computed from runs.csv and the run folders."""
     verdicts = [check(expect, runs) for expect in experiment.spec.expect]
     tables = summary_tables(runs, experiment.spec.tables(), experiment.matrix_columns)
     page = render_page(experiment.spec.name, experiment.spec.description, runs, tables, verdicts)

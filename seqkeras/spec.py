@@ -115,6 +115,10 @@ class CompareTo(Params):
     by: float = Field(0.0, ge=0, description="Required margin.")
 
 
+# Checks that compare the selected runs with another selection of runs.
+COMPARISONS = ("greater_than", "less_than", "close_to")
+
+
 class ExpectSpec(Params):
     claim: str = Field(description="The lesson's claim, in words.")
     where: dict[str, Any] = Field(default_factory=dict, description="Matrix values selecting the runs.")
@@ -133,21 +137,36 @@ class ExpectSpec(Params):
     at_most: float | None = None
     greater_than: CompareTo | None = Field(None, description="Measured > the other selection's mean + by.")
     less_than: CompareTo | None = Field(None, description="Measured < the other selection's mean − by.")
+    close_to: CompareTo | None = Field(
+        None, description="|measured − the other selection's mean| ≤ by (e.g. 'similar accuracy')."
+    )
 
     @model_validator(mode="after")
     def _one_kind_of_check(self) -> "ExpectSpec":
-        kinds = [k for k in ("value", "equals", "greater_than", "less_than") if getattr(self, k) is not None]
+        kinds = [k for k in ("value", "equals", *COMPARISONS) if getattr(self, k) is not None]
         has_bounds = self.at_least is not None or self.at_most is not None
         if len(kinds) + has_bounds != 1:
             raise ValueError(
-                "give exactly one of: value (with a tolerance), equals, at_least/at_most, greater_than, less_than"
+                "give exactly one of: value (with a tolerance), equals, at_least/at_most, greater_than, less_than, "
+                "close_to"
             )
+        if self.close_to is not None and self.close_to.by <= 0:
+            raise ValueError("close_to needs by > 0: how far apart the two may be")
         tolerances = [t for t in ("abs_tol", "rel_tol", "sig_digits", "decimals") if getattr(self, t) is not None]
         if self.value is None and tolerances:
             raise ValueError(f"{tolerances[0]} only applies to value")
         if self.value is not None and not tolerances:
             raise ValueError("value needs a tolerance: abs_tol, rel_tol, sig_digits or decimals")
         return self
+
+    @property
+    def comparison(self) -> tuple[str, CompareTo] | None:
+        """(kind, the other selection) for greater_than / less_than / close_to, else None."""
+        for kind in COMPARISONS:
+            other = getattr(self, kind)
+            if other is not None:
+                return kind, other
+        return None
 
 
 class ExperimentSpec(Params):
@@ -591,9 +610,10 @@ def _check_references(spec: ExperimentSpec, matrix_columns: list[str]) -> None:
     for index, expect in enumerate(spec.expect):
         for key in expect.where:
             check(key, f"expect[{index}].where")
-        for other in (expect.greater_than, expect.less_than):
-            for key in other.where if other else {}:
-                check(key, f"expect[{index}]")
+        if expect.comparison:
+            kind, other = expect.comparison
+            for key in other.where:
+                check(key, f"expect[{index}].{kind}.where")
 
 
 def decoder_columns(spec: ExperimentSpec) -> list[str]:

@@ -92,6 +92,29 @@ def probe_results(root: Path) -> Path:
     return folder
 
 
+def seq2seq_results(root: Path) -> Path:
+    """Two seq2seq runs (with and without attention), each with attention.csv and by_length.csv."""
+    folder = root / "seq2seq"
+    source, output = list("abcd"), list("dcba") + ["</s>"]
+    rows = []
+    for attention in ["luong", "none"]:
+        run_id = f"attention={attention}_seed=0_0000"
+        run = folder / run_id
+        run.mkdir(parents=True)
+        # Reversal: output step t attends to source position 3 - t.
+        weights = [{"output_position": t, "output_token": output[t], "source_position": s, "source_token": source[s],
+                    "weight": 0.9 if s == 3 - t else 0.1 / 3} for t in range(len(output)) for s in range(len(source))]
+        pd.DataFrame(weights).to_csv(run / "attention.csv", index=False)
+        pd.DataFrame({"decoder": ["greedy"] * 3, "bucket": ["1-20", "21-40", "41-60"], "length_min": [1, 21, 41],
+                      "length_max": [20, 40, 60], "bleu": [99.0, 90.0, 40.0 if attention == "none" else 95.0],
+                      "exact_match": [0.9, 0.7, 0.1]}).to_csv(run / "by_length.csv", index=False)
+        rows.append(["seq2seq", run_id, "ok", attention, 0, 80.0, "", 1.0, "tensorflow", ""])
+    columns = ["experiment", "run_id", "status", "model.attention", "seed", "bleu", "params", "train_seconds",
+               "backend", "error"]
+    pd.DataFrame(rows, columns=columns).to_csv(folder / "runs.csv", index=False)
+    return folder
+
+
 def png_size(path: Path) -> tuple[int, int]:
     data = path.read_bytes()
     assert data[:8] == PNG_SIGNATURE, f"{path.name} is not a PNG"
@@ -146,6 +169,15 @@ def test_natural_plots_of_probe_curves_and_learning_curves(tmp_path):
     written = plot_folder(training, [], ["model.cell", "task.lag"], pd.read_csv(training / "runs.csv"))
     assert [p.name for p in written] == ["learning_curves.png"]
     assert_drawn_png(written[0])
+
+
+def test_seq2seq_runs_get_an_attention_heatmap_and_quality_by_length(tmp_path):
+    folder = seq2seq_results(tmp_path)
+    written = plot_folder(folder, [], ["model.attention"], pd.read_csv(folder / "runs.csv"))
+    assert [p.name for p in written] == ["attention.png", "by_length.png"]
+    for path in written:
+        assert_drawn_png(path)
+    assert [entry["source"] for entry in read_manifest(folder)] == ["attention", "by_length"]
 
 
 def test_a_plot_that_cannot_be_drawn_is_a_warning_and_the_others_are_written(tmp_path, capsys):

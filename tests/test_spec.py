@@ -230,3 +230,22 @@ def test_expect_needs_exactly_one_comparison():
     assert "needs a tolerance" in error_of(raw).message
     raw["expect"] = [{"claim": "x", "metric": "accuracy", "at_least": 0.5, "equals": "a"}]
     assert "exactly one" in error_of(raw).message
+    raw["expect"] = [{"claim": "x", "metric": "accuracy", "close_to": {"where": {"seed": 0}}}]
+    assert "close_to needs by > 0" in error_of(raw).message
+
+
+@pytest.mark.parametrize("by, holds", [(0.05, True), (0.01, False)])
+def test_close_to_holds_within_by_of_the_other_selection_either_side(by, holds):
+    import pandas as pd
+
+    from seqkeras.expectations import check
+    from seqkeras.spec import ExpectSpec
+
+    runs = pd.DataFrame({"run_id": ["a", "b", "c", "d"], "status": "ok", "model.cell": ["gru", "gru", "lstm", "lstm"],
+                         "seed": [0, 1, 0, 1], "accuracy": [0.76, 0.78, 0.79, 0.77]})
+    for cell, other in (("gru", "lstm"), ("lstm", "gru")):  # 0.77 against 0.78, and back
+        expect = ExpectSpec(claim="similar", where={"model.cell": cell}, metric="accuracy",
+                            close_to={"where": {"model.cell": other}, "by": by})
+        verdict = check(expect, runs)
+        assert verdict.holds is holds
+        assert verdict.expected.startswith(f"within ± {by:g} of model.cell={other}")

@@ -183,8 +183,11 @@ def test_damaged_records_are_rerun_and_runs_csv_rebuilt(tiny_spec, tmp_path, cap
     (folder / "runs.csv").write_text('"unclosed,quote\n1,2,3\n')
     code, output = run_cli(capsys, "table", folder)
     assert code == 2 and "runs.csv" in output and "Traceback" not in output
+    (folder / "table.md").unlink()
     code, output = run_cli(capsys, "table", folder, "--rebuild")
     assert code == 0 and "skipped damaged record" in output and "rebuilt" in output
+    # table.md is written again from the rebuilt runs.csv: the one intact run, not the damaged one.
+    assert "rewrote" in output and "1 runs: 1 ok, 0 failed." in (folder / "table.md").read_text()
     code, output = run_cli(capsys, "run", tiny_spec, "--out", out, "--set", "seeds=[0]")
     assert code == 0 and "damaged metrics.json, running it again" in output
     assert len(pd.read_csv(folder / "runs.csv")) == 2
@@ -202,3 +205,11 @@ def test_mirrored_distribution_runs_on_the_cpu_and_says_so(tiny_spec, tmp_path, 
     assert code == 0 and "no GPU found, running on the CPU" in output
     record = json.loads(next((tmp_path / "tiny").glob("*/metrics.json")).read_text())
     assert record["devices"] == "/cpu:0"
+
+
+def test_table_page_counts_runs_not_their_decoder_rows():
+    from seqkeras.report import render_page
+
+    runs = pd.DataFrame({"run_id": ["a", "a", "b"], "status": ["ok", "ok", "failed"],
+                         "decoder": ["greedy", "beam(width=4)", None], "error": ["", "", "boom"]})
+    assert "2 runs: 1 ok, 1 failed." in render_page("x", "", runs, [], [])
