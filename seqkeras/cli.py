@@ -263,10 +263,14 @@ def command_list(args) -> int:
 
 
 def type_name(annotation) -> str:
+    import types
     import typing
 
     if typing.get_origin(annotation) is typing.Literal:
         return "one of " + "|".join(str(a) for a in typing.get_args(annotation))
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        # Optional[X] reads as 'X | None'; a union of parameter models as their class names.
+        return " | ".join(type_name(a) for a in typing.get_args(annotation)).replace("NoneType", "None")
     name = getattr(annotation, "__name__", None)
     return name if name and typing.get_origin(annotation) is None else str(annotation).replace("typing.", "")
 
