@@ -20,6 +20,7 @@ from typing import Any
 
 from seqkeras.errors import SpecError
 from seqkeras.results import OK, read_record
+from seqkeras.runtime import setup_worker
 from seqkeras.spec import RunSpec
 
 CODE_VERSION_KEY = "seqkeras"
@@ -75,19 +76,6 @@ class SerialExecutor:
         return "in this process"
 
 
-def _worker_setup(backend: str, threads: int) -> None:
-    """Each worker process: its own Keras backend and its share of the cores."""
-    os.environ["KERAS_BACKEND"] = backend
-    from seqkeras.runtime import select_backend
-
-    select_backend(backend)
-    if backend == "tensorflow":
-        import tensorflow as tf
-
-        tf.config.threading.set_intra_op_parallelism_threads(threads)
-        tf.config.threading.set_inter_op_parallelism_threads(threads)
-
-
 class ProcessExecutor:
     """N runs at once, each in its own process with its own TensorFlow and thread settings."""
 
@@ -103,7 +91,7 @@ class ProcessExecutor:
         with ProcessPoolExecutor(
             max_workers=self.jobs,
             mp_context=get_context("spawn"),  # a fresh interpreter: no TensorFlow state is shared
-            initializer=_worker_setup,
+            initializer=setup_worker,  # lives in runtime: unpickling it must not import TensorFlow
             initargs=(self.backend, self.threads),
         ) as pool:
             futures = {pool.submit(execute_once, job.run, job.folder, force): job for job in jobs}
@@ -177,5 +165,5 @@ def _result_or_failure(get, job: Job) -> dict[str, Any]:
 
 
 def _ray_task(run: RunSpec, folder: str, force: bool, backend: str, threads: int) -> dict[str, Any]:
-    _worker_setup(backend, threads)
+    setup_worker(backend, threads)
     return execute_once(run, Path(folder), force)

@@ -49,3 +49,18 @@ def select_backend(name: str | None = None) -> str:
             tf.config.list_physical_devices()  # the CUDA probe prints here
             tf.get_logger().setLevel("ERROR")  # retracing notices: each run builds new models
     return backend
+
+
+def setup_worker(backend: str, threads: int) -> None:
+    """Each worker process: its own Keras backend, a quiet TensorFlow start and its share of the cores.
+
+    Defined here, in a module that imports no TensorFlow, because a worker
+    unpickles its initializer by importing the module that holds it: from
+    seqkeras.executors that would import Keras before stderr is quieted.
+    """
+    select_backend(backend)
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        tf.config.threading.set_intra_op_parallelism_threads(threads)
+        tf.config.threading.set_inter_op_parallelism_threads(threads)
