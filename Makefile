@@ -20,7 +20,7 @@ $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
 run: $(STAMP)
 	$(BIN)/seqkeras run experiments/lesson --force
 
-test: $(STAMP) $(VENV)/.ray browser
+test: $(STAMP) $(VENV)/.ray $(VENV)/.torch browser
 	$(BIN)/python -m pytest -q
 
 # Ray is optional for users; the tests check the Ray executor, so they install it.
@@ -41,7 +41,14 @@ browser:
 	    || echo "warning: could not install chromium; the browser test will skip"; \
 	else echo "note: no chromium and no apt-get as root to install it; the browser test will skip"; fi
 
-bench: $(STAMP)
+# PyTorch: --backend torch's fused recurrent path, and the benchmark against a plain PyTorch
+# script. Optional for users; the tests compare the fused layers with Keras's, so make test
+# installs it (the CPU build of the pin: see requirements-bench.txt).
+$(VENV)/.torch: requirements-bench.txt $(STAMP)
+	$(BIN)/python -m pip install --quiet -r requirements-bench.txt
+	touch $@
+
+bench: $(STAMP) $(VENV)/.torch
 	$(BIN)/python benchmarks/run_all.py
 
 validate: $(STAMP)

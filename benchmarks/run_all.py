@@ -1,41 +1,101 @@
-"""`make bench`: every benchmark, one table printed and written under benchmarks/results/.
+"""`make bench`: every benchmark, one table printed and written as CSV under benchmarks/results/.
 
-Ratios are measured side by side in this one invocation; absolute numbers
-depend on the machine and on whatever else it is doing.
+Each benchmark module has `measure(tiny: bool) -> list[dict]`, one dict per
+figure with exactly the keys of `COLUMNS`: what was measured (`figure`), its
+`value` and `unit`, the `baseline` it is compared with and their `ratio`, the
+`goal` (issue 9) and whether it was `met`. The CSV adds the machine and the
+time of measurement. Ratios are measured side by side in this one invocation;
+absolute numbers depend on the machine and on whatever else it is doing.
+
+    benchmarks/run_all.py                       # everything: bench-<UTC stamp>.csv
+    benchmarks/run_all.py --only decoding_cost  # a subset
+    benchmarks/run_all.py --tiny --out /tmp/b   # smallest sizes (the test): bench-tiny-<stamp>.csv
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.util
+import os
 import platform
 import sys
+import traceback
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
 
-import sweep_throughput  # noqa: E402
+COLUMNS = ["benchmark", "figure", "value", "unit", "baseline", "ratio", "goal", "met"]
+BENCHMARKS = ["sweep_throughput", "decoding_cost", "lesson_time", "recurrent_throughput"]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+def unavailable(name: str) -> str | None:
+    """Why benchmark `name` cannot run here, or None when it can."""
+    if not (HERE / f"{name}.py").exists():
+        return f"benchmarks/{name}.py does not exist yet"
+    if name == "recurrent_throughput" and importlib.util.find_spec("torch") is None:
+        return "PyTorch is not installed (it compares against PyTorch)"
+    return None
+
+
+def note_row(name: str, figure: str) -> dict:
+    """A row saying that a benchmark did not produce its figures, and why."""
+    return {"benchmark": name.replace("_", " "), "figure": figure, "value": None, "unit": None,
+            "baseline": None, "ratio": None, "goal": None, "met": False}
+
+
+def run(name: str, tiny: bool) -> tuple[list[dict], bool]:
+    """The rows of one benchmark, and whether it ran (a skipped or failed benchmark gives one note row)."""
+    reason = unavailable(name)
+    if reason is not None:
+        return [note_row(name, f"skipped: {reason}")], False
+    try:
+        rows = importlib.import_module(name).measure(tiny=tiny)
+    except Exception as error:  # one broken benchmark must not cost the others' figures
+        traceback.print_exc()
+        return [note_row(name, f"failed: {type(error).__name__}: {str(error).splitlines()[0][:200]}")], False
+    for row in rows:
+        if list(row) != COLUMNS:
+            raise ValueError(f"benchmark {name} gave a row with keys {list(row)}, expected {COLUMNS}")
+    return rows, True
+
+
+def machine() -> str:
+    load = f", load average {os.getloadavg()[0]:.1f} at start" if hasattr(os, "getloadavg") else ""
+    return f"{platform.machine()} {platform.system()}, {os.cpu_count()} cores, Python {platform.python_version()}{load}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tiny", action="store_true", help="smallest sizes: checks the benchmarks run, not speed")
-    args = parser.parse_args()
-    seeds, n_train = (1, 32) if args.tiny else (4, 256)
-    rows = sweep_throughput.measure(seeds, n_train)
-    table = pd.DataFrame(rows)
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    machine = f"{platform.machine()}, {platform.system()}, {__import__('os').cpu_count()} cores"
-    print(f"# benchmarks ({machine}, {stamp})\n")
-    print(table.to_markdown(index=False))
-    out = Path(__file__).resolve().parent / "results"
-    out.mkdir(exist_ok=True)
-    name = "bench-tiny.csv" if args.tiny else f"bench-{stamp}.csv"
-    table.assign(machine=machine, measured_at=stamp).to_csv(out / name, index=False)
-    print(f"\nwritten to {out / name}")
+    parser.add_argument("--only", nargs="+", choices=BENCHMARKS, metavar="NAME",
+                        help=f"run only these benchmarks ({', '.join(BENCHMARKS)})")
+    parser.add_argument("--out", type=Path, default=HERE / "results", help="folder for the CSV (default: %(default)s)")
+    args = parser.parse_args(argv)
+
+    where = machine()
+    started = datetime.now(timezone.utc)
+    stamp = started.strftime("%Y%m%dT%H%M%SZ")
+    rows, all_ran = [], True
+    for name in args.only or BENCHMARKS:
+        print(f"running {name}{' (tiny)' if args.tiny else ''} ...", file=sys.stderr, flush=True)
+        produced, ran = run(name, args.tiny)
+        rows += produced
+        all_ran &= ran or unavailable(name) is not None  # skipping is not a failure; failing is
+
+    table = pd.DataFrame(rows, columns=COLUMNS)
+    print(f"# benchmarks{' (tiny sizes: not a measurement)' if args.tiny else ''}: {where}, {stamp}\n")
+    print(table.astype(object).where(table.notna(), "").to_markdown(index=False))  # blanks, not nan
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / f"bench-{'tiny-' if args.tiny else ''}{stamp}.csv"
+    table.assign(machine=where, measured_at=started.isoformat(timespec="seconds")).to_csv(path, index=False)
+    print(f"\nwritten to {path}")
+    return 0 if all_ran else 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

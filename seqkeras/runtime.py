@@ -64,3 +64,7 @@ def setup_worker(backend: str, threads: int) -> None:
 
         tf.config.threading.set_intra_op_parallelism_threads(threads)
         tf.config.threading.set_inter_op_parallelism_threads(threads)
+    elif backend == "torch":
+        import torch
+
+        torch.set_num_threads(threads)  # else each of N workers starts one thread per core

@@ -90,7 +90,10 @@ def decode(model: Seq2SeqModel, data: Seq2SeqData, choice, max_length: int) -> D
     started = time.perf_counter()
     for start in range(0, len(sources), DECODE_BATCH):
         batch = sources[start : start + DECODE_BATCH]
-        result = decoder.decode(model.step_model(batch, data.start_id, data.end_id), len(batch), max_length)
+        # Only each source's output is scored, so beam search may stop following
+        # hypotheses that can no longer win (the outputs are the same).
+        result = decoder.decode(model.step_model(batch, data.start_id, data.end_id), len(batch), max_length,
+                                all_hypotheses=False)
         tokens += result.tokens
         log_probs.append(result.log_probs)
         lengths.append(result.lengths)

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from seqkeras.decoding.decoders import BeamChoice
+from seqkeras.decoding.decoders import IMPOSSIBLE_LOG_PROB, BeamChoice, length_penalty
 from seqkeras.decoding import (
     LESSON_TABLE,
     BeamDecoder,
@@ -271,6 +271,19 @@ def test_length_penalty_prefers_a_longer_output():
     assert math.isclose(best.score, math.log(0.36) / (8 / 6), rel_tol=1e-5)
 
 
+def test_stopping_early_allows_for_the_length_penalty():
+    # "</s>" (log p = -0.9) finishes first; "a" (-1.0) is below it then, but its only
+    # continuation "a b </s>" scores -1.0 / (8 / 6) = -0.75 with alpha = 1, and wins.
+    p_end, p_a = math.exp(-0.9), math.exp(-1.0)
+    table = {"<s>": {"</s>": p_end, "a": p_a, "x": 1.0 - p_end - p_a}, "a": {"b": 1.0}, "b": {"</s>": 1.0},
+             "x": {"</s>": 1.0}}
+    model = TableLanguageModel(table)
+    for all_hypotheses in (True, False):
+        result = BeamDecoder(width=2, length_penalty=1.0).decode(model.step_model, max_length=6,
+                                                                 all_hypotheses=all_hypotheses)
+        assert model.words(result.tokens[0]) == ["a", "b", "</s>"]
+
+
 def test_finished_beams_are_not_extended():
     # The end token is not absorbing here: keras-hub's BeamSampler would keep
     # scoring "x </s> ..." after the end; ours stops each beam at its end token.
@@ -303,6 +316,88 @@ def test_batched_decoding_equals_decoding_each_row_alone(decoder):
         assert batched.lengths[row] == len(alone.tokens[0])
     rescored = score_sequences(ConditionalStepModel(tables, sources, 0, 5), batched.tokens)
     assert np.allclose(rescored, batched.log_probs)
+
+
+def reference_beam(table, start_id, end_id, width, alpha, max_length):
+    """Beam search for one input, by the book: every extension of every live hypothesis
+    ranked by a full sort on (score, beam, token), the top `width` kept. Tokens whose
+    log-probability is impossible (or NaN) are never candidates. Returns the hypotheses, best first."""
+    live, competing = [([], 0.0)], []
+    for step in range(max_length):
+        candidates = []
+        for beam, (tokens, log_prob) in enumerate(live):
+            row = table[tokens[-1] if tokens else start_id]
+            for token in range(len(row)):
+                if float(row[token]) >= IMPOSSIBLE_LOG_PROB:  # False for NaN
+                    candidates.append((log_prob + float(row[token]), beam, token, tokens + [token]))
+        candidates.sort(key=lambda candidate: (-candidate[0], candidate[1], candidate[2]))
+        live = []
+        for log_prob, _, token, tokens in candidates[:width]:
+            if token == end_id or step == max_length - 1:
+                score = log_prob / float(length_penalty(len(tokens), alpha))
+                competing.append((tokens, log_prob, score, token == end_id))
+            if token != end_id:
+                live.append((tokens, log_prob))
+        if not live:
+            break
+    return sorted(competing, key=lambda hypothesis: -hypothesis[2])
+
+
+def tables_with_ties(rng, sources, vocab_size, dtype):
+    """Random [S, V, V] log-prob tables with exact ties, impossible tokens, NaN and near-ties one
+    ulp apart (which become exact ties once added to a hypothesis's log-probability)."""
+    tables = np.log(rng.integers(1, 4, size=(sources, vocab_size, vocab_size)) / 8.0)
+    tables[rng.random(tables.shape) < 0.25] = -1e30  # impossible
+    tables[rng.random(tables.shape) < 0.05] = np.nan
+    tables[..., 2] = np.nextafter(tables[..., 1], 0.0)  # token 2 a hair above token 1
+    tables[..., 0] = -1e30  # the start token is never generated
+    return tables.astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_beam_equals_a_full_sort_reference_on_random_tables_with_ties(dtype):
+    rng = np.random.default_rng(5)
+    vocab_size, end = 7, 6
+    for trial in range(12):
+        tables = tables_with_ties(rng, 3, vocab_size, dtype)
+        sources = list(rng.integers(0, 3, size=4))
+        for width, alpha in ((1, 0.0), (2, 0.6), (3, 0.0), (5, 1.0), (9, 0.0)):
+            expected = [reference_beam(tables[s], 0, end, width, alpha, 5) for s in sources]
+            for all_hypotheses in (True, False):
+                model = ConditionalStepModel(tables, sources, 0, end)
+                result = BeamDecoder(width=width, length_penalty=alpha).decode(
+                    model, len(sources), max_length=5, all_hypotheses=all_hypotheses
+                )
+                for row, hypotheses in enumerate(expected):
+                    found = [(h.tokens, h.log_prob, h.score, h.finished) for h in result.hypotheses[row]]
+                    if all_hypotheses:
+                        assert found == hypotheses
+                    else:  # the search stopped following hypotheses that could not win
+                        assert found[:1] == hypotheses[:1] and len(found) <= len(hypotheses)
+                    assert result.tokens[row] == (hypotheses[0][0] if hypotheses else [])
+                    assert result.log_probs[row] == (hypotheses[0][1] if hypotheses else -np.inf)
+
+
+def test_beam_ranks_scores_that_rounding_made_equal_by_token():
+    # After "<s> a" (log p = -40), "b" (token 2) and "c" (token 3) differ by one ulp, c above:
+    # -40 + log p rounds both to the same score, and the tie goes to the lower token, b.
+    log_probs = np.full((5, 5), -50.0)
+    log_probs[0, 1] = -40.0
+    log_probs[1, 2] = -3.0
+    log_probs[1, 3] = np.nextafter(-3.0, 0.0)
+    assert -40.0 + log_probs[1, 2] == -40.0 + log_probs[1, 3]
+    result = BeamDecoder(width=1).decode(BigramStepModel(log_probs, 0, 4), max_length=2)
+    assert result.tokens[0] == [1, 2]
+    assert reference_beam(log_probs, 0, 4, 1, 0.0, 2)[0][0] == [1, 2]
+
+
+def test_stopping_early_returns_the_same_outputs_with_fewer_hypotheses(lesson_model):
+    full = BeamDecoder(width=3).decode(lesson_model.step_model, max_length=6)
+    early = BeamDecoder(width=3).decode(lesson_model.step_model, max_length=6, all_hypotheses=False)
+    assert early.tokens == full.tokens and np.array_equal(early.log_probs, full.log_probs)
+    words = [" ".join(lesson_model.words(h.tokens)) for h in full.hypotheses[0]]
+    assert "a small cat sat </s>" in words  # found after 'a small cat </s>', which it cannot beat
+    assert [h.tokens for h in early.hypotheses[0]] == [h.tokens for h in full.hypotheses[0][:4]]
 
 
 # --- sampling ------------------------------------------------------------------------

@@ -307,3 +307,21 @@ def test_greedy_decoding_of_the_step_model_matches_the_decoder_output_log_probs(
     np.testing.assert_allclose(score_sequences(step_model, result.tokens), result.log_probs, atol=1e-4)
     with pytest.raises(ValueError, match="holds 6 sources, received batch_size 2"):
         step_model.start(2)
+
+
+def test_beam_on_the_step_model_gives_the_same_outputs_when_it_stops_early(small_data):
+    from seqkeras.decoding import BeamDecoder
+    from seqkeras.models.seq2seq import Seq2SeqParams, build
+
+    model = build(Seq2SeqParams(units=8, embedding_dim=6, attention="luong"), small_data)
+    source = small_data.x_test["source"]
+
+    def step_model():
+        return model.step_model(source, small_data.start_id, small_data.end_id)
+
+    full = BeamDecoder(width=3).decode(step_model(), len(source), max_length=9)
+    early = BeamDecoder(width=3).decode(step_model(), len(source), max_length=9, all_hypotheses=False)
+    assert early.tokens == full.tokens and np.array_equal(early.log_probs, full.log_probs)
+    np.testing.assert_allclose(score_sequences(step_model(), full.tokens), full.log_probs, atol=1e-4)
+    assert BeamDecoder(width=1).decode(step_model(), len(source), 9).tokens == \
+        GreedyDecoder().decode(step_model(), len(source), 9).tokens

@@ -158,7 +158,15 @@ class Decoder:
 
         return choose
 
-    def decode(self, step_model: StepModel, batch_size: int = 1, max_length: int = 50) -> DecodeResult:
+    def decode(
+        self, step_model: StepModel, batch_size: int = 1, max_length: int = 50, all_hypotheses: bool = True
+    ) -> DecodeResult:
+        """Decode `batch_size` inputs of `step_model`, at most `max_length` tokens each.
+
+        `all_hypotheses=False` says that only each input's output is wanted, not every
+        hypothesis that competed: beam search then stops extending hypotheses that can no
+        longer win (same outputs, less work). Decoders with one hypothesis per input ignore it.
+        """
         _check_decode_args(step_model, batch_size, max_length)
         choose = self.token_chooser(step_model.vocab_size)
         state = step_model.start(batch_size)
@@ -168,9 +176,9 @@ class Decoder:
         log_probs = np.zeros(batch_size, dtype="float64")
         for _ in range(max_length):
             step_log_probs, state = step_model.step(inputs, state)
-            step_log_probs = np.asarray(step_log_probs, dtype="float64")
+            step_log_probs = np.asarray(step_log_probs)  # float32 or float64, as the step model gives it
             chosen = choose(step_log_probs)
-            log_probs[rows] += step_log_probs[np.arange(rows.size), chosen]
+            log_probs[rows] += step_log_probs[np.arange(rows.size), chosen].astype("float64")
             for row, token in zip(rows, chosen):
                 tokens[row].append(int(token))
             alive = chosen != step_model.end_id
@@ -235,6 +243,50 @@ def length_penalty(length: int | np.ndarray, alpha: float):
     return ((5.0 + np.asarray(length, dtype="float64")) / 6.0) ** alpha
 
 
+def _best_extensions(log_probs: np.ndarray, row_log_prob: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's `width` best extensions: tokens [R, k] and scores [R, k] (float64), k = min(width, V).
+
+    A candidate's score is its hypothesis's log-probability plus the token's
+    (-inf for an impossible or NaN log-probability); the best come first, equal
+    scores by token. Only these can enter the beam: a token outside its row's
+    best `width` has `width` candidates of the same hypothesis ranked before it.
+
+    Ranking the row's own log-probabilities finds them with `k + 1` passes of
+    argmax instead of a sort of the whole vocabulary. Adding the hypothesis's
+    log-probability keeps that order, except that rounding can make two
+    different log-probabilities equal scores; a row where that (or a true tie)
+    happens at the cut is ranked again exactly, by a stable sort of its scores.
+    """
+    rows, vocab = log_probs.shape
+    k = min(width, vocab)
+    take = min(k + 1, vocab)  # one more than needed, to see whether the cut falls inside a tie
+    work = np.fmax(log_probs, -np.inf)  # a copy, with NaN as -inf; dtype kept (float32 is half the memory)
+    index = np.arange(rows)
+    tokens = np.empty((rows, take), dtype="int64")
+    values = np.empty((rows, take), dtype=work.dtype)
+    for rank in range(take):
+        tokens[:, rank] = best = work.argmax(axis=1)  # the first of equal maxima: the lower token
+        # Read from `work`: once a row has only -inf left, argmax repeats a token, as -inf.
+        values[:, rank] = work[index, best]
+        if rank + 1 < take:
+            work[index, best] = -np.inf
+    scores = _extension_scores(values, row_log_prob)
+    if take > k:
+        tied = np.flatnonzero((scores[:, k - 1] == scores[:, k]) & np.isfinite(scores[:, k]))
+        for row in tied:
+            all_scores = _extension_scores(log_probs[row][None, :], row_log_prob[row : row + 1])[0]
+            exact = np.argsort(-all_scores, kind="stable")[:k]
+            tokens[row, :k], scores[row, :k] = exact, all_scores[exact]
+    return tokens[:, :k], scores[:, :k]
+
+
+def _extension_scores(log_probs: np.ndarray, row_log_prob: np.ndarray) -> np.ndarray:
+    """row_log_prob + log_probs in float64, -inf where the token's log-probability is impossible (or NaN)."""
+    log_probs = np.asarray(log_probs, dtype="float64")
+    possible = log_probs >= IMPOSSIBLE_LOG_PROB  # False for NaN
+    return np.where(possible, row_log_prob[:, None] + log_probs, -np.inf)
+
+
 class BeamDecoder(Decoder):
     """Beam search, as in the lesson, batched over inputs and with a length penalty.
 
@@ -254,16 +306,25 @@ class BeamDecoder(Decoder):
     keeps paying for tokens after its end.
 
     The work is vectorized over all live hypotheses of all inputs; the step
-    model's `select()` reorders its state after each step.
+    model's `select()` reorders its state after each step. Each step ranks only
+    each hypothesis's `width` best tokens (`_best_extensions`), not all
+    width × vocabulary candidates, with the same result. With
+    `decode(..., all_hypotheses=False)` (seq2seq evaluation) a hypothesis is
+    dropped once it can no longer beat its input's best finished one: the
+    outputs stay those of the full search, but `hypotheses` then lacks what the
+    full search would have found after that point.
     """
 
     params_class = BeamParams
     name = "beam"
 
-    def decode(self, step_model: StepModel, batch_size: int = 1, max_length: int = 50) -> DecodeResult:
+    def decode(
+        self, step_model: StepModel, batch_size: int = 1, max_length: int = 50, all_hypotheses: bool = True
+    ) -> DecodeResult:
         _check_decode_args(step_model, batch_size, max_length)
         width, alpha = self.params.width, self.params.length_penalty
         vocab, end = step_model.vocab_size, step_model.end_id
+        slots = min(width, vocab)  # candidates kept per live hypothesis (see `_best_extensions`)
         state = step_model.start(batch_size)
         # One entry per live hypothesis, grouped by input in rank order.
         row_input = np.arange(batch_size)
@@ -272,36 +333,56 @@ class BeamDecoder(Decoder):
         history = np.zeros((batch_size, 0), dtype="int64")
         inputs = np.full(batch_size, step_model.start_id, dtype="int64")
         competing: list[list[Hypothesis]] = [[] for _ in range(batch_size)]
+        # Without all_hypotheses: each input's best score so far, and the penalty of the longest output.
+        stop_early = not all_hypotheses
+        best_score = np.full(batch_size, -np.inf)
+        longest_penalty = float(length_penalty(max_length, alpha))
 
         for step in range(max_length):
             step_log_probs, state = step_model.step(inputs, state)
-            step_log_probs = np.asarray(step_log_probs, dtype="float64")
-            step_log_probs = np.where(step_log_probs < IMPOSSIBLE_LOG_PROB, -np.inf, step_log_probs)
-
-            candidates = np.full((batch_size, width, vocab), -np.inf)
-            candidates[row_input, row_slot] = row_log_prob[:, None] + step_log_probs
-            candidates = candidates.reshape(batch_size, width * vocab)
-            # Stable sort: ties keep beam order, then token order, as the lesson's sort does.
-            order = np.argsort(-candidates, axis=1, kind="stable")[:, :width]
-            best = np.take_along_axis(candidates, order, axis=1)
+            extension_token, extension_score = _best_extensions(np.asarray(step_log_probs), row_log_prob, width)
+            # The candidates of each input, [B, width beams × slots], ranked: best score
+            # first; ties keep beam order, then token order, as the lesson's stable sort does.
+            candidate_score = np.full((batch_size, width, slots), -np.inf)
+            candidate_score[row_input, row_slot] = extension_score
+            candidate_token = np.zeros((batch_size, width, slots), dtype="int64")
+            candidate_token[row_input, row_slot] = extension_token
+            candidate_score = candidate_score.reshape(batch_size, width * slots)
+            candidate_token = candidate_token.reshape(batch_size, width * slots)
+            candidate_beam = np.broadcast_to(np.repeat(np.arange(width), slots), candidate_score.shape)
+            order = np.lexsort((candidate_token, candidate_beam, -candidate_score), axis=-1)[:, :width]
+            best = np.take_along_axis(candidate_score, order, axis=1)
 
             source_row = np.full((batch_size, width), -1, dtype="int64")
             source_row[row_input, row_slot] = np.arange(row_input.size)
             kept_input, kept_rank = np.nonzero(np.isfinite(best))
             kept_log_prob = best[kept_input, kept_rank]
-            kept_token = order[kept_input, kept_rank] % vocab
-            kept_source = source_row[kept_input, order[kept_input, kept_rank] // vocab]
+            kept_order = order[kept_input, kept_rank]
+            kept_token = candidate_token[kept_input, kept_order]
+            kept_source = source_row[kept_input, kept_order // slots]
 
             last_step = step == max_length - 1
             ends = kept_token == end
             for index in np.flatnonzero(ends | last_step):
                 ids = history[kept_source[index]].tolist() + [int(kept_token[index])]
                 log_prob = float(kept_log_prob[index])
-                competing[kept_input[index]].append(
-                    Hypothesis(ids, log_prob, log_prob / float(length_penalty(len(ids), alpha)), bool(ends[index]))
-                )
+                score = log_prob / float(length_penalty(len(ids), alpha))
+                competing[kept_input[index]].append(Hypothesis(ids, log_prob, score, bool(ends[index])))
+                best_score[kept_input[index]] = max(best_score[kept_input[index]], score)
 
-            live = np.flatnonzero(~ends)
+            going_on = ~ends
+            if stop_early:
+                # A hypothesis can only lose log-probability, and its length penalty is at
+                # most that of max_length, so none of its continuations can score above
+                # log P / penalty(max_length). Where that does not beat its input's best
+                # score, the search stops following it: what it would have found ranks
+                # below that best (on a tie, after it, as it is found later), so the
+                # outputs are those of the full search. That needs log-probabilities <= 0
+                # (the StepModel protocol); a step model that breaks it is searched in full.
+                stop_early = not np.any(extension_score[:, 0] > row_log_prob)
+                if stop_early:
+                    going_on &= kept_log_prob / longest_penalty > best_score[kept_input]
+            live = np.flatnonzero(going_on)
             if live.size == 0 or last_step:
                 break
             state = step_model.select(state, kept_source[live])
@@ -382,7 +463,7 @@ def score_sequences(step_model: StepModel, sequences: Sequence[Sequence[int]]) -
     for position in range(lengths.max()):
         step_log_probs, state = step_model.step(inputs, state)
         targets = padded[rows, position]
-        totals[rows] += np.asarray(step_log_probs, dtype="float64")[np.arange(rows.size), targets]
+        totals[rows] += np.asarray(step_log_probs)[np.arange(rows.size), targets].astype("float64")
         keep = np.flatnonzero(lengths[rows] > position + 1)
         if keep.size == 0:
             break

@@ -36,6 +36,7 @@ class StepModel(Protocol):
         """Feed `tokens` [B] (ints); return log-probabilities [B, V] of the next token and the new state.
 
         The log-probabilities are normalized (a log-softmax): `exp` of each row sums to 1.
+        float32 or float64: decoders add them up in float64.
         """
         ...
 

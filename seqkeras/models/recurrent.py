@@ -13,6 +13,7 @@ import keras
 from pydantic import Field, model_validator
 
 from seqkeras.cells import CELLS, CellName, textbook_parameter_count
+from seqkeras.layers import fused_dense, fused_rnn
 from seqkeras.layers.initializers import ForgetGateBias
 from seqkeras.registry import Params
 from seqkeras.tasks.base import SequenceData
@@ -81,7 +82,8 @@ def estimated_parameters(params: RecurrentParams, vocabulary: int, outputs: int)
 
 
 def recurrent_layer(params: RecurrentParams, *, return_sequences: bool, name: str) -> keras.layers.Layer:
-    layer_class = CELLS.get(params.cell).load()
+    # Keras's own layer, or on the torch backend its subclass on PyTorch's fused kernels.
+    layer_class = fused_rnn.layer_class(CELLS.get(params.cell).load())
     options = dict(
         units=params.units,
         return_sequences=return_sequences,
@@ -105,9 +107,14 @@ def recurrent_body(params: RecurrentParams, data: SequenceData, *, every_step: b
     return inputs, x
 
 
+def softmax_output(classes: int, *, name: str) -> keras.layers.Layer:
+    """The softmax over classes (tags, next tokens); its bias add is folded into the matmul on torch."""
+    return fused_dense.layer_class()(classes, activation="softmax", name=name)
+
+
 def build_classifier(params: ClassifierParams, data: SequenceData) -> keras.Model:
     inputs, features = recurrent_body(params, data, every_step=False)
-    outputs = keras.layers.Dense(data.num_outputs, activation="softmax", name="classes")(features)
+    outputs = softmax_output(data.num_outputs, name="classes")(features)
     return keras.Model(inputs, outputs, name="classifier")
 
 
@@ -117,11 +124,11 @@ def build_tagger(params: TaggerParams, data: SequenceData) -> keras.Model:
 
         return build_crf_tagger(params, data)
     inputs, features = recurrent_body(params, data, every_step=True)
-    outputs = keras.layers.Dense(data.num_outputs, activation="softmax", name="tags")(features)
+    outputs = softmax_output(data.num_outputs, name="tags")(features)
     return keras.Model(inputs, outputs, name="tagger")
 
 
 def build_lm(params: LanguageModelParams, data: SequenceData) -> keras.Model:
     inputs, features = recurrent_body(params, data, every_step=True)
-    outputs = keras.layers.Dense(data.num_outputs, activation="softmax", name="next_token")(features)
+    outputs = softmax_output(data.num_outputs, name="next_token")(features)
     return keras.Model(inputs, outputs, name="language_model")

@@ -226,7 +226,9 @@ class Seq2SeqModel(keras.Model):
 
     def logits(self, features, training: bool = False):
         """Decoder features [..., F] → next-token logits [..., V] (padding and start blocked)."""
-        return self.output_layer(self.dropout(features, training=training)) + self.blocked_logits
+        # A tensor, not the numpy array: the torch backend does not add numpy arrays to its tensors.
+        blocked = keras.ops.convert_to_tensor(self.blocked_logits, dtype=features.dtype)
+        return self.output_layer(self.dropout(features, training=training)) + blocked
 
     def teacher_forced(self, source, decoder_input, training: bool = False):
         """Logits [B, T, V] and, with attention, the attention weights [B, T, S], reading the true previous tokens."""
@@ -278,7 +280,9 @@ class Seq2SeqStepModel:
         embedded = self.model.target_embedding(ops.convert_to_tensor(np.asarray(tokens, dtype="int32")))
         carry = self.model.decoder_step(embedded, state["carry"], state)
         log_probs = ops.log_softmax(self.model.logits(carry["features"]), axis=-1)
-        return ops.convert_to_numpy(log_probs).astype("float64"), {**state, "carry": carry}
+        # float32 as computed: decoders convert the few values they add up (a float64
+        # copy of [rows, vocabulary] would cost beam search a full pass per step).
+        return ops.convert_to_numpy(log_probs), {**state, "carry": carry}
 
     def select(self, state: dict, indices: np.ndarray) -> dict:
         indices = ops.convert_to_tensor(np.asarray(indices, dtype="int32"))

@@ -1,0 +1,111 @@
+"""The plain PyTorch script that the suite's recurrent training is measured against.
+
+The same language model as the suite's `kind: lm` (Embedding → one recurrent
+layer over the whole sequence → Dense over the vocabulary), written the way a
+PyTorch user would: nn.Embedding → nn.LSTM / nn.GRU / nn.RNN(tanh), batch_first
+→ nn.Linear, Adam, cross-entropy, one optimizer step per batch. It uses
+PyTorch's fused recurrent kernels (cuDNN on a GPU, ATen's on the CPU).
+
+    .venv/bin/python benchmarks/pytorch_reference.py --cell lstm --batch 32 --units 256
+
+Only this file and recurrent_throughput.py import torch; torch is installed for
+the benchmarks (requirements-bench.txt), not for the suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class LMConfig:
+    """One point of the benchmark: the issue's configuration by default."""
+
+    cell: str = "lstm"  # simple_rnn, lstm or gru (the suite's names)
+    batch: int = 32
+    units: int = 256
+    embedding: int = 128
+    vocabulary: int = 2000
+    length: int = 64
+
+    @property
+    def tokens_per_step(self) -> int:
+        return self.batch * self.length
+
+
+def random_batches(config: LMConfig, count: int, seed: int = 0):
+    """Token ids in 1..vocabulary-1 (0 is the suite's padding id, so no token is masked)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    return rng.integers(1, config.vocabulary, size=(count, config.batch, config.length + 1), dtype=np.int64)
+
+
+class ReferenceLM:
+    """Model, optimizer and one training step; `step` trains on one batch of token ids."""
+
+    RECURRENT = {"simple_rnn": "RNN", "lstm": "LSTM", "gru": "GRU"}
+
+    def __init__(self, config: LMConfig, device: str = "cpu"):
+        import torch
+        from torch import nn
+
+        self.torch, self.device = torch, device
+        torch.manual_seed(0)
+        recurrent = getattr(nn, self.RECURRENT[config.cell])
+        self.embedding = nn.Embedding(config.vocabulary, config.embedding).to(device)
+        self.rnn = recurrent(config.embedding, config.units, batch_first=True).to(device)
+        self.output = nn.Linear(config.units, config.vocabulary).to(device)
+        parameters = [*self.embedding.parameters(), *self.rnn.parameters(), *self.output.parameters()]
+        self.optimizer = torch.optim.Adam(parameters, lr=1e-3)
+        self.loss = nn.CrossEntropyLoss()
+        self.vocabulary = config.vocabulary
+
+    def step(self, batch) -> float:
+        tokens = self.torch.as_tensor(batch, device=self.device)
+        inputs, targets = tokens[:, :-1], tokens[:, 1:]
+        self.optimizer.zero_grad(set_to_none=True)
+        features, _ = self.rnn(self.embedding(inputs))
+        loss = self.loss(self.output(features).reshape(-1, self.vocabulary), targets.reshape(-1))
+        loss.backward()
+        self.optimizer.step()
+        return loss.item()  # .item() waits for the step to finish (matters on a GPU)
+
+
+def tokens_per_second(config: LMConfig, steps: int, warmup: int = 2, device: str = "cpu") -> float:
+    """Training throughput of the plain PyTorch script: tokens per second over `steps` timed steps."""
+    model = ReferenceLM(config, device)
+    batches = random_batches(config, warmup + steps)
+    for batch in batches[:warmup]:
+        model.step(batch)
+    started = time.perf_counter()
+    for batch in batches[warmup:]:
+        model.step(batch)
+    return steps * config.tokens_per_step / (time.perf_counter() - started)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cell", choices=sorted(ReferenceLM.RECURRENT), default="lstm")
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--units", type=int, default=256)
+    parser.add_argument("--embedding", type=int, default=128)
+    parser.add_argument("--vocabulary", type=int, default=2000)
+    parser.add_argument("--length", type=int, default=64)
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's own)")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda")
+    args = parser.parse_args()
+    import torch
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    config = LMConfig(args.cell, args.batch, args.units, args.embedding, args.vocabulary, args.length)
+    rate = tokens_per_second(config, args.steps, device=args.device)
+    print(f"{config}: {rate:,.0f} tokens/s ({torch.get_num_threads()} threads, {args.device})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,33 @@
+"""The output layer, with its matmul and bias add as one GEMM on the torch backend.
+
+Keras's Dense computes `matmul(x, kernel)` and then `add(x, bias)` into a second
+tensor. For a language model's output that tensor is (batch, length,
+vocabulary), 16 MB at the benchmark's size: allocating it and passing over it
+cost about a tenth of an LSTM language model's training step on the CPU.
+`torch.nn.functional.linear` folds the bias into the GEMM (addmm), as PyTorch's
+own nn.Linear does. Same weights, names and config as keras.layers.Dense; on the
+other backends, or with LoRA or quantization, it is Keras's Dense unchanged.
+"""
+
+from __future__ import annotations
+
+import keras
+
+
+@keras.saving.register_keras_serializable(package="seqkeras")
+class FusedDense(keras.layers.Dense):
+    """keras.layers.Dense whose matmul and bias add are one addmm on the torch backend."""
+
+    def call(self, inputs, training=None):
+        if keras.backend.backend() != "torch" or self.bias is None or self.lora_enabled or self.quantization_mode:
+            return super().call(inputs, training=training)
+        from torch.nn.functional import linear
+
+        kernel, bias = keras.ops.convert_to_tensor(self.kernel), keras.ops.convert_to_tensor(self.bias)
+        x = linear(keras.ops.convert_to_tensor(inputs, dtype=kernel.dtype), kernel.T, bias)
+        return self.activation(x) if self.activation is not None else x
+
+
+def layer_class() -> type:
+    """The Dense class a model builder should instantiate on this backend."""
+    return FusedDense if keras.backend.backend() == "torch" else keras.layers.Dense

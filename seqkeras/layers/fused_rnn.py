@@ -1,0 +1,131 @@
+"""Recurrent layers that train on PyTorch's fused kernels when they can, Keras's own loop when not.
+
+`FusedSimpleRNN`, `FusedLSTM` and `FusedGRU` are Keras's SimpleRNN, LSTM and
+GRU with one method replaced: `inner_loop`, the part that runs the cell over
+the sequence. Everything else is inherited, so the weights (names, shapes,
+gate order), the config, dropout on the inputs, return_sequences /
+return_state, Bidirectional (which copies the layer with go_backwards=True)
+and stacking behave as in Keras, and a weights file moves between the two 1:1.
+
+The fused path runs on the torch backend (PyTorch's CPU kernels, cuDNN on a
+GPU) for the standard cell: tanh / sigmoid, a bias, no recurrent dropout, not
+unrolled, not stateful, a reset_after GRU, and a mask that is right padding
+(or none). Anywhere else the layer calls Keras's own inner loop, which gives
+the same numbers more slowly, and says so once per reason and process.
+
+`layer_class(cell_class)` is what the model builders call: on the torch
+backend the fused subclass, on the others Keras's own class (TensorFlow uses
+cuDNN on a GPU by itself; on a CPU the note names `--backend torch`).
+"""
+
+from __future__ import annotations
+
+import keras
+from keras import activations
+
+NOTED: set[str] = set()  # reasons already said in this process
+
+
+def note_once(reason: str) -> None:
+    if reason not in NOTED:
+        NOTED.add(reason)
+        print(f"note: {reason}")
+
+
+def _backend_reason() -> str | None:
+    """Why no layer can take the fused path on this backend (None on torch)."""
+    backend = keras.backend.backend()
+    if backend == "torch":
+        return None
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        if tf.config.list_logical_devices("GPU"):
+            return None  # Keras's own LSTM/GRU use cuDNN on a GPU: nothing to say
+    return f"recurrent layers step Keras's loop on the {backend} backend (--backend torch uses PyTorch's fused kernels)"
+
+
+class FusedRNNMixin:
+    """The replaced `inner_loop`; the class it is mixed into is Keras's layer for `KIND`."""
+
+    KIND = ""
+
+    def fused_blocker(self) -> str | None:
+        """Why this layer's configuration cannot take the fused path (None when it can)."""
+        cell = self.cell
+        if keras.backend.backend() != "torch":
+            return f"on the {keras.backend.backend()} backend"
+        checks = [
+            (cell.recurrent_dropout > 0, "recurrent_dropout > 0"),
+            (self.unroll, "unroll=True"),
+            (self.stateful, "stateful=True"),
+            (not cell.use_bias, "use_bias=False"),
+            (cell.activation is not activations.tanh, "an activation other than tanh"),
+            (getattr(cell, "recurrent_activation", activations.sigmoid) is not activations.sigmoid,
+             "a recurrent_activation other than sigmoid"),
+            (not getattr(cell, "reset_after", True), "reset_after=False"),
+            (getattr(self, "use_cudnn", "auto") is False, "use_cudnn=False"),
+            (self.compute_dtype not in ("float32", "float64"), f"compute dtype {self.compute_dtype}"),
+        ]
+        return next((f"with {reason}" for blocked, reason in checks if blocked), None)
+
+    def inner_loop(self, sequences, initial_state, mask, training=False):
+        from seqkeras.layers import torch_rnn  # imports torch: only reached on the torch backend
+
+        reason = self.fused_blocker()
+        if reason is None:
+            if isinstance(mask, (list, tuple)):
+                mask = mask[0]
+            lengths, reason = torch_rnn.right_padded_lengths(mask)
+        if reason is not None:
+            note_once(f"{self.KIND} layers {reason} step Keras's loop, not PyTorch's fused kernel")
+            return super().inner_loop(sequences, initial_state, mask=mask, training=training)
+
+        cell = self.cell
+        if training and cell.dropout:
+            # The same mask at every step, as the cell applies it (RNN.call drew it already).
+            sequences = sequences * cell.get_dropout_mask(sequences[:, 0, :])[:, None, :]
+        weights = [keras.ops.convert_to_tensor(w) for w in (cell.kernel, cell.recurrent_kernel, cell.bias)]
+        states = list(initial_state) if isinstance(initial_state, (list, tuple)) else [initial_state]
+        return torch_rnn.fused_rnn(
+            self.KIND,
+            sequences.to(weights[0].dtype),  # the embedding's output, or int inputs: the kernel's dtype
+            states,
+            torch_rnn.torch_weights(self.KIND, *weights),
+            lengths,
+            go_backwards=self.go_backwards,
+            zero_output_for_mask=self.zero_output_for_mask,
+        )
+
+
+@keras.saving.register_keras_serializable(package="seqkeras")
+class FusedSimpleRNN(FusedRNNMixin, keras.layers.SimpleRNN):
+    """keras.layers.SimpleRNN on PyTorch's fused rnn_tanh kernel where it applies."""
+
+    KIND = "simple_rnn"
+
+
+@keras.saving.register_keras_serializable(package="seqkeras")
+class FusedLSTM(FusedRNNMixin, keras.layers.LSTM):
+    """keras.layers.LSTM on PyTorch's fused LSTM kernel where it applies."""
+
+    KIND = "lstm"
+
+
+@keras.saving.register_keras_serializable(package="seqkeras")
+class FusedGRU(FusedRNNMixin, keras.layers.GRU):
+    """keras.layers.GRU (reset_after=True) on PyTorch's fused GRU kernel where it applies."""
+
+    KIND = "gru"
+
+
+FUSED = {keras.layers.SimpleRNN: FusedSimpleRNN, keras.layers.LSTM: FusedLSTM, keras.layers.GRU: FusedGRU}
+
+
+def layer_class(cell_class: type) -> type:
+    """The class a model builder should instantiate for Keras's `cell_class` on this backend."""
+    reason = _backend_reason()
+    if reason is not None:
+        note_once(reason)
+        return cell_class
+    return FUSED[cell_class] if keras.backend.backend() == "torch" else cell_class

@@ -1,0 +1,127 @@
+"""Keras recurrent layers' arithmetic on PyTorch's fused RNN kernels (torch backend only).
+
+Keras's LSTM, GRU and SimpleRNN step a generic loop on the CPU: one small
+matmul and a dozen elementwise ops per time step, each dispatched from Python.
+PyTorch's `torch._VF.lstm / gru / rnn_tanh` (what `nn.LSTM` etc. call) run the
+whole sequence in one ATen call (cuDNN on a GPU). This module maps Keras's
+weights and Keras's masking semantics onto those kernels; `fused_rnn.py` holds
+the Keras layers that decide when to use it.
+
+Keras's semantics reproduced here, for a right-padded mask (lengths L per row):
+- states stop changing after a row's last real step (PyTorch's packed sequences
+  do exactly this);
+- outputs at padded steps repeat the last real output, or are zeros when the
+  layer has `zero_output_for_mask` (as Bidirectional sets);
+- `go_backwards` reverses the whole padded time axis, so a row reads its
+  padding first (states stay initial, outputs zero) and then its real steps
+  from last to first; outputs come back in that processing order;
+- a fully masked row (L = 0) keeps its initial state and outputs zeros.
+
+This module imports torch: import it only on the torch backend.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
+
+KERNELS = {"simple_rnn": torch._VF.rnn_tanh, "lstm": torch._VF.lstm, "gru": torch._VF.gru}
+
+
+def torch_weights(kind: str, kernel, recurrent_kernel, bias) -> list[torch.Tensor]:
+    """Keras (in, gates·units) weights → PyTorch's [weight_ih, weight_hh, bias_ih, bias_hh].
+
+    Built from the variables on every call, so gradients flow back to Keras's own
+    weights. Gate orders: Keras LSTM i,f,c,o = PyTorch i,f,g,o (no reordering);
+    Keras GRU z,r,h → PyTorch r,z,n. Keras's SimpleRNN and LSTM have one bias
+    (PyTorch's second is zeros); a reset_after GRU has two, (input, recurrent),
+    which are exactly PyTorch's b_i* and b_h* (the recurrent bias sits inside r·(…)).
+    """
+    if kind == "gru":
+        kernel, recurrent_kernel = (_gru_gate_order(w, dim=1) for w in (kernel, recurrent_kernel))
+        bias_ih, bias_hh = _gru_gate_order(bias[0], dim=0), _gru_gate_order(bias[1], dim=0)
+    else:
+        bias_ih, bias_hh = bias, torch.zeros_like(bias)
+    return [kernel.T, recurrent_kernel.T, bias_ih, bias_hh]
+
+
+def _gru_gate_order(weight, dim: int):
+    z, r, h = torch.chunk(weight, 3, dim=dim)
+    return torch.cat([r, z, h], dim=dim)
+
+
+def right_padded_lengths(mask) -> tuple[torch.Tensor | None, str | None]:
+    """(lengths, None) for a mask of real steps followed only by padding; (None, reason) otherwise.
+
+    lengths is None too when no step is masked: the unpacked kernel is then exact and cheaper.
+    """
+    if mask is None:
+        return None, None
+    mask = mask.to(torch.bool)
+    lengths = mask.sum(dim=1)
+    steps = mask.shape[1]
+    prefix = torch.arange(steps, device=mask.device)[None, :] < lengths[:, None]
+    if not bool(torch.equal(mask, prefix)):
+        return None, "with a mask that is not right padding (a masked step before a real one)"
+    if int(lengths.min()) == steps:
+        return None, None
+    return lengths, None
+
+
+def fused_rnn(
+    kind: str,
+    inputs: torch.Tensor,
+    initial_states: list[torch.Tensor],
+    weights: list[torch.Tensor],
+    lengths: torch.Tensor | None,
+    *,
+    go_backwards: bool,
+    zero_output_for_mask: bool,
+) -> tuple[torch.Tensor, torch.Tensor, list[torch.Tensor]]:
+    """One recurrent layer over (batch, time, features): returns Keras's (last_output, outputs, states).
+
+    `lengths` (int, per row) comes from `right_padded_lengths`; None means no padding.
+    """
+    kernel = KERNELS[kind]
+    train = torch.is_grad_enabled()  # cuDNN keeps what backward needs only in training mode
+    hx = _torch_state(kind, initial_states)
+    if lengths is None:
+        if go_backwards:
+            inputs = torch.flip(inputs, dims=[1])
+        outputs, *final = kernel(inputs, hx, weights, True, 1, 0.0, train, False, True)
+        return outputs[:, -1], outputs, [state[0] for state in final]
+
+    steps = inputs.shape[1]
+    positions = torch.arange(steps, device=inputs.device)[None, :]
+    if go_backwards:
+        # Each row's real steps in reverse, at the front, so that packing applies.
+        reverse = torch.where(positions < lengths[:, None], lengths[:, None] - 1 - positions, positions)
+        inputs = torch.gather(inputs, 1, reverse[:, :, None].expand_as(inputs))
+    # Packing needs every length ≥ 1; rows with no real step are replaced below.
+    packed = pack_padded_sequence(inputs, lengths.clamp(min=1).cpu(), batch_first=True, enforce_sorted=False)
+    order, restore = packed.sorted_indices, packed.unsorted_indices
+    hx = tuple(h.index_select(1, order) for h in hx) if kind == "lstm" else hx.index_select(1, order)
+    out_data, *final = kernel(packed.data, packed.batch_sizes, hx, weights, True, 1, 0.0, train, False)
+    # Zeros after each row's real steps.
+    outputs = PackedSequence(out_data, packed.batch_sizes, order, restore)
+    outputs, _ = pad_packed_sequence(outputs, batch_first=True, total_length=steps)
+    empty = (lengths == 0)[:, None]
+    states = [state[0].index_select(0, restore) for state in final]
+    states = [torch.where(empty, initial, state) for initial, state in zip(initial_states, states)]
+    if go_backwards:
+        # Shift each row right by its padding: padding first (zeros), then the reversed real steps.
+        source = (positions - (steps - lengths[:, None])) % steps
+        outputs = torch.gather(outputs, 1, source[:, :, None].expand_as(outputs))
+    elif not zero_output_for_mask:
+        # Padded steps repeat the output of the row's last real step, which is its final h.
+        outputs = torch.where((positions < lengths[:, None])[:, :, None], outputs, states[0][:, None, :])
+    # Rows with no real step output zeros everywhere (Keras's first "previous output").
+    outputs = torch.where(empty[:, :, None], torch.zeros_like(outputs), outputs)
+    return outputs[:, -1], outputs, states
+
+
+def _torch_state(kind: str, states: list[torch.Tensor]):
+    """Keras's [h] or [h, c], each (batch, units) → PyTorch's h0 or (h0, c0), each (1, batch, units)."""
+    if kind == "lstm":
+        return (states[0][None], states[1][None])
+    return states[0][None]

@@ -1,0 +1,104 @@
+"""Loss and accuracy for the suite's softmax outputs, computed the cheap way on each backend.
+
+Every trained model of the suite ends in `Dense(..., activation="softmax")` and is
+compiled with sparse categorical crossentropy and accuracy. On a language model
+the softmax covers (batch, length, vocabulary) numbers, 4 million per step at the
+benchmark's size, and each extra pass over them costs as much as a tenth of the
+LSTM. Keras's TensorFlow backend already computes the loss from the logits the
+softmax keeps (`_keras_logits`); the torch backend instead renormalizes, clips and
+takes the log of the probabilities, and its accuracy runs torch's slow argmax.
+
+On the torch backend, this module gives the same numbers with fewer passes:
+- the loss is −log p[target] from the probabilities the model computed anyway,
+  and its gradient with respect to the logits is p − onehot(target): one pass
+  instead of log_softmax, a zero-filled gradient and log_softmax's backward
+  (the math of a crossentropy from logits; rows whose p[target] underflows take
+  logsumexp(logits) − logit[target] instead, so the loss stays finite);
+- accuracy compares p[target] with the row's maximum (a cheap reduction) and,
+  where they are equal, checks that no earlier index holds the maximum too, so
+  that a tie goes to the first maximal index exactly as in Keras's
+  `sparse_categorical_accuracy` (torch's argmax is several times slower).
+
+The TensorFlow backend keeps Keras's own loss and metric (`training.py` decides).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import keras
+
+# Below this, float32 −log p loses digits; such rows get the loss from the logits.
+TINY = 1e-30
+
+
+@functools.cache
+def _torch_softmax_crossentropy():
+    """The autograd function, defined on first use: this module must import without torch."""
+    import torch
+
+    class SoftmaxCrossEntropy(torch.autograd.Function):
+        """Per-token −log softmax(logits)[target], reusing the softmax's probabilities."""
+
+        @staticmethod
+        def forward(ctx, logits, probabilities, target):
+            picked = probabilities.gather(1, target[:, None])[:, 0]
+            loss = -torch.log(picked.clamp_min(TINY))
+            tiny = picked < TINY
+            if bool(tiny.any()):  # p[target] underflowed: the loss from the logits, for those rows
+                rows = tiny.nonzero()[:, 0]
+                exact = torch.logsumexp(logits[rows], dim=1) - logits[rows, target[rows]]
+                loss = loss.index_put((rows,), exact)
+            ctx.save_for_backward(probabilities, target)
+            return loss
+
+        @staticmethod
+        def backward(ctx, grad):
+            probabilities, target = ctx.saved_tensors
+            gradient = probabilities * grad[:, None]
+            gradient.scatter_add_(1, target[:, None], -grad[:, None])
+            return gradient, None, None
+
+    return SoftmaxCrossEntropy
+
+
+def _flat(y_true, y_pred):
+    """(tokens,) integer targets and (tokens, classes) predictions, whatever the leading axes."""
+    import torch
+
+    classes = y_pred.shape[-1]
+    return torch.as_tensor(y_true).reshape(-1).long(), y_pred.reshape(-1, classes)
+
+
+@keras.saving.register_keras_serializable(package="seqkeras")
+def softmax_crossentropy(y_true, y_pred):
+    """Keras's sparse categorical crossentropy for a softmax output, via its logits when it kept them."""
+    logits = getattr(y_pred, "_keras_logits", None)
+    if logits is None:
+        return keras.losses.sparse_categorical_crossentropy(y_true, y_pred)
+    if keras.backend.backend() != "torch":
+        return keras.losses.sparse_categorical_crossentropy(y_true, logits, from_logits=True)
+    target, probabilities = _flat(y_true, y_pred)
+    loss = _torch_softmax_crossentropy().apply(logits.reshape(probabilities.shape), probabilities.detach(), target)
+    return loss.reshape(y_pred.shape[:-1])
+
+
+@keras.saving.register_keras_serializable(package="seqkeras")
+def sparse_accuracy(y_true, y_pred):
+    """Keras's sparse_categorical_accuracy (argmax == target, ties to the first index), without a full argmax."""
+    if keras.backend.backend() != "torch":
+        return keras.metrics.sparse_categorical_accuracy(y_true, y_pred)
+    import torch
+
+    with torch.no_grad():
+        target, probabilities = _flat(y_true, y_pred)
+        best = probabilities.amax(dim=1)
+        hit = probabilities.gather(1, target[:, None])[:, 0] == best
+        # A row whose target holds the maximum is still wrong when an earlier index holds it
+        # too (argmax takes the first): check the hits' earlier columns, two cheap passes
+        # where torch's argmax (or a count of the maxima) costs several times more.
+        rows = hit.nonzero()[:, 0]
+        columns = torch.arange(probabilities.shape[1], device=probabilities.device)
+        earlier = torch.where(columns[None, :] < target[rows, None], probabilities[rows], -torch.inf)
+        hit[rows] = earlier.amax(dim=1) < best[rows]
+        return hit.to(probabilities.dtype).reshape(y_pred.shape[:-1])

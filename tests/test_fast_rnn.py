@@ -1,0 +1,111 @@
+"""The torch backend's fast path: Keras's numbers, a fallback that says why, a benchmark that runs.
+
+The comparisons need Keras on the torch backend, and this process has it on
+TensorFlow, so they run once in a subprocess (tests/torch_backend_checks.py)
+whose JSON report the tests below read. Without torch they skip.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import os
+import subprocess
+import sys
+
+import keras
+import pytest
+
+from seqkeras.layers import fused_rnn
+from tests.conftest import REPO
+
+needs_torch = pytest.mark.skipif(
+    importlib.util.find_spec("torch") is None, reason="torch is not installed (pip install -r requirements-bench.txt)"
+)
+TOLERANCE = 1e-5
+
+
+@pytest.fixture(scope="module")
+def report():
+    environment = {**os.environ, "KERAS_BACKEND": "torch", "KERAS_TORCH_DEVICE": "cpu"}
+    result = subprocess.run([sys.executable, str(REPO / "tests" / "torch_backend_checks.py")],
+                            env=environment, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+@needs_torch
+def test_fused_layers_match_keras_forward_gradients_masks_and_directions(report):
+    cases = report["equivalence"]
+    for kind in ("simple_rnn", "lstm", "gru"):
+        for name in ("masked forwards", "masked backwards", "unmasked backwards",
+                     "bidirectional masked return_sequences=True", "dropout, inference"):
+            assert f"{kind} {name}" in cases
+    too_far = {name: difference for name, difference in cases.items() if not difference <= TOLERANCE}
+    assert not too_far
+
+
+@needs_torch
+def test_suite_models_with_fused_layers_match_keras_layers(report):
+    # build_lm and a 2-layer bidirectional build_classifier, on right-padded token ids.
+    assert len(report["suite models"]) == 6
+    assert all(difference <= TOLERANCE for difference in report["suite models"].values()), report["suite models"]
+
+
+@needs_torch
+def test_fallback_is_taken_and_said_once(report):
+    checks = report["fallbacks"]
+    assert checks["recurrent_dropout reason"] == "with recurrent_dropout > 0"
+    assert checks["recurrent_dropout uses fused kernel"] is False
+    assert "lstm layers with recurrent_dropout > 0 step Keras's loop" in checks["recurrent_dropout note"]
+    assert checks["recurrent_dropout note again"] == ""
+    assert checks["mask with holes uses fused kernel"] is False
+    assert "not right padding" in checks["mask with holes note"]
+    assert checks["mask with holes difference"] <= TOLERANCE
+    assert checks["right padding uses fused kernel"] is True
+
+
+@needs_torch
+def test_dropout_trains_and_layers_round_trip(report):
+    assert report["training"]["dropout, training, finite"] is True
+    assert report["serialization"] == {"FusedGRU": True, "FusedDense": True}  # get_config → from_config
+
+
+@needs_torch
+def test_torch_loss_and_accuracy_match_keras(report):
+    checks = report["softmax"]
+    assert checks["loss and gradient"] <= TOLERANCE
+    assert math.isclose(checks["underflowed loss"], 203.066, rel_tol=1e-4)  # finite: taken from the logits
+    assert checks["accuracy"] == checks["keras accuracy"] == [0.0, 1.0, 0.0, 1.0]  # ties go to the first index
+    keras_loss, suite_loss = checks["train step loss"]
+    assert math.isclose(keras_loss, suite_loss, rel_tol=TOLERANCE)
+    assert checks["train step accuracy"][0] == checks["train step accuracy"][1]
+    assert checks["train step weights"] <= TOLERANCE
+
+
+def test_tensorflow_backend_keeps_keras_layers_and_says_so(capsys):
+    assert keras.backend.backend() == "tensorflow"
+    fused_rnn.NOTED.clear()
+    assert fused_rnn.layer_class(keras.layers.LSTM) is keras.layers.LSTM
+    assert fused_rnn.layer_class(keras.layers.GRU) is keras.layers.GRU
+    said = capsys.readouterr().out
+    assert said.count("note: recurrent layers step Keras's loop on the tensorflow backend") == 1
+    # A fused layer deserialized here still works: it takes Keras's loop and names the backend.
+    layer = fused_rnn.FusedLSTM(3)
+    assert layer.fused_blocker() == "on the tensorflow backend"
+
+
+@pytest.mark.slow
+def test_recurrent_benchmark_runs_end_to_end_at_tiny_size():
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import recurrent_throughput
+
+    rows = recurrent_throughput.measure(tiny=True)
+    keys = {"benchmark", "figure", "value", "unit", "baseline", "ratio", "goal", "met"}
+    assert rows and all(set(row) == keys for row in rows)
+    assert all(isinstance(row["met"], bool) for row in rows)
+    cpu_rows = [row for row in rows if not row["figure"].startswith("GPU")]
+    assert len(cpu_rows) == 3
+    if importlib.util.find_spec("torch") is not None:
+        assert all(row["value"] > 0 and row["baseline"] > 0 for row in cpu_rows)

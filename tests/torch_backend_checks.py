@@ -1,0 +1,269 @@
+"""The torch backend's fast paths versus Keras's own; prints one JSON document.
+
+    .venv/bin/python tests/torch_backend_checks.py
+
+tests/test_fast_rnn.py runs this in a subprocess (pytest's process already has
+Keras on TensorFlow) and asserts on the JSON. It checks the fused recurrent
+layers (seqkeras/layers/fused_rnn.py) against Keras's layers with the same
+weights (outputs, final states, gradients with respect to the inputs and every
+weight: the largest difference, relative to each tensor's scale where that
+exceeds 1), when they fall back and what they say, and the loss and accuracy of
+seqkeras/softmax_training.py against Keras's own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import sys
+from pathlib import Path
+
+os.environ["KERAS_BACKEND"] = "torch"
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+from seqkeras.layers import fused_dense, fused_rnn  # noqa: E402
+
+KERAS = {"simple_rnn": keras.layers.SimpleRNN, "lstm": keras.layers.LSTM, "gru": keras.layers.GRU}
+BATCH, STEPS, FEATURES, UNITS = 4, 6, 3, 5
+# Right padding, with one full row and one row of padding only.
+LENGTHS = [6, 3, 1, 0]
+
+
+def padded_mask(lengths=LENGTHS) -> torch.Tensor:
+    return torch.arange(STEPS)[None, :] < torch.tensor(lengths)[:, None]
+
+
+def twins(kind: str, wrap=None, **options):
+    """Keras's layer and the fused one, built, with the same weights."""
+    keras.utils.set_random_seed(0)
+    generic = KERAS[kind](UNITS, **options)
+    fused = fused_rnn.FUSED[KERAS[kind]](UNITS, **options)
+    if wrap:
+        generic, fused = wrap(generic), wrap(fused)
+    for layer in (generic, fused):
+        layer.build((BATCH, STEPS, FEATURES))
+    fused.set_weights(generic.get_weights())
+    return generic, fused
+
+
+def outputs_and_gradients(layer, x: np.ndarray, mask, training=False):
+    """Every output (sequence and states) and the gradients of a fixed random projection of them."""
+    inputs = torch.tensor(x, requires_grad=True)
+    outputs = layer(inputs, mask=mask, training=training)
+    outputs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
+    generator = torch.Generator().manual_seed(1)
+    loss = sum((out * torch.randn(out.shape, generator=generator)).sum() for out in outputs)
+    weights = [w.value for w in layer.trainable_weights]
+    gradients = torch.autograd.grad(loss, [inputs, *weights])
+    return [t.detach().numpy() for t in (*outputs, *gradients)]
+
+
+def largest_difference(generic, fused, mask=None, training=False) -> float:
+    x = np.random.default_rng(0).normal(size=(BATCH, STEPS, FEATURES)).astype("float32")
+    a = outputs_and_gradients(generic, x, mask, training)
+    b = outputs_and_gradients(fused, x, mask, training)
+    return scaled_difference(a, b)
+
+
+def scaled_difference(expected: list[np.ndarray], found: list[np.ndarray], floor: float = 1.0) -> float:
+    """The largest |difference| over all tensors, each relative to its own scale when that is above `floor`.
+
+    Gradients sum over batch and time, so a weight's gradient can be ~10 where float32
+    rounding differs in the 7th digit: an absolute 1e-5 would test the sum's size.
+    """
+    assert [t.shape for t in expected] == [t.shape for t in found]
+    return max(float(np.max(np.abs(e - f)) / max(floor, float(np.max(np.abs(e))))) for e, f in zip(expected, found))
+
+
+def said(call) -> tuple[object, str]:
+    """What `call()` returns, and what it printed."""
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        result = call()
+    return result, printed.getvalue()
+
+
+def uses_fused_kernel(layer, mask) -> bool:
+    """Whether the layer's call reaches PyTorch's kernel (the generic loop never calls fused_rnn)."""
+    from seqkeras.layers import torch_rnn
+
+    calls = []
+    original = torch_rnn.fused_rnn
+    torch_rnn.fused_rnn = lambda *args, **kwargs: calls.append(1) or original(*args, **kwargs)
+    try:
+        layer(torch.zeros(BATCH, STEPS, FEATURES), mask=mask)
+    finally:
+        torch_rnn.fused_rnn = original
+    return bool(calls)
+
+
+def equivalence() -> dict[str, float]:
+    results = {}
+    for kind in KERAS:
+        for masked in (False, True):
+            for backwards in (False, True):
+                name = f"{kind} {'masked' if masked else 'unmasked'} {'backwards' if backwards else 'forwards'}"
+                pair = twins(kind, return_sequences=True, return_state=True, go_backwards=backwards)
+                results[name] = largest_difference(*pair, mask=padded_mask() if masked else None)
+        pair = twins(kind, return_sequences=True, zero_output_for_mask=True)
+        results[f"{kind} masked zero_output_for_mask"] = largest_difference(*pair, mask=padded_mask())
+        for sequences in (True, False):
+            pair = twins(kind, wrap=keras.layers.Bidirectional, return_sequences=sequences)
+            name = f"{kind} bidirectional masked return_sequences={sequences}"
+            results[name] = largest_difference(*pair, mask=padded_mask())
+        pair = twins(kind, return_sequences=True, dropout=0.5)
+        results[f"{kind} dropout, inference"] = largest_difference(*pair, mask=padded_mask())
+    return results
+
+
+def suite_models() -> dict[str, float]:
+    """The suite's builders, 2 stacked layers, right-padded token ids: fast versus Keras's layers (RNNs, Dense)."""
+    from seqkeras.models.recurrent import ClassifierParams, LanguageModelParams, build_classifier, build_lm
+    from seqkeras.tasks.base import LANGUAGE_MODELING, SequenceData, Vocabulary
+
+    rng = np.random.default_rng(0)
+    tokens = rng.integers(1, 20, size=(BATCH, STEPS)).astype("int32")
+    tokens[padded_mask().numpy() == 0] = 0
+    data = SequenceData(LANGUAGE_MODELING, tokens, tokens, tokens, tokens, Vocabulary([f"w{i}" for i in range(20)]))
+    results = {}
+    for kind in KERAS:
+        for label, build, params in [
+            ("lm", build_lm, LanguageModelParams(cell=kind, units=UNITS, layers=2, embedding_dim=FEATURES)),
+            ("bidirectional classifier", build_classifier,
+             ClassifierParams(cell=kind, units=UNITS, layers=2, embedding_dim=FEATURES, bidirectional=True)),
+        ]:
+            keras.utils.set_random_seed(0)
+            fused = build(params, data)
+            generic = keras_layers_only(build, params, data)
+            generic.set_weights(fused.get_weights())
+            fast = (fused_rnn.FusedRNNMixin, fused_dense.FusedDense)
+            assert sum(isinstance(layer, fast) for layer in _all_layers(fused)) >= 3
+            assert not any(isinstance(layer, fast) for layer in _all_layers(generic))
+            results[f"{kind} {label}"] = _model_difference(generic, fused, tokens)
+    return results
+
+
+def keras_layers_only(build, params, data):
+    """The same model built on Keras's own recurrent and Dense layers."""
+    originals = fused_rnn.layer_class, fused_dense.layer_class
+    fused_rnn.layer_class = lambda cell_class: cell_class
+    fused_dense.layer_class = lambda: keras.layers.Dense
+    try:
+        return build(params, data)
+    finally:
+        fused_rnn.layer_class, fused_dense.layer_class = originals
+
+
+def _all_layers(model):
+    for layer in model.layers:
+        yield layer
+        yield from (getattr(layer, name) for name in ("forward_layer", "backward_layer") if hasattr(layer, name))
+
+
+def _model_difference(generic, fused, tokens) -> float:
+    found = []
+    for model in (generic, fused):
+        probabilities = model(torch.tensor(tokens))
+        loss = -torch.log(probabilities).mean()
+        gradients = torch.autograd.grad(loss, [w.value for w in model.trainable_weights])
+        found.append([probabilities.detach().numpy(), *(g.numpy() for g in gradients)])
+    # Probabilities ~1/20 and gradients ~1e-3: relative to each tensor's own scale, however small.
+    return scaled_difference(*found, floor=1e-12)
+
+
+def fallbacks() -> dict[str, object]:
+    """Where the fused path cannot apply, the layer takes Keras's loop (same numbers) and says why, once."""
+    fused_rnn.NOTED.clear()
+    results = {}
+    _, fused = twins("lstm", return_sequences=True, recurrent_dropout=0.3)
+    results["recurrent_dropout reason"] = fused.fused_blocker()
+    results["recurrent_dropout uses fused kernel"], results["recurrent_dropout note"] = said(
+        lambda: uses_fused_kernel(fused, padded_mask()))
+    _, results["recurrent_dropout note again"] = said(lambda: uses_fused_kernel(fused, padded_mask()))
+    generic, fused = twins("gru", return_sequences=True)
+    holes = torch.tensor([[True, False, True, True, False, False]] * BATCH)  # a masked step between real ones
+    results["mask with holes uses fused kernel"], results["mask with holes note"] = said(
+        lambda: uses_fused_kernel(fused, holes))
+    results["mask with holes difference"] = largest_difference(generic, fused, mask=holes)
+    results["right padding uses fused kernel"] = uses_fused_kernel(fused, padded_mask())
+    return results
+
+
+def training_mode() -> dict[str, object]:
+    """Dropout in training mode: the fused layer trains (values differ by the random draw)."""
+    generic, fused = twins("lstm", return_sequences=True, dropout=0.5)
+    difference = largest_difference(generic, fused, mask=padded_mask(), training=True)
+    return {"dropout, training, finite": bool(np.isfinite(difference))}
+
+
+def softmax_loss_and_accuracy() -> dict[str, object]:
+    """softmax_training's loss and accuracy against Keras's, on probabilities that carry their logits."""
+    from seqkeras import softmax_training
+    from seqkeras.training import loss_and_metrics
+
+    results = {}
+    generator = torch.Generator().manual_seed(0)
+    logits = torch.randn(3, 4, 7, generator=generator) * 3
+    logits[0, 0, 2] = -200.0  # its probability underflows to 0: the loss must come from the logits
+    target = torch.randint(0, 7, (3, 4), generator=generator)
+    target[0, 0] = 2
+    found = []
+    for loss_of in (lambda z: softmax_training.softmax_crossentropy(target, keras.activations.softmax(z)),
+                    lambda z: keras.losses.sparse_categorical_crossentropy(target, z, from_logits=True)):
+        z = logits.clone().requires_grad_(True)
+        loss = loss_of(z)
+        (gradient,) = torch.autograd.grad((loss * torch.arange(12.0).reshape(3, 4)).sum(), [z])
+        found.append([loss.detach().numpy(), gradient.numpy()])
+    results["loss and gradient"] = scaled_difference(found[1], found[0])
+    results["underflowed loss"] = float(found[0][0][0, 0])
+
+    probabilities = torch.tensor([[0.2, 0.4, 0.4], [0.4, 0.4, 0.2], [0.1, 0.2, 0.7], [0.5, 0.3, 0.2]])
+    labels = torch.tensor([2, 0, 1, 0])  # a tie lost to an earlier index, a tie won, a miss, a hit
+    ours = softmax_training.sparse_accuracy(labels, probabilities).numpy().tolist()
+    keras_own = keras.metrics.sparse_categorical_accuracy(labels, probabilities).numpy().tolist()
+    results["accuracy"], results["keras accuracy"] = ours, keras_own
+
+    # One training step of an LM with padding: Keras's loss and metric vs the suite's, same weights.
+    from seqkeras.models.recurrent import LanguageModelParams, build_lm
+    from seqkeras.tasks.base import LANGUAGE_MODELING, SequenceData, Vocabulary
+    from seqkeras.training import token_weights
+
+    tokens = np.random.default_rng(1).integers(1, 20, size=(BATCH, STEPS)).astype("int32")
+    tokens[padded_mask().numpy() == 0] = 0
+    data = SequenceData(LANGUAGE_MODELING, tokens, tokens, tokens, tokens, Vocabulary([f"w{i}" for i in range(20)]))
+    models, initial = [], None
+    for compiled in ({"loss": "sparse_categorical_crossentropy", "weighted_metrics": ["accuracy"]}, loss_and_metrics()):
+        model = build_lm(LanguageModelParams(cell="gru", units=UNITS, embedding_dim=FEATURES), data)
+        model.compile(optimizer=keras.optimizers.Adam(1e-2), **compiled)
+        initial = initial or model.get_weights()
+        model.set_weights(initial)
+        weights = token_weights(tokens, LANGUAGE_MODELING)
+        logs = model.train_on_batch(tokens, np.roll(tokens, -1, axis=1), sample_weight=weights, return_dict=True)
+        models.append((model, logs))
+    (keras_model, keras_logs), (suite_model, suite_logs) = models
+    results["train step loss"] = [keras_logs["loss"], suite_logs["loss"]]
+    results["train step accuracy"] = [keras_logs["accuracy"], suite_logs["accuracy"]]
+    results["train step weights"] = scaled_difference(keras_model.get_weights(), suite_model.get_weights())
+    return results
+
+
+def serialization() -> dict[str, object]:
+    results = {}
+    for layer in (fused_rnn.FusedGRU(UNITS, return_sequences=True, go_backwards=True, name="g"),
+                  fused_dense.FusedDense(UNITS, activation="softmax", name="d")):
+        copy = keras.layers.deserialize(keras.layers.serialize(layer))
+        results[type(layer).__name__] = type(copy) is type(layer) and copy.get_config() == layer.get_config()
+    return results
+
+
+if __name__ == "__main__":
+    torch.set_num_threads(1)  # small tensors: threads only add noise (and the CPU is shared)
+    report = {"equivalence": equivalence(), "suite models": suite_models(), "fallbacks": fallbacks(),
+              "training": training_mode(), "serialization": serialization(), "softmax": softmax_loss_and_accuracy()}
+    print(json.dumps(report))
