@@ -24,7 +24,7 @@ import pandas as pd
 import yaml
 
 from seqkeras.errors import SpecError
-from seqkeras.results import FAILED, OK, read_runs, write_atomic
+from seqkeras.results import FAILED, read_runs, run_counts, write_atomic
 
 REPORT, INDEX = "report.html", "index.html"
 NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?( ± \S+)?$")  # numbers and "mean ± std" align right
@@ -61,12 +61,16 @@ class ExperimentPage:
     problems: list[str] = field(default_factory=list)
 
     @property
+    def total_runs(self) -> int:
+        return run_counts(self.runs)[0]
+
+    @property
     def ok_runs(self) -> int:
-        return int((self.runs["status"] == OK).sum())
+        return run_counts(self.runs)[1]
 
     @property
     def failed_runs(self) -> int:
-        return int((self.runs["status"] == FAILED).sum())
+        return run_counts(self.runs)[2]
 
     @property
     def held(self) -> int:
@@ -159,7 +163,7 @@ def render_experiment(page: ExperimentPage, *, index_href: str) -> str:
     body = [f'<nav><a href="{e(index_href)}">← all experiments</a></nav>', f"<h1>{e(page.name)}</h1>"]
     if page.description:
         body.append(f'<p class="description">{e(page.description.strip())}</p>')
-    summary = f"{len(page.runs)} runs: {page.ok_runs} ok, {page.failed_runs} failed."
+    summary = f"{page.total_runs} runs: {page.ok_runs} ok, {page.failed_runs} failed."
     if page.verdicts:
         summary += f" Expectations: {page.held} of {len(page.verdicts)} reproduced."
     body.append(f'<p class="summary">{e(summary)}</p>')

@@ -31,7 +31,7 @@ import pandas as pd
 from pydantic import Field, model_validator
 
 from seqkeras.registry import Params
-from seqkeras.results import write_atomic
+from seqkeras.results import OK, one_row_per_run, write_atomic
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -471,9 +471,8 @@ CURVE_PLOTS: dict[str, tuple[str, Callable[[list[Curve]], "Figure"]]] = {
 def _finished_runs(folder: Path, runs: pd.DataFrame) -> pd.DataFrame:
     if runs.empty or "run_id" not in runs:
         return runs
-    finished = runs[runs["status"] == "ok"]
     # Several evaluation rows (e.g. one per decoder) share one run folder and one curve.
-    return finished.drop_duplicates("run_id")
+    return one_row_per_run(runs[runs["status"] == OK])
 
 
 def _read_curves(folder: Path, runs: pd.DataFrame, name: str, matrix_columns: list[str]) -> list[Curve]:

@@ -6,7 +6,7 @@ import pandas as pd
 
 from seqkeras.errors import SpecError, unknown_choice
 from seqkeras.expectations import Verdict, select
-from seqkeras.results import FAILED, OK
+from seqkeras.results import FAILED, OK, run_counts
 from seqkeras.spec import TableSpec
 
 NON_METRIC_COLUMNS = {"experiment", "run_id", "status", "seed", "params", "train_seconds", "backend", "error"}
@@ -101,14 +101,11 @@ def render_page(
     tables: list[tuple[str, pd.DataFrame]],
     verdicts: list[Verdict],
 ) -> str:
-    # A run evaluated with several decoders has one row per decoder: count runs, not rows.
-    distinct = runs.drop_duplicates("run_id") if "run_id" in runs else runs
-    ok = int((distinct["status"] == OK).sum())
-    failed = int((distinct["status"] == FAILED).sum())
+    total, ok, failed = run_counts(runs)
     lines = [f"# {name}", ""]
     if description:
         lines += [description.strip(), ""]
-    lines += [f"{len(distinct)} runs: {ok} ok, {failed} failed.", ""]
+    lines += [f"{total} runs: {ok} ok, {failed} failed.", ""]
     for title, frame in tables:
         lines += [f"## {title}", "", to_markdown(frame), ""]
     if verdicts:

@@ -103,6 +103,17 @@ def runs_frame(records: list[dict[str, Any]], matrix_columns: list[str]) -> pd.D
     return pd.DataFrame(rows, columns=columns)
 
 
+def one_row_per_run(runs: pd.DataFrame) -> pd.DataFrame:
+    """runs.csv with one row per run: a run evaluated with several decoders has a row for each."""
+    return runs.drop_duplicates("run_id") if "run_id" in runs else runs
+
+
+def run_counts(runs: pd.DataFrame) -> tuple[int, int, int]:
+    """(runs, finished ok, failed), counting runs, not their evaluation rows."""
+    distinct = one_row_per_run(runs)
+    return len(distinct), int((distinct["status"] == OK).sum()), int((distinct["status"] == FAILED).sum())
+
+
 def _evaluation_rows(record: dict[str, Any]) -> list[dict[str, Any]]:
     rows = record.get("rows")
     return rows if rows else [{"keys": {}, "metrics": record.get("metrics", {})}]

@@ -27,6 +27,7 @@ from seqkeras.results import (
     FAILED,
     OK,
     read_record,
+    run_counts,
     runs_frame,
     write_atomic,
     write_csv,
@@ -43,7 +44,7 @@ class Outcome:
 
     @property
     def failed_runs(self) -> int:
-        return int((self.runs["status"] == FAILED).sum())
+        return run_counts(self.runs)[2]
 
     @property
     def failed_expectations(self) -> int:

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 import textwrap
+from pathlib import Path
 
 import keras
 import numpy as np
@@ -208,8 +209,11 @@ def test_mirrored_distribution_runs_on_the_cpu_and_says_so(tiny_spec, tmp_path, 
 
 
 def test_table_page_counts_runs_not_their_decoder_rows():
+    from seqkeras.html_report import ExperimentPage, render_experiment
     from seqkeras.report import render_page
 
     runs = pd.DataFrame({"run_id": ["a", "a", "b"], "status": ["ok", "ok", "failed"],
                          "decoder": ["greedy", "beam(width=4)", None], "error": ["", "", "boom"]})
     assert "2 runs: 1 ok, 1 failed." in render_page("x", "", runs, [], [])
+    page = ExperimentPage(Path("x"), "x", "", runs)
+    assert "2 runs: 1 ok, 1 failed." in render_experiment(page, index_href="index.html")
