@@ -96,12 +96,19 @@ def longest(data: SequenceData) -> int:
     return max(data.x_train.shape[1], data.x_test.shape[1])
 
 
-def build_lm(params: TransformerParams, data: SequenceData) -> keras.Model:
+def embedded_tokens(params: TransformerParams, data: SequenceData):
+    """The token-id input, its embeddings (with positions) and the mask of real (non-padding) tokens."""
     import keras
 
     inputs = keras.Input(shape=(None,), dtype="int32", name="tokens")
     x = embed(params, len(data.vocabulary), params.max_length or longest(data), inputs)
-    real = keras.ops.not_equal(inputs, 0)
+    return inputs, x, keras.ops.not_equal(inputs, 0)
+
+
+def build_lm(params: TransformerParams, data: SequenceData) -> keras.Model:
+    import keras
+
+    inputs, x, real = embedded_tokens(params, data)
     for index in range(params.layers):
         # No encoder sequence: self-attention only, with the causal mask.
         x = keras_hub().layers.TransformerDecoder(
@@ -116,9 +123,7 @@ def build_lm(params: TransformerParams, data: SequenceData) -> keras.Model:
 def build_classifier(params: TransformerParams, data: SequenceData) -> keras.Model:
     import keras
 
-    inputs = keras.Input(shape=(None,), dtype="int32", name="tokens")
-    x = embed(params, len(data.vocabulary), params.max_length or longest(data), inputs)
-    real = keras.ops.not_equal(inputs, 0)
+    inputs, x, real = embedded_tokens(params, data)
     for index in range(params.layers):
         x = keras_hub().layers.TransformerEncoder(
             params.intermediate_dim, params.num_heads, dropout=params.dropout,
