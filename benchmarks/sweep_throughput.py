@@ -10,6 +10,13 @@ so process start-up (importing TensorFlow) is included: it is part of what a
 user waits for. The variants take turns (plain loop, side by side, ...), for
 `rounds` rounds, and each figure is the median of its rounds, so that a change
 in the machine's load hits both sides alike.
+
+Two sizes: runs of about 3 s (512 training sequences; most of a run is
+TensorFlow tracing its train and predict functions) and of about 8 s (4,096).
+Side by side pays some costs twice that a plain loop pays once, on the critical
+path: each worker imports TensorFlow (5-7 s), and nine runs on two workers end
+when the one with five has finished. The shorter the runs, the more of the
+sweep these fixed costs are, so both sizes are reported.
 """
 
 from __future__ import annotations
@@ -54,13 +61,25 @@ def timed_run(spec: Path, out: Path, *extra: str) -> float:
     return time.perf_counter() - started
 
 
+# name: (training sequences, epochs, whether Ray is measured too: its start-up is the same at both sizes)
+SIZES = {"3 s runs": (512, 3, True), "8 s runs": (4096, 3, False)}
+TINY_SIZES = {"tiny runs": (32, 1, False)}
+
+
 def measure(tiny: bool = False, rounds: int | None = None, ray: bool | None = None) -> list[dict]:
-    """3 cells × 3 seeds (tiny: × 1 seed, smaller runs); Ray by default only when installed and not tiny."""
-    seeds, n_train, epochs = ([0], 32, 1) if tiny else ([0, 1, 2], 512, 3)
+    """3 cells × 3 seeds at each size (tiny: × 1 seed, one tiny size); Ray only when installed and not tiny."""
+    seeds = [0] if tiny else [0, 1, 2]
     rounds = rounds or (1 if tiny else 2)
     if ray is None:
         ray = not tiny and importlib.util.find_spec("ray") is not None
-    variants = [PLAIN_LOOP, *SIDE_BY_SIDE, *([RAY] if ray else [])]
+    rows = []
+    for size, (n_train, epochs, with_ray) in (TINY_SIZES if tiny else SIZES).items():
+        variants = [PLAIN_LOOP, *SIDE_BY_SIDE, *([RAY] if ray and with_ray else [])]
+        rows += measure_size(size, seeds, n_train, epochs, variants, rounds)
+    return rows
+
+
+def measure_size(size: str, seeds: list[int], n_train: int, epochs: int, variants, rounds: int) -> list[dict]:
     runs = 3 * len(seeds)
     seconds: dict[str, list[float]] = {name: [] for name, _ in variants}
     with tempfile.TemporaryDirectory() as folder:
@@ -76,7 +95,7 @@ def measure(tiny: bool = False, rounds: int | None = None, ray: bool | None = No
         value = statistics.median(seconds[name])
         rows.append({
             "benchmark": "sweep throughput",
-            "figure": f"3 cells × {len(seeds)} seeds ({runs} runs), {name} vs a plain loop (--jobs 1), "
+            "figure": f"3 cells × {len(seeds)} seeds ({runs} {size}), {name} vs a plain loop (--jobs 1), "
                       f"median of {rounds}",
             "value": round(value, 1),
             "unit": "s",

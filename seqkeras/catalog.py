@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from seqkeras.cells import CELLS, NoParams
 from seqkeras.models import recurrent
-from seqkeras.models import seq2seq
+from seqkeras.models import seq2seq_params
 from seqkeras.models import ngram_lm, nplm, transformer
 from seqkeras.probes import decoding, gradient_flow, memory, ngram_counts, unroll
 from seqkeras.probes import recurrence_vs_attention
@@ -82,7 +82,7 @@ MODELS = Registry(
                   transformer.TransformerParams, "seqkeras.models.transformer:build_classifier",
                   problem=CLASSIFICATION),
         Component("seq2seq", "Recurrent encoder-decoder, attention none/bahdanau/luong; teacher forcing; any decoder.",
-                  seq2seq.Seq2SeqParams, "seqkeras.models.seq2seq:build", problem=SEQ2SEQ,
+                  seq2seq_params.Seq2SeqParams, "seqkeras.models.seq2seq:build", problem=SEQ2SEQ,
                   evaluator="seqkeras.seq2seq_evaluation:evaluate"),
     ],
 )

@@ -25,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command != "run":  # `run` picks its backend from --backend first
             from seqkeras.runtime import select_backend
 
-            select_backend()
+            select_backend(load=False)  # these commands read specs and results: no Keras needed
         return args.handler(args)
     except SpecError as error:
         print(f"error: {error}", file=sys.stderr)
@@ -158,11 +158,14 @@ def command_validate(args) -> int:
 
 
 def command_run(args) -> int:
+    from seqkeras.executors import SerialExecutor
     from seqkeras.runtime import select_backend
 
-    backend = select_backend(args.backend)
+    backend = select_backend(args.backend, load=False)
     experiments = load_all(args.paths, args.overrides)
     executor = make_executor(args, backend)
+    if isinstance(executor, SerialExecutor):  # runs here: import the backend now, quietly
+        select_backend(backend)
     from seqkeras.report import to_markdown, verdict_frame
     from seqkeras.runner import run_experiment
 

@@ -31,8 +31,14 @@ def quiet_stderr():
         os.close(saved)
 
 
-def select_backend(name: str | None = None) -> str:
-    """Choose the Keras backend (must run before Keras is imported) and import it quietly."""
+def select_backend(name: str | None = None, *, load: bool = True) -> str:
+    """Choose the Keras backend (must run before Keras is imported) and, with `load`, import it quietly.
+
+    Without `load` nothing heavy is imported: a process that only validates
+    specs, reads results or hands runs to worker processes never needs
+    TensorFlow, whose import takes seconds (7 s on 2 cores), seconds that a
+    `--jobs N` parent would spend before its workers start importing their own.
+    """
     if name:
         os.environ["KERAS_BACKEND"] = name
     backend = os.environ.setdefault("KERAS_BACKEND", "tensorflow")
@@ -42,7 +48,7 @@ def select_backend(name: str | None = None) -> str:
         raise SpecError(f"unknown Keras backend {backend!r}. Allowed: {', '.join(BACKEND_PACKAGES)}.")
     if importlib.util.find_spec(package) is None:
         raise SpecError(f"backend {backend!r} is not installed: .venv/bin/pip install {package}")
-    if importlib.util.find_spec("tensorflow") is not None:
+    if load and importlib.util.find_spec("tensorflow") is not None:
         with quiet_stderr():
             import tensorflow as tf
 

@@ -128,6 +128,8 @@ def fit(
         x, y = take_rows(x, slice(None, -held_out)), y[:-held_out]
         weights = weights[:-held_out] if weights is not None else None
 
+    first = slice(0, train.batch_size)
+    build_before_tracing(model, (take_rows(x, first), y[first], None if weights is None else weights[first]))
     checkpoint = Checkpoint(checkpoint_dir) if checkpoint_dir else None
     state = checkpoint.restore(model) if checkpoint else None
     state = state or TrainingState()
@@ -164,6 +166,25 @@ def fit(
     if checkpoint:
         checkpoint.clear()
     return pd.DataFrame(state.history), seconds
+
+
+def build_before_tracing(model: keras.Model, batch: tuple) -> None:
+    """Create the optimizer's and the metrics' variables before fit traces its train step.
+
+    Without a distribution strategy, Keras on TensorFlow leaves them to be created
+    while the train function is first traced, and a tf.function that creates
+    variables is traced twice: once to create them, once to run. For the small runs
+    of a sweep the second trace is a quarter of the run (0.9 s of 3.5 s). Keras's
+    `_symbolic_build`, which its fit calls itself under a strategy, creates them
+    from the shapes of one batch without touching any value. The other backends
+    do not trace twice.
+    """
+    if keras.backend.backend() != "tensorflow" or not hasattr(model, "_symbolic_build"):
+        return
+    try:
+        model._symbolic_build(data_batch=batch)
+    except Exception:  # only a speed-up: fit builds whatever this could not, as before
+        pass
 
 
 @dataclass

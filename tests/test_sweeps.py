@@ -95,6 +95,40 @@ def test_parallel_jobs_give_the_same_table_as_serial(tiny_spec, tmp_path, capsys
     assert metrics_of(tmp_path / "jobs" / "tiny") == metrics_of(tmp_path / "serial" / "tiny")
 
 
+# Prints the deep-learning packages the calling process imported, after the CLI calls in argv.
+IMPORTED_AFTER = """
+import sys
+from seqkeras.cli import main
+for command in sys.argv[1:]:
+    main(command.split("|"))
+print(sorted({m.split(".")[0] for m in sys.modules} & {"keras", "tensorflow", "torch", "jax"}))
+"""
+
+
+def imported_by(*commands, cwd=None) -> str:
+    environment = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": ""}
+    result = subprocess.run([sys.executable, "-c", IMPORTED_AFTER, *commands], cwd=cwd, env=environment,
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    return result.stdout.strip().splitlines()[-1]
+
+
+def test_commands_that_only_read_specs_and_results_never_import_tensorflow(tiny_spec):
+    """validate, list, schema and table take a second, not the 7 s of importing TensorFlow."""
+    repo = Path(__file__).resolve().parents[1]
+    results = repo / "results" / "lesson-decoding"
+    commands = ["validate|experiments", "list", f"schema|--out|{tiny_spec.parent / 'schema.json'}", f"table|{results}"]
+    assert imported_by(*commands, cwd=repo) == "[]"
+
+
+@pytest.mark.slow
+def test_the_parent_of_parallel_jobs_leaves_tensorflow_to_its_workers(tiny_spec, tmp_path):
+    """Its workers import TensorFlow side by side; the parent importing it first would delay them all."""
+    assert imported_by(f"run|{tiny_spec}|--out|{tmp_path}|--jobs|2") == "[]"
+    runs = pd.read_csv(tmp_path / "tiny" / "runs.csv")
+    assert list(runs["status"]) == ["ok"] * 4
+
+
 @pytest.mark.slow
 def test_ray_local_executor_gives_the_same_table_as_serial(tiny_spec, tmp_path, capsys):
     pytest.importorskip("ray", reason="Ray is optional: pip install -r requirements-ray.txt")
@@ -123,6 +157,30 @@ def test_early_stopping_state_and_validation_split():
                      early_stopping={"monitor": "val_accuracy", "patience": 1})
     history, _ = training.fit(model, data, spec)
     assert "val_loss" in history and len(history) == 2
+
+
+def test_the_train_step_is_traced_once_and_trains_as_before():
+    """Optimizer and metric variables exist before fit traces (else TensorFlow traces it twice)."""
+
+    def trained(prebuild: bool):
+        keras.utils.set_random_seed(0)
+        data = delayed_recall.build(delayed_recall.Params(lag=3, n_train=64, n_test=8), 0)
+        model = build_classifier(ClassifierParams(cell="lstm", units=4, embedding_dim=4), data)
+        traces = []
+        train_step = model.train_step
+        model.train_step = lambda batch: traces.append(1) or train_step(batch)  # runs once per trace
+        with pytest.MonkeyPatch.context() as patch:
+            if not prebuild:  # Keras's own behaviour, for comparison
+                patch.setattr(training, "build_before_tracing", lambda *args: None)
+            history, _ = training.fit(model, data, TrainSpec(epochs=2, batch_size=16, verbose=0))
+        return len(traces), history, model.get_weights()
+
+    traces, history, weights = trained(prebuild=True)
+    keras_traces, keras_history, keras_weights = trained(prebuild=False)
+    assert (traces, keras_traces) == (1, 2)
+    pd.testing.assert_frame_equal(history, keras_history)
+    for ours, theirs in zip(weights, keras_weights):
+        np.testing.assert_array_equal(ours, theirs)
 
 
 @pytest.mark.parametrize("bidirectional", [False, True])

@@ -3,20 +3,23 @@
 All three share one body: Embedding (id 0 = padding, masked) → a stack of
 recurrent layers (optionally bidirectional) → a softmax. They differ only in
 whether the last recurrent layer returns every step or the final state.
+
+Keras is imported inside the builders: the parameter classes are read by spec
+validation, which must not import TensorFlow (see seqkeras.registry).
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import keras
 from pydantic import Field, model_validator
 
 from seqkeras.cells import CELLS, CellName, textbook_parameter_count
-from seqkeras.layers import fused_dense, fused_rnn
-from seqkeras.layers.initializers import ForgetGateBias
 from seqkeras.registry import Params
 from seqkeras.tasks.base import SequenceData
+
+if TYPE_CHECKING:
+    import keras
 
 
 class RecurrentParams(Params):
@@ -82,6 +85,11 @@ def estimated_parameters(params: RecurrentParams, vocabulary: int, outputs: int)
 
 
 def recurrent_layer(params: RecurrentParams, *, return_sequences: bool, name: str) -> keras.layers.Layer:
+    import keras
+
+    from seqkeras.layers import fused_rnn
+    from seqkeras.layers.initializers import ForgetGateBias
+
     # Keras's own layer, or on the torch backend its subclass on PyTorch's fused kernels.
     layer_class = fused_rnn.layer_class(CELLS.get(params.cell).load())
     options = dict(
@@ -99,6 +107,8 @@ def recurrent_layer(params: RecurrentParams, *, return_sequences: bool, name: st
 
 def recurrent_body(params: RecurrentParams, data: SequenceData, *, every_step: bool):
     """Token ids → embeddings → stacked RNN; returns (inputs, features)."""
+    import keras
+
     inputs = keras.Input(shape=(None,), dtype="int32", name="tokens")
     x = keras.layers.Embedding(len(data.vocabulary), params.embedding_dim, mask_zero=True, name="embedding")(inputs)
     for index in range(params.layers):
@@ -109,10 +119,14 @@ def recurrent_body(params: RecurrentParams, data: SequenceData, *, every_step: b
 
 def softmax_output(classes: int, *, name: str) -> keras.layers.Layer:
     """The softmax over classes (tags, next tokens); its bias add is folded into the matmul on torch."""
+    from seqkeras.layers import fused_dense
+
     return fused_dense.layer_class()(classes, activation="softmax", name=name)
 
 
 def build_classifier(params: ClassifierParams, data: SequenceData) -> keras.Model:
+    import keras
+
     inputs, features = recurrent_body(params, data, every_step=False)
     outputs = softmax_output(data.num_outputs, name="classes")(features)
     return keras.Model(inputs, outputs, name="classifier")
@@ -123,12 +137,16 @@ def build_tagger(params: TaggerParams, data: SequenceData) -> keras.Model:
         from seqkeras.models.crf_tagger import build_crf_tagger
 
         return build_crf_tagger(params, data)
+    import keras
+
     inputs, features = recurrent_body(params, data, every_step=True)
     outputs = softmax_output(data.num_outputs, name="tags")(features)
     return keras.Model(inputs, outputs, name="tagger")
 
 
 def build_lm(params: LanguageModelParams, data: SequenceData) -> keras.Model:
+    import keras
+
     inputs, features = recurrent_body(params, data, every_step=True)
     outputs = softmax_output(data.num_outputs, name="next_token")(features)
     return keras.Model(inputs, outputs, name="language_model")

@@ -23,16 +23,12 @@ computation, and the shared decoders (greedy, beam, sampling) drive it.
 
 from __future__ import annotations
 
-from typing import Literal
-
 import keras
 import numpy as np
 from keras import ops
-from pydantic import Field, model_validator
 
-from seqkeras.cells import CellName
 from seqkeras.layers.attention import BahdanauAttention, LuongAttention
-from seqkeras.registry import Params
+from seqkeras.models.seq2seq_params import Seq2SeqParams
 from seqkeras.tasks.base import PAD
 from seqkeras.tasks.seq2seq_data import START, Seq2SeqData
 
@@ -47,43 +43,6 @@ BLOCKED_LOGIT = -1.0e9
 # (their independent parts, e.g. the backward pass's weight gradients), about
 # 30% faster on 2 CPU cores than Keras's default of 1; JAX unrolls this many steps.
 SCAN_UNROLL = 16
-
-
-class Seq2SeqParams(Params):
-    cell: CellName = Field("lstm", description="Encoder cell: simple_rnn, lstm or gru.")
-    decoder_cell: CellName | None = Field(
-        None,
-        description="Decoder cell; default: the encoder's. An LSTM decoder after another encoder starts "
-        "with a zero cell state; after an LSTM encoder another decoder takes only its hidden state.",
-    )
-    units: int = Field(64, ge=1, le=65_536, description="Encoder units per direction (the decoder has units × directions).")
-    layers: int = Field(1, ge=1, le=16, description="Stacked recurrent layers, in the encoder and in the decoder.")
-    bidirectional: bool = Field(False, description="Encoder reads the source both ways (outputs and states concatenated).")
-    embedding_dim: int = Field(32, ge=1, le=65_536, description="Width of the source and target embeddings.")
-    attention: Literal["none", "bahdanau", "luong"] = Field(
-        "bahdanau", description="none (the decoder sees only the encoder's final state), bahdanau (additive) or luong."
-    )
-    luong_score: Literal["dot", "general"] | None = Field(
-        None, description="Luong attention's score: dot (h_tᵀ h_j) or general (h_tᵀ W h_j, the default)."
-    )
-    attention_units: int | None = Field(
-        None, ge=1, le=65_536, description="Bahdanau attention's hidden width; default: the decoder's width."
-    )
-    dropout: float = Field(0.0, ge=0, lt=1, description="Dropout on the embeddings and on the decoder's output features.")
-    max_output_length: int | None = Field(
-        None,
-        ge=1,
-        description="Most tokens a decoder generates (the end token included); "
-        "default: 1.5 × the longest training target + 2.",
-    )
-
-    @model_validator(mode="after")
-    def _attention_options(self) -> "Seq2SeqParams":
-        if self.luong_score is not None and self.attention != "luong":
-            raise ValueError(f"luong_score applies only to attention luong, not {self.attention!r}")
-        if self.attention_units is not None and self.attention != "bahdanau":
-            raise ValueError(f"attention_units applies only to attention bahdanau, not {self.attention!r}")
-        return self
 
 
 @keras.saving.register_keras_serializable(package="seqkeras")

@@ -23,10 +23,8 @@ from __future__ import annotations
 import math
 from typing import Literal
 
-import keras
 import numpy as np
 import pandas as pd
-import tensorflow as tf
 from pydantic import Field, model_validator
 
 from seqkeras.probes.base import ProbeResult
@@ -110,6 +108,9 @@ def draw_weights(params: Params, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 def gradient_norms(W: np.ndarray, x: np.ndarray, activation: str) -> np.ndarray:
     """norms[k] = |d loss / d h_{T-1-k}| for loss = g0 . h_{T-1}, computed by Keras autodiff."""
+    import keras
+    import tensorflow as tf
+
     T, d = x.shape
     cell = keras.layers.SimpleRNNCell(d, activation=activation, use_bias=False, dtype="float64")
     cell.build((None, d))

@@ -18,10 +18,8 @@ from __future__ import annotations
 import math
 from typing import Literal
 
-import keras
 import numpy as np
 import pandas as pd
-import tensorflow as tf
 from pydantic import Field, model_validator
 
 from seqkeras.probes.base import ProbeResult
@@ -113,6 +111,9 @@ def _ratio(now: float, before: float) -> float:
 
 
 def _run_simple_rnn(params: Params) -> ProbeResult:
+    import keras
+    import tensorflow as tf
+
     layer = keras.layers.SimpleRNN(
         1, use_bias=False, return_sequences=True, return_state=True, dtype="float64"
     )
@@ -134,6 +135,9 @@ def _run_simple_rnn(params: Params) -> ProbeResult:
 
 
 def _run_lstm(params: Params) -> ProbeResult:
+    import keras
+    import tensorflow as tf
+
     layer = keras.layers.LSTM(
         1, return_sequences=True, return_state=True, dtype="float64", unit_forget_bias=False
     )

@@ -17,10 +17,8 @@ so with a scale below 1 the influence can only shrink.
 
 from __future__ import annotations
 
-import keras
 import numpy as np
 import pandas as pd
-import tensorflow as tf
 from pydantic import Field, field_validator
 
 from seqkeras.probes.base import ProbeResult
@@ -91,6 +89,9 @@ def draw_weights(params: Params, seed: int, vocabulary: list[str]):
 
 
 def run(params: Params, seed: int) -> ProbeResult:
+    import keras
+    import tensorflow as tf
+
     tokens = tokenize(params.sentence)
     vocabulary = list(dict.fromkeys(tokens))  # distinct words, first appearance first
     ids = np.array([[vocabulary.index(token) for token in tokens]])
