@@ -7,8 +7,11 @@ an expectation did not hold; 2 invalid input (nothing ran).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
 import sys
+import threading
 from pathlib import Path
 
 from seqkeras.errors import SpecError
@@ -21,18 +24,42 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     parser = build_parser()
     args = parser.parse_args(argv)
-    try:
-        if args.command != "run":  # `run` picks its backend from --backend first
-            from seqkeras.runtime import select_backend
+    with sigterm_as_ctrl_c():
+        try:
+            if args.command != "run":  # `run` picks its backend from --backend first
+                from seqkeras.runtime import select_backend
 
-            select_backend(load=False)  # these commands read specs and results: no Keras needed
-        return args.handler(args)
-    except SpecError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return EXIT_INVALID
-    except KeyboardInterrupt:
-        print("\ninterrupted: finished runs are recorded; run again to continue where it stopped", file=sys.stderr)
-        return 130
+                select_backend(load=False)  # these commands read specs and results: no Keras needed
+            return args.handler(args)
+        except SpecError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return EXIT_INVALID
+        except KeyboardInterrupt:
+            print("\ninterrupted: finished runs are recorded; run again to continue where it stopped", file=sys.stderr)
+            return 130
+
+
+@contextlib.contextmanager
+def sigterm_as_ctrl_c():
+    """`kill` (or a job scheduler's stop) ends a sweep as Ctrl-C does.
+
+    Finished runs are then recorded in runs.csv and worker processes are
+    stopped, where SIGTERM's default would end only this process and leave its
+    workers running to the end of their runs. Signal handlers belong to the main
+    thread, so elsewhere (main() called from a thread) nothing changes.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -98,9 +98,11 @@ class ProcessExecutor:
             try:
                 for future in as_completed(futures):
                     yield futures[future], _result_or_failure(future.result, futures[future])
-            except BaseException:
+            except BaseException:  # Ctrl-C, SIGTERM: stop the runs in flight too (a rerun resumes them)
                 for future in futures:
                     future.cancel()
+                for process in list(pool._processes.values()):  # no public API lists a pool's workers
+                    process.terminate()
                 raise
 
 

@@ -73,6 +73,48 @@ def test_sigkill_mid_training_resumes_to_identical_metrics(write_spec, tmp_path)
     assert not list((tmp_path / "interrupted" / "resumable").glob("*/.resume"))  # cleaned up
 
 
+def children_of(pid: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # ended while we looked
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def running(pid: int) -> bool:
+    """Alive and not a zombie (an ended process nobody has reaped yet)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads the process table from /proc")
+def test_sigterm_stops_a_parallel_sweep_and_its_workers(write_spec, tmp_path):
+    spec = write_spec(RESUMABLE_SPEC.replace("seeds: [0]", "seeds: [0, 1, 2]"))
+    sweep = cli("run", spec, "--out", tmp_path, "--jobs", "2")
+    deadline = time.time() + 240
+    while len(list((tmp_path / "resumable").glob("*/spec.yaml"))) < 2:  # both workers are training
+        assert time.time() < deadline and sweep.poll() is None, sweep.communicate()[0]
+        time.sleep(0.2)
+    workers = children_of(sweep.pid)
+    sweep.send_signal(signal.SIGTERM)
+    output = sweep.communicate(timeout=120)[0]
+    assert sweep.returncode == 130, output
+    assert "interrupted: finished runs are recorded" in output
+    deadline = time.time() + 30
+    while any(map(running, workers)) and time.time() < deadline:
+        time.sleep(0.2)
+    assert len(workers) >= 2 and not any(map(running, workers))
+    assert not list((tmp_path / "resumable").glob("*/metrics.json"))  # stopped mid-run, not left to finish
+    assert (tmp_path / "resumable" / "runs.csv").exists()
+
+
 @pytest.mark.slow
 def test_two_processes_sharing_a_results_folder_leave_a_consistent_runs_csv(write_spec, tmp_path):
     spec = write_spec(RESUMABLE_SPEC.replace("n_train: 3000", "n_train: 200").replace("seeds: [0]", "seeds: [0, 1, 2]"))
