@@ -20,7 +20,7 @@ from typing import Any
 
 from seqkeras.errors import SpecError
 from seqkeras.results import OK, read_record
-from seqkeras.runtime import setup_worker
+from seqkeras.runtime import setup_pool_worker, setup_worker
 from seqkeras.spec import RunSpec
 
 CODE_VERSION_KEY = "seqkeras"
@@ -91,7 +91,7 @@ class ProcessExecutor:
         with ProcessPoolExecutor(
             max_workers=self.jobs,
             mp_context=get_context("spawn"),  # a fresh interpreter: no TensorFlow state is shared
-            initializer=setup_worker,  # lives in runtime: unpickling it must not import TensorFlow
+            initializer=setup_pool_worker,  # lives in runtime: unpickling it must not import TensorFlow
             initargs=(self.backend, self.threads),
         ) as pool:
             futures = {pool.submit(execute_once, job.run, job.folder, force): job for job in jobs}

@@ -12,6 +12,8 @@ import contextlib
 import importlib.util
 import os
 import sys
+import threading
+import time
 
 from seqkeras.errors import SpecError
 
@@ -74,3 +76,26 @@ def setup_worker(backend: str, threads: int) -> None:
         import torch
 
         torch.set_num_threads(threads)  # else each of N workers starts one thread per core
+
+
+def setup_pool_worker(backend: str, threads: int) -> None:
+    """A `--jobs N` worker: `setup_worker`, and an end with its parent."""
+    setup_worker(backend, threads)
+    exit_with_parent()
+
+
+def exit_with_parent(poll_seconds: float = 1.0) -> None:
+    """End this process once its parent has gone (killed by SIGKILL, crashed).
+
+    A pool worker otherwise waits for its next run forever: its siblings still
+    hold the task pipe open, so it never reads an end of file. A watcher thread
+    is portable where Linux's PR_SET_PDEATHSIG is not.
+    """
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(poll_seconds)
+        os._exit(1)  # a run in progress resumes from its last epoch next time
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()

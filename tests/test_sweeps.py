@@ -116,6 +116,26 @@ def test_sigterm_stops_a_parallel_sweep_and_its_workers(write_spec, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads the process table from /proc")
+def test_workers_end_when_their_parent_is_killed(write_spec, tmp_path):
+    """SIGKILL cannot be caught: the workers notice their parent is gone and end."""
+    spec = write_spec(RESUMABLE_SPEC.replace("seeds: [0]", "seeds: [0, 1, 2]"))
+    sweep = cli("run", spec, "--out", tmp_path, "--jobs", "2")
+    deadline = time.time() + 240
+    while len(list((tmp_path / "resumable").glob("*/spec.yaml"))) < 2:
+        assert time.time() < deadline and sweep.poll() is None, sweep.communicate()[0]
+        time.sleep(0.2)
+    workers = [pid for pid in children_of(sweep.pid) if "spawn_main" in Path(f"/proc/{pid}/cmdline").read_text()]
+    sweep.send_signal(signal.SIGKILL)
+    sweep.wait()
+    deadline = time.time() + 30
+    while any(map(running, workers)) and time.time() < deadline:
+        time.sleep(0.2)
+    assert len(workers) == 2 and not any(map(running, workers))
+    assert not list((tmp_path / "resumable").glob("*/metrics.json"))  # ended mid-run, not left to finish
+
+
+@pytest.mark.slow
 def test_two_processes_sharing_a_results_folder_leave_a_consistent_runs_csv(write_spec, tmp_path):
     spec = write_spec(RESUMABLE_SPEC.replace("n_train: 3000", "n_train: 200").replace("seeds: [0]", "seeds: [0, 1, 2]"))
     first = cli("run", spec, "--out", tmp_path)
