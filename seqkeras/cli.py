@@ -208,12 +208,15 @@ def command_run(args) -> int:
     total_runs = sum(len(e.runs) for e in experiments)
     print(f"{len(experiments)} experiment(s), {total_runs} run(s) → {out_root}/")
     all_verdicts, failed_runs = [], 0
-    for experiment in experiments:
-        outcome = run_experiment(experiment, out_root, force=args.force, executor=executor)
-        page = (out_root / experiment.spec.name / "table.md").read_text(encoding="utf-8")
-        print("\n" + page)
-        failed_runs += outcome.failed_runs
-        all_verdicts += [(experiment.spec.name, v) for v in outcome.verdicts]
+    try:
+        for experiment in experiments:
+            outcome = run_experiment(experiment, out_root, force=args.force, executor=executor)
+            page = (out_root / experiment.spec.name / "table.md").read_text(encoding="utf-8")
+            print("\n" + page)
+            failed_runs += outcome.failed_runs
+            all_verdicts += [(experiment.spec.name, v) for v in outcome.verdicts]
+    finally:
+        executor.close()  # worker processes serve every experiment, then stop
     if len(experiments) > 1 and all_verdicts:
         frame = verdict_frame([v for _, v in all_verdicts])
         frame.insert(0, "experiment", [name for name, _ in all_verdicts])

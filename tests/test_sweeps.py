@@ -20,6 +20,7 @@ from seqkeras.cli import main
 from seqkeras.models.recurrent import ClassifierParams, build_classifier, estimated_parameters
 from seqkeras.spec import TrainSpec
 from seqkeras.tasks import delayed_recall
+from tests.conftest import TINY_TRAINING_SPEC as TINY_SPEC_TEXT
 from seqkeras import training
 
 RESUMABLE_SPEC = """
@@ -189,6 +190,28 @@ def test_the_parent_of_parallel_jobs_leaves_tensorflow_to_its_workers(tiny_spec,
     assert imported_by(f"run|{tiny_spec}|--out|{tmp_path}|--jobs|2") == "[]"
     runs = pd.read_csv(tmp_path / "tiny" / "runs.csv")
     assert list(runs["status"]) == ["ok"] * 4
+
+
+@pytest.mark.slow
+def test_one_set_of_workers_serves_every_experiment_of_a_command(write_spec, tmp_path, monkeypatch, capsys):
+    """Workers import TensorFlow once per command, not once per experiment."""
+    from seqkeras import executors
+
+    pools = []
+
+    class CountedPool(executors.ProcessPoolExecutor):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            pools.append(self)
+
+    monkeypatch.setattr(executors, "ProcessPoolExecutor", CountedPool)
+    first = write_spec(TINY_SPEC_TEXT, "first.yaml")
+    second = write_spec(TINY_SPEC_TEXT.replace("name: tiny", "name: tiny-again"), "second.yaml")
+    assert main(["run", str(first), str(second), "--out", str(tmp_path), "--jobs", "2"]) == 0
+    capsys.readouterr()
+    assert len(pools) == 1
+    accuracies = [pd.read_csv(tmp_path / name / "runs.csv")["accuracy"].tolist() for name in ("tiny", "tiny-again")]
+    assert len(accuracies[0]) == 4 and accuracies[0] == accuracies[1]  # the same runs, the same numbers
 
 
 @pytest.mark.slow
