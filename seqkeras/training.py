@@ -135,20 +135,25 @@ def fit(
     state = state or TrainingState()
     stopper = EarlyStopper(train.early_stopping, state)
     started = time.perf_counter() - state.seconds
+    lean = lean_loop(model)
     for epoch in range(state.epoch, train.epochs):
         order = np.random.default_rng([seed, epoch]).permutation(len(y))
-        result = model.fit(
-            take_rows(x, order),
-            y[order],
-            sample_weight=weights[order] if weights is not None else None,
-            batch_size=train.batch_size,
-            epochs=epoch + 1,
-            initial_epoch=epoch,
-            validation_data=validation,
-            shuffle=False,
-            verbose=train.verbose,
-        )
-        row = {"epoch": epoch + 1, **{name: float(values[-1]) for name, values in result.history.items()}}
+        epoch_data = (take_rows(x, order), y[order], weights[order] if weights is not None else None)
+        if lean is not None:
+            logs = lean_epoch(lean, epoch_data, validation, train, epoch)
+        else:
+            result = model.fit(
+                *epoch_data[:2],
+                sample_weight=epoch_data[2],
+                batch_size=train.batch_size,
+                epochs=epoch + 1,
+                initial_epoch=epoch,
+                validation_data=validation,
+                shuffle=False,
+                verbose=train.verbose,
+            )
+            logs = {name: float(values[-1]) for name, values in result.history.items()}
+        row = {"epoch": epoch + 1, **logs}
         if not math.isfinite(row["loss"]):
             raise FloatingPointError(
                 f"the training loss became {row['loss']} in epoch {epoch + 1} (try a lower learning rate or clipnorm)"
@@ -185,6 +190,40 @@ def build_before_tracing(model: keras.Model, batch: tuple) -> None:
         model._symbolic_build(data_batch=batch)
     except Exception:  # only a speed-up: fit builds whatever this could not, as before
         pass
+
+
+def lean_loop(model: keras.Model):
+    """The torch backend's lean epoch loop for this model (torch_training.py), or None for Keras's fit.
+
+    Only on torch: Keras's fit is what the other backends run (TensorFlow compiles
+    its step into a graph, where the loop's overhead is small). On torch, a model
+    the lean loop cannot train exactly as fit would (its own loss, several inputs,
+    other metrics...) is trained by Keras's fit, and the note says why, once.
+    """
+    if keras.backend.backend() != "torch":
+        return None
+    from seqkeras import torch_training
+    from seqkeras.layers.fused_rnn import note_once
+
+    reason = torch_training.unsupported(model)
+    if reason is not None:
+        note_once(f"training on Keras's fit loop, not the suite's lean torch loop: {reason}")
+        return None
+    return torch_training.LeanLoop(model)
+
+
+def lean_epoch(lean, epoch_data: tuple, validation: tuple | None, train: TrainSpec, epoch: int) -> dict[str, float]:
+    """One epoch on the lean loop, then validation: the history row Keras's fit would give (loss, accuracy, val_*)."""
+    started = time.perf_counter()
+    logs = lean.train_epoch(*epoch_data, batch_size=train.batch_size)
+    if validation is not None:
+        val_x, val_y, *val_weights = validation
+        scores = lean.evaluate(val_x, val_y, val_weights[0] if val_weights else None, batch_size=train.batch_size)
+        logs.update({f"val_{name}": value for name, value in scores.items()})
+    if train.verbose:  # one line per epoch (verbose 1 too: no per-step bar, which would read the loss every step)
+        summary = " - ".join(f"{name}: {value:.4f}" for name, value in logs.items())
+        print(f"Epoch {epoch + 1}/{train.epochs} - {time.perf_counter() - started:.0f}s - {summary}")
+    return logs
 
 
 @dataclass

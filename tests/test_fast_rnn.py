@@ -1,4 +1,4 @@
-"""The torch backend's fast path: Keras's numbers, a fallback that says why, a benchmark that runs.
+"""The torch backend's fast paths: Keras's numbers, a fallback that says why, a benchmark that runs.
 
 The comparisons need Keras on the torch backend, and this process has it on
 TensorFlow, so they run once in a subprocess (tests/torch_backend_checks.py)
@@ -82,6 +82,55 @@ def test_torch_loss_and_accuracy_match_keras(report):
     assert math.isclose(keras_loss, suite_loss, rel_tol=TOLERANCE)
     assert checks["train step accuracy"][0] == checks["train step accuracy"][1]
     assert checks["train step weights"] <= TOLERANCE
+
+
+@needs_torch
+def test_lean_torch_loop_gives_keras_fit_history_and_weights(report):
+    # training.fit through Keras's fit and through torch_training.LeanLoop, same initial weights and batches:
+    # an LM with padding weights, validation and early stopping (fused Adam), a tagger with
+    # clipnorm (Keras's optimizer.apply), a classifier with SGD (no mask, no sample weights).
+    runs = {name: run for name, run in report["lean training"].items() if "history" in run}
+    assert len(runs) == 3
+    for name, run in runs.items():
+        keras_columns, lean_columns = run["columns"]
+        assert keras_columns == lean_columns, name
+        assert run["lean epochs"] == 2 or (name.startswith("lm") and run["lean epochs"] == 3), name
+        assert max(run["history"], run["weights"], run["optimizer"]) <= TOLERANCE, (name, run)
+    assert runs["lm, padding weights, validation, early stopping (fused adam)"]["columns"][0] == [
+        "epoch", "accuracy", "loss", "val_accuracy", "val_loss"]
+
+
+@needs_torch
+def test_lean_torch_loop_resumes_and_fused_adam_keeps_keras_epsilon(report):
+    checks = report["lean training"]
+    assert checks["resume"]["said"].startswith("resuming after epoch 1")
+    assert checks["resume"]["weights"] <= TOLERANCE  # interrupted + resumed == uninterrupted
+    adam = checks["adam steps, tiny gradients"]
+    assert adam["fused vs keras"] <= TOLERANCE
+    assert adam["pytorch's epsilon vs keras"] > 1.0  # the check can tell the two epsilon placements apart
+    assert checks["fused adam unsupported"] == {
+        "adamw": "not keras's Adam", "clipnorm": "gradient clipping", "amsgrad": "amsgrad", "adam": None}
+
+
+@needs_torch
+def test_lean_torch_loop_leaves_other_models_to_keras_fit_and_says_so_once(report):
+    checks = report["lean training"]["fallbacks"]
+    for name, reason in [("crf", "the model computes its own loss"),
+                         ("two inputs", "the model has not one input and one output"),
+                         ("keras's loss", "the model is not compiled with the suite's loss")]:
+        assert checks[f"{name} reason"] == reason
+        assert checks[f"{name} lean"] is False
+        said = f"note: training on Keras's fit loop, not the suite's lean torch loop: {reason}\n"
+        assert checks[f"{name} note"] == said
+    assert checks["crf note again"] == ""
+    assert checks["suite lm reason"] is None and checks["suite lm lean"] is True and checks["suite lm note"] == ""
+
+
+def test_tensorflow_backend_keeps_keras_fit():
+    from seqkeras import training
+
+    assert keras.backend.backend() == "tensorflow"
+    assert training.lean_loop(keras.Sequential()) is None  # the lean loop is the torch backend's only
 
 
 def test_tensorflow_backend_keeps_keras_layers_and_says_so(capsys):

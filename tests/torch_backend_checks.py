@@ -8,7 +8,9 @@ layers (seqkeras/layers/fused_rnn.py) against Keras's layers with the same
 weights (outputs, final states, gradients with respect to the inputs and every
 weight: the largest difference, relative to each tensor's scale where that
 exceeds 1), when they fall back and what they say, and the loss and accuracy of
-seqkeras/softmax_training.py against Keras's own.
+seqkeras/softmax_training.py against Keras's own, and the lean training loop
+(seqkeras/torch_training.py, with torch_adam.py) against Keras's fit: history
+and weights after the same epochs, and the models it leaves to Keras's fit.
 """
 
 from __future__ import annotations
@@ -262,8 +264,161 @@ def serialization() -> dict[str, object]:
     return results
 
 
+def _token_data(problem: str, rows: int = 11, classes: int = 20):
+    """Right-padded token ids of every length 0..STEPS and their targets (next token, tags or a class)."""
+    from seqkeras.tasks.base import CLASSIFICATION, LANGUAGE_MODELING, SequenceData, Vocabulary
+
+    rng = np.random.default_rng(2)
+    tokens = rng.integers(1, 20, size=(rows, STEPS)).astype("int32")
+    tokens[np.arange(STEPS)[None, :] >= (np.arange(rows) % (STEPS + 1))[:, None]] = 0
+    if problem == LANGUAGE_MODELING:
+        targets, labels = np.concatenate([tokens[:, 1:], np.zeros((rows, 1), "int32")], axis=1), None
+    elif problem == CLASSIFICATION:
+        targets, labels = rng.integers(0, 3, size=rows).astype("int32"), Vocabulary(["a", "b", "c"])
+    else:  # tagging: tags 1..3 on real tokens, 0 on padding
+        targets, labels = np.where(tokens > 0, tokens % 3 + 1, 0).astype("int32"), Vocabulary(["<pad>", "a", "b", "c"])
+    vocabulary = Vocabulary([f"w{i}" for i in range(classes)])
+    return SequenceData(problem, tokens, targets, tokens[:2], targets[:2], vocabulary, labels)
+
+
+def _fit_both_ways(build, params, data, train) -> dict[str, object]:
+    """training.fit through Keras's fit and through the lean loop, from the same initial weights."""
+    from seqkeras import torch_training, training
+
+    runs = {}
+    for path in ("keras", "lean"):
+        keras.utils.set_random_seed(0)
+        model = build(params, data)
+        epochs = []
+        original_loop, original_epoch = training.lean_loop, torch_training.LeanLoop.train_epoch
+        if path == "keras":
+            training.lean_loop = lambda model: None
+        torch_training.LeanLoop.train_epoch = lambda self, *a, **k: epochs.append(1) or original_epoch(self, *a, **k)
+        try:
+            history, _ = training.fit(model, data, train, seed=3)
+        finally:
+            training.lean_loop, torch_training.LeanLoop.train_epoch = original_loop, original_epoch
+        runs[path] = (history, model, len(epochs))
+    (keras_history, keras_model, _), (lean_history, lean_model, lean_epochs) = runs.values()
+    return {
+        "columns": [list(keras_history.columns), list(lean_history.columns)],
+        "lean epochs": lean_epochs,
+        "history": scaled_difference([keras_history.to_numpy()], [lean_history.to_numpy()]),
+        "weights": scaled_difference(keras_model.get_weights(), lean_model.get_weights()),
+        "optimizer": scaled_difference([np.asarray(v) for v in keras_model.optimizer.variables],
+                                       [np.asarray(v) for v in lean_model.optimizer.variables]),
+    }
+
+
+def lean_training() -> dict[str, object]:
+    """The lean loop versus Keras's fit (same weights and batches), resuming, fused Adam, and where it steps aside."""
+    import tempfile
+
+    from seqkeras import torch_adam, torch_training, training
+    from seqkeras.models.recurrent import (ClassifierParams, LanguageModelParams, TaggerParams, build_classifier,
+                                           build_lm, build_tagger)
+    from seqkeras.spec import EarlyStoppingSpec, OptimizerSpec, TrainSpec
+    from seqkeras.tasks.base import CLASSIFICATION, LANGUAGE_MODELING, TAGGING
+
+    results = {}
+    lm_data = _token_data(LANGUAGE_MODELING)
+    lm_params = LanguageModelParams(cell="lstm", units=UNITS, embedding_dim=FEATURES)
+    # 11 rows: 2 held out for validation, 9 trained in batches of 4, 4 and 1.
+    lm_train = TrainSpec(epochs=3, batch_size=4, validation_split=0.2, verbose=0,
+                         optimizer=OptimizerSpec(learning_rate=0.05),
+                         early_stopping=EarlyStoppingSpec(monitor="val_loss", patience=1))
+    results["lm, padding weights, validation, early stopping (fused adam)"] = _fit_both_ways(
+        build_lm, lm_params, lm_data, lm_train)
+    results["tagger, adam with clipnorm (keras's apply)"] = _fit_both_ways(
+        build_tagger, TaggerParams(cell="gru", units=UNITS, embedding_dim=FEATURES), _token_data(TAGGING),
+        TrainSpec(epochs=2, batch_size=4, verbose=0, optimizer=OptimizerSpec(learning_rate=0.05, clipnorm=0.1)))
+    results["classifier, sgd with momentum"] = _fit_both_ways(
+        build_classifier, ClassifierParams(cell="simple_rnn", units=UNITS, embedding_dim=FEATURES),
+        _token_data(CLASSIFICATION),
+        TrainSpec(epochs=2, batch_size=4, verbose=0,
+                  optimizer=OptimizerSpec(name="sgd", learning_rate=0.1, momentum=0.9)))
+
+    # Interrupted after epoch 1 (the checkpoint kept), resumed for epoch 2: the weights of an uninterrupted run.
+    two_epochs = lm_train.model_copy(update={"epochs": 2, "early_stopping": None})
+    final = {}
+    with tempfile.TemporaryDirectory() as folder:
+        for name, epochs in [("uninterrupted", [2]), ("resumed", [1, 2])]:
+            keras.utils.set_random_seed(0)
+            model = build_lm(lm_params, lm_data)
+            clear = training.Checkpoint.clear
+            training.Checkpoint.clear = lambda self: None  # as if the process had been killed after the epoch
+            try:
+                for count in epochs:
+                    if count == 2 and name == "resumed":
+                        keras.utils.set_random_seed(0)
+                        model = build_lm(lm_params, lm_data)  # a new process: fresh model, state from the checkpoint
+                    spec = two_epochs.model_copy(update={"epochs": count})
+                    _, printed = said(lambda: training.fit(model, lm_data, spec, seed=3,
+                                                           checkpoint_dir=Path(folder) / name))
+            finally:
+                training.Checkpoint.clear = clear
+            final[name] = (model.get_weights(), printed)
+    results["resume"] = {"weights": scaled_difference(final["uninterrupted"][0], final["resumed"][0]),
+                         "said": final["resumed"][1].strip()}
+
+    # Keras's epsilon placement, where it matters: gradients far below epsilon.
+    gradients = [torch.full((3, 2), 1e-9), torch.full((2,), -1e-10)]
+    found = []
+    for kind in ("keras", "fused", "pytorch"):
+        variables = [keras.Variable(np.zeros((3, 2), "float32")), keras.Variable(np.zeros(2, "float32"))]
+        optimizer = keras.optimizers.Adam(0.1)
+        optimizer.build(variables)
+        update = torch_adam.fused_update(optimizer, variables)
+        torch_optimizer = torch.optim.Adam([v.value for v in variables], lr=0.1, eps=optimizer.epsilon)
+        for _ in range(3):
+            with torch.no_grad():
+                if kind == "keras":
+                    optimizer.apply([g.clone() for g in gradients], variables)
+                elif kind == "fused":
+                    update([g.clone() for g in gradients])
+            if kind == "pytorch":
+                for variable, gradient in zip(variables, gradients):
+                    variable.value.grad = gradient.clone()
+                torch_optimizer.step()
+        found.append([np.asarray(v) for v in variables])
+    results["adam steps, tiny gradients"] = {"fused vs keras": scaled_difference(found[0], found[1], floor=1e-12),
+                                             "pytorch's epsilon vs keras": scaled_difference(found[0], found[2],
+                                                                                             floor=1e-12)}
+    reasons = {}
+    for name, optimizer in [("adamw", keras.optimizers.AdamW()), ("clipnorm", keras.optimizers.Adam(clipnorm=1.0)),
+                            ("amsgrad", keras.optimizers.Adam(amsgrad=True)), ("adam", keras.optimizers.Adam())]:
+        reasons[name] = torch_adam.unsupported(optimizer, [])
+    results["fused adam unsupported"] = reasons
+
+    # Models the lean loop leaves to Keras's fit, and what it says (once).
+    from seqkeras.layers import fused_rnn
+    from seqkeras.models.crf_tagger import build_crf_tagger
+
+    fused_rnn.NOTED.clear()
+    tagging = _token_data(TAGGING)
+    crf = build_crf_tagger(TaggerParams(cell="gru", units=UNITS, embedding_dim=FEATURES, output="crf"), tagging)
+    crf.compile(optimizer="adam")
+    tokens = keras.Input((None,), dtype="int32")
+    two_inputs = keras.Model([tokens, keras.Input((None,), dtype="int32")],
+                             keras.layers.Dense(3, activation="softmax")(keras.layers.Embedding(20, 4)(tokens)))
+    two_inputs.compile(optimizer="adam", **training.loss_and_metrics())
+    keras_loss = build_lm(lm_params, lm_data)
+    keras_loss.compile(optimizer="adam", loss="sparse_categorical_crossentropy", weighted_metrics=["accuracy"])
+    suite_lm = build_lm(lm_params, lm_data)
+    suite_lm.compile(optimizer="adam", **training.loss_and_metrics())
+    fallbacks = {}
+    for name, model in [("crf", crf), ("two inputs", two_inputs), ("keras's loss", keras_loss), ("suite lm", suite_lm)]:
+        fallbacks[f"{name} reason"] = torch_training.unsupported(model)
+        loop, fallbacks[f"{name} note"] = said(lambda: training.lean_loop(model))
+        fallbacks[f"{name} lean"] = loop is not None
+    _, fallbacks["crf note again"] = said(lambda: training.lean_loop(crf))
+    results["fallbacks"] = fallbacks
+    return results
+
+
 if __name__ == "__main__":
     torch.set_num_threads(1)  # small tensors: threads only add noise (and the CPU is shared)
     report = {"equivalence": equivalence(), "suite models": suite_models(), "fallbacks": fallbacks(),
-              "training": training_mode(), "serialization": serialization(), "softmax": softmax_loss_and_accuracy()}
+              "training": training_mode(), "serialization": serialization(), "softmax": softmax_loss_and_accuracy(),
+              "lean training": lean_training()}
     print(json.dumps(report))

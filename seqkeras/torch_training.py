@@ -1,0 +1,177 @@
+"""One epoch of training (and validation) for the suite's softmax models on the torch backend, without Keras's fit loop.
+
+Keras's `fit` on the torch backend spends milliseconds per step around the
+arithmetic: the data adapter's torch DataLoader and callbacks (dispatched to a
+thread pool), the compiled loss and metric containers (trees of tracker objects,
+with dtype checks and conversions per call), and an Adam update of ten passes
+over the weights inside `optimizer.apply`'s checks. On the benchmark's small
+language model (LSTM, batch 16, 32 units; issue 9) Keras's fit took about 15.5 ms
+a step where the plain PyTorch script takes 12: about 1 ms in the fit loop,
+0.3-1.3 ms in the loss and metric containers, 1.1-1.7 ms in the optimizer.
+
+`LeanLoop` runs the same step with less around it:
+- the batches are slices of the epoch's arrays as torch tensors (no DataLoader);
+- the forward pass is the Keras model's own call (layers, masks, dropout as in fit);
+- the loss is the compiled `softmax_crossentropy` reduced exactly as Keras's
+  `reduce_weighted_values` does ("sum_over_batch_size": sample weights times the
+  output mask scaled by total/valid, summed, divided by the token count);
+- the update is Keras's Adam formula, fused (`torch_adam.py`), or the
+  optimizer's own `apply` for any other optimizer or option;
+- loss and accuracy are accumulated on the device, as Keras's Mean trackers
+  accumulate them (the loss weighted by batch size, the accuracy by the weights
+  its metric sees on torch, see `_loss_and_accuracy`), and read once per epoch.
+
+It applies only to what the suite compiles with `training.loss_and_metrics()`
+on torch: one input, one output, that loss and that accuracy, Keras's own
+`train_step`, `test_step` and `compute_loss` (regularization and `add_loss`
+losses are added as `compute_loss` adds them). `unsupported(model)` says why
+not otherwise, and `training.fit` then uses Keras's fit. This module imports
+torch: import it only on the torch backend.
+"""
+
+from __future__ import annotations
+
+import keras
+import torch
+
+from seqkeras import softmax_training, torch_adam
+
+
+def unsupported(model: keras.Model) -> str | None:
+    """Why the lean loop cannot train `model` as Keras's fit would (None when it can). Checked in order."""
+    checks = [
+        (lambda: getattr(model, "has_own_loss", False), "the model computes its own loss"),
+        (lambda: any(getattr(type(model), name) is not getattr(keras.Model, name)
+                     for name in ("train_step", "test_step", "compute_loss", "compute_metrics")),
+         "the model has its own training step, loss or metrics"),
+        (lambda: len(getattr(model, "inputs", None) or ()) != 1 or len(getattr(model, "outputs", None) or ()) != 1,
+         "the model has not one input and one output"),
+        (lambda: model.loss is not softmax_training.softmax_crossentropy,
+         "the model is not compiled with the suite's loss"),
+        (lambda: not _is_suite_accuracy(model._compile_metrics), "the model is not compiled with the suite's accuracy"),
+        (lambda: model.steps_per_execution != 1 or model.jit_compile, "steps_per_execution or jit_compile is set"),
+    ]
+    return next((reason for failed, reason in checks if failed()), None)
+
+
+def _is_suite_accuracy(compiled) -> bool:
+    """Compiled with weighted_metrics=[the suite's accuracy] and nothing else (training.loss_and_metrics)."""
+    if compiled is None or compiled._user_metrics:
+        return False
+    metrics = compiled._user_weighted_metrics
+    return (isinstance(metrics, list) and len(metrics) == 1 and isinstance(metrics[0], keras.metrics.MeanMetricWrapper)
+            and metrics[0]._fn is softmax_training.sparse_accuracy and not metrics[0]._fn_kwargs)
+
+
+class LeanLoop:
+    """Trains and evaluates one compiled model, an epoch per call; returns Keras's history values.
+
+    Make it after the weights and optimizer state are loaded (a resumed run):
+    the fused update holds the optimizer's slot tensors, which loading fills in place.
+    """
+
+    def __init__(self, model: keras.Model):
+        self.model = model
+        self.weights = model.trainable_weights[:]
+        # None: the optimizer's own apply (also taken for a step where some weight got no gradient).
+        self.update = torch_adam.fused_update(model.optimizer, self.weights)
+
+    def train_epoch(self, x, y, sample_weight, batch_size: int) -> dict[str, float]:
+        """One pass over (x, y, sample_weight) in order, batch by batch: {"loss", "accuracy"}."""
+        model = self.model
+        x, y, sample_weight = (_tensor(a) for a in (x, y, sample_weight))
+        totals = _Totals()
+        model.train()  # torch's module mode, as Keras's fit sets it
+        for rows in _batches(len(y), batch_size):
+            batch_weight = sample_weight[rows] if sample_weight is not None else None
+            y_pred = model(x[rows], training=True)
+            loss, accuracy, weight = _loss_and_accuracy(y[rows], y_pred, batch_weight)
+            loss = _with_added_losses(model, loss)
+            for variable in self.weights:
+                variable.value.grad = None
+            model.optimizer.scale_loss(loss).backward()  # scaled only with a loss_scale_factor, as in Keras
+            gradients = [variable.value.grad for variable in self.weights]
+            with torch.no_grad():
+                if self.update is not None and all(gradient is not None for gradient in gradients):
+                    self.update(gradients)
+                else:
+                    model.optimizer.apply(gradients, self.weights)
+                totals.add(loss, rows.stop - rows.start, accuracy, weight)
+            # Free this step's (batch, length, vocabulary) tensors (the softmax, its logits, their
+            # gradient) before the next forward allocates its own: fewer fresh pages from the OS.
+            del y_pred, loss, accuracy, weight, gradients
+        model.eval()
+        return totals.result()
+
+    @torch.no_grad()
+    def evaluate(self, x, y, sample_weight, batch_size: int) -> dict[str, float]:
+        """Keras's evaluate on (x, y, sample_weight): {"loss", "accuracy"}."""
+        x, y, sample_weight = (_tensor(a) for a in (x, y, sample_weight))
+        totals = _Totals()
+        for rows in _batches(len(y), batch_size):
+            y_pred = self.model(x[rows], training=False)
+            batch_weight = sample_weight[rows] if sample_weight is not None else None
+            loss, accuracy, weight = _loss_and_accuracy(y[rows], y_pred, batch_weight)
+            totals.add(_with_added_losses(self.model, loss), rows.stop - rows.start, accuracy, weight)
+        return totals.result()
+
+
+def _tensor(array):
+    """The epoch's array as one tensor on Keras's device (its batches are then views of it)."""
+    return None if array is None else keras.ops.convert_to_tensor(array)
+
+
+def _batches(rows: int, batch_size: int):
+    return (slice(start, min(start + batch_size, rows)) for start in range(0, rows, batch_size))
+
+
+def _loss_and_accuracy(y_true, y_pred, sample_weight):
+    """Keras's compiled loss for the batch, and the accuracy values and weights its Mean tracker would add.
+
+    The same operations in the same order as Keras's `reduce_weighted_values` and
+    `apply_mask`, so that the loss (and its gradient) match Keras's to the last bit.
+    """
+    values = softmax_training.softmax_crossentropy(y_true, y_pred)
+    mask = getattr(y_pred, "_keras_mask", None)
+    weight = torch.ones_like(values) if sample_weight is None else sample_weight.to(values.dtype)
+    metric_weight = weight
+    if mask is not None:
+        mask = mask.to(values.dtype)
+        total = torch.tensor(float(mask.numel()), dtype=values.dtype, device=values.device)
+        valid = mask.sum()
+        # Keras's loss: weight × (total / valid) where unmasked, so that the sum over total is a mean over valid.
+        weight = weight * torch.where(mask.bool(), torch.where(valid == 0, 0.0, total / valid), 0.0)
+        # Keras's metrics weigh by sample weight × mask. But on the torch backend `apply_mask`
+        # scales given sample weights *in place* (`sample_weight *= float_mask`) while computing
+        # the loss, so its accuracy then sees the loss's weights: each batch's accuracy over its
+        # real tokens, counted once per row. The history reproduces that number, as fit gives it.
+        metric_weight = weight if sample_weight is not None else mask
+    loss = (values * weight).sum() / values.numel()
+    accuracy = softmax_training.sparse_accuracy(y_true, y_pred)
+    return loss, accuracy, metric_weight
+
+
+def _with_added_losses(model: keras.Model, loss):
+    """The loss plus the model's regularization and `add_loss` losses, summed as Keras's `compute_loss` sums them."""
+    added = model.losses
+    if not added:
+        return loss
+    return keras.ops.sum([loss, *(model._aggregate_additional_loss(value) for value in added)])
+
+
+class _Totals:
+    """Keras's loss tracker (a Mean of the batch losses weighted by batch size) and accuracy Mean, on the device."""
+
+    def __init__(self):
+        self.loss = self.rows = self.hits = self.weight = 0.0
+
+    def add(self, loss, rows: int, accuracy, weight) -> None:
+        self.loss = self.loss + loss.detach() * rows
+        self.rows += rows
+        self.hits = self.hits + (accuracy * weight).sum()
+        self.weight = self.weight + weight.sum()
+
+    def result(self) -> dict[str, float]:
+        loss = float(self.loss) / self.rows if self.rows else 0.0
+        weight = float(self.weight)
+        return {"accuracy": float(self.hits) / weight if weight else 0.0, "loss": loss}  # Keras's key order
