@@ -94,32 +94,8 @@ def running(pid: int) -> bool:
         return False
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads the process table from /proc")
-def test_sigterm_stops_a_parallel_sweep_and_its_workers(write_spec, tmp_path):
-    spec = write_spec(RESUMABLE_SPEC.replace("seeds: [0]", "seeds: [0, 1, 2]"))
-    sweep = cli("run", spec, "--out", tmp_path, "--jobs", "2")
-    deadline = time.time() + 240
-    while len(list((tmp_path / "resumable").glob("*/spec.yaml"))) < 2:  # both workers are training
-        assert time.time() < deadline and sweep.poll() is None, sweep.communicate()[0]
-        time.sleep(0.2)
-    workers = children_of(sweep.pid)
-    sweep.send_signal(signal.SIGTERM)
-    output = sweep.communicate(timeout=120)[0]
-    assert sweep.returncode == 130, output
-    assert "interrupted: finished runs are recorded" in output
-    deadline = time.time() + 30
-    while any(map(running, workers)) and time.time() < deadline:
-        time.sleep(0.2)
-    assert len(workers) >= 2 and not any(map(running, workers))
-    assert not list((tmp_path / "resumable").glob("*/metrics.json"))  # stopped mid-run, not left to finish
-    assert (tmp_path / "resumable" / "runs.csv").exists()
-
-
-@pytest.mark.slow
-@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads the process table from /proc")
-def test_workers_end_when_their_parent_is_killed(write_spec, tmp_path):
-    """SIGKILL cannot be caught: the workers notice their parent is gone and end."""
+def parallel_sweep_in_training(write_spec, tmp_path):
+    """A `--jobs 2` sweep of three runs, returned once both workers are training, with the workers' pids."""
     spec = write_spec(RESUMABLE_SPEC.replace("seeds: [0]", "seeds: [0, 1, 2]"))
     sweep = cli("run", spec, "--out", tmp_path, "--jobs", "2")
     deadline = time.time() + 240
@@ -127,13 +103,38 @@ def test_workers_end_when_their_parent_is_killed(write_spec, tmp_path):
         assert time.time() < deadline and sweep.poll() is None, sweep.communicate()[0]
         time.sleep(0.2)
     workers = [pid for pid in children_of(sweep.pid) if "spawn_main" in Path(f"/proc/{pid}/cmdline").read_text()]
-    sweep.send_signal(signal.SIGKILL)
-    sweep.wait()
+    assert len(workers) == 2
+    return sweep, workers
+
+
+def assert_ended_mid_run(workers, results):
     deadline = time.time() + 30
     while any(map(running, workers)) and time.time() < deadline:
         time.sleep(0.2)
-    assert len(workers) == 2 and not any(map(running, workers))
-    assert not list((tmp_path / "resumable").glob("*/metrics.json"))  # ended mid-run, not left to finish
+    assert not any(map(running, workers))
+    assert not list(results.glob("*/metrics.json"))  # stopped mid-run, not left to finish
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads the process table from /proc")
+def test_sigterm_stops_a_parallel_sweep_and_its_workers(write_spec, tmp_path):
+    sweep, workers = parallel_sweep_in_training(write_spec, tmp_path)
+    sweep.send_signal(signal.SIGTERM)
+    output = sweep.communicate(timeout=120)[0]
+    assert sweep.returncode == 130, output
+    assert "interrupted: finished runs are recorded" in output
+    assert_ended_mid_run(workers, tmp_path / "resumable")
+    assert (tmp_path / "resumable" / "runs.csv").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads the process table from /proc")
+def test_workers_end_when_their_parent_is_killed(write_spec, tmp_path):
+    """SIGKILL cannot be caught: the workers notice their parent is gone and end."""
+    sweep, workers = parallel_sweep_in_training(write_spec, tmp_path)
+    sweep.send_signal(signal.SIGKILL)
+    sweep.wait()
+    assert_ended_mid_run(workers, tmp_path / "resumable")
 
 
 @pytest.mark.slow
