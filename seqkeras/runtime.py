@@ -33,6 +33,16 @@ def quiet_stderr():
         os.close(saved)
 
 
+NOTED: set[str] = set()  # notes already said in this process
+
+
+def note_once(reason: str) -> None:
+    """Say `note: reason` the first time this process meets it (a fallback to a slower path, say)."""
+    if reason not in NOTED:
+        NOTED.add(reason)
+        print(f"note: {reason}")
+
+
 def select_backend(name: str | None = None, *, load: bool = True) -> str:
     """Choose the Keras backend (must run before Keras is imported) and, with `load`, import it quietly.
 

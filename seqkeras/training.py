@@ -203,7 +203,7 @@ def lean_loop(model: keras.Model):
     if keras.backend.backend() != "torch":
         return None
     from seqkeras import torch_training
-    from seqkeras.layers.fused_rnn import note_once
+    from seqkeras.runtime import note_once
 
     reason = torch_training.unsupported(model)
     if reason is not None:

@@ -17,6 +17,7 @@ import sys
 import keras
 import pytest
 
+from seqkeras import runtime
 from seqkeras.layers import fused_rnn
 from tests.conftest import REPO
 
@@ -135,7 +136,7 @@ def test_tensorflow_backend_keeps_keras_fit():
 
 def test_tensorflow_backend_keeps_keras_layers_and_says_so(capsys):
     assert keras.backend.backend() == "tensorflow"
-    fused_rnn.NOTED.clear()
+    runtime.NOTED.clear()
     assert fused_rnn.layer_class(keras.layers.LSTM) is keras.layers.LSTM
     assert fused_rnn.layer_class(keras.layers.GRU) is keras.layers.GRU
     said = capsys.readouterr().out

@@ -29,6 +29,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
+from seqkeras import runtime  # noqa: E402
 from seqkeras.layers import fused_dense, fused_rnn  # noqa: E402
 
 KERAS = {"simple_rnn": keras.layers.SimpleRNN, "lstm": keras.layers.LSTM, "gru": keras.layers.GRU}
@@ -181,7 +182,7 @@ def _model_difference(generic, fused, tokens) -> float:
 
 def fallbacks() -> dict[str, object]:
     """Where the fused path cannot apply, the layer takes Keras's loop (same numbers) and says why, once."""
-    fused_rnn.NOTED.clear()
+    runtime.NOTED.clear()
     results = {}
     _, fused = twins("lstm", return_sequences=True, recurrent_dropout=0.3)
     results["recurrent_dropout reason"] = fused.fused_blocker()
@@ -391,10 +392,9 @@ def lean_training() -> dict[str, object]:
     results["fused adam unsupported"] = reasons
 
     # Models the lean loop leaves to Keras's fit, and what it says (once).
-    from seqkeras.layers import fused_rnn
     from seqkeras.models.crf_tagger import build_crf_tagger
 
-    fused_rnn.NOTED.clear()
+    runtime.NOTED.clear()
     tagging = _token_data(TAGGING)
     crf = build_crf_tagger(TaggerParams(cell="gru", units=UNITS, embedding_dim=FEATURES, output="crf"), tagging)
     crf.compile(optimizer="adam")

@@ -23,13 +23,7 @@ from __future__ import annotations
 import keras
 from keras import activations
 
-NOTED: set[str] = set()  # reasons already said in this process
-
-
-def note_once(reason: str) -> None:
-    if reason not in NOTED:
-        NOTED.add(reason)
-        print(f"note: {reason}")
+from seqkeras.runtime import note_once
 
 
 def _backend_reason() -> str | None:
