@@ -74,24 +74,24 @@ def test_sigkill_mid_training_resumes_to_identical_metrics(write_spec, tmp_path)
     assert not list((tmp_path / "interrupted" / "resumable").glob("*/.resume"))  # cleaned up
 
 
+def process_state(pid: int) -> tuple[str, int] | None:
+    """(state letter, parent pid) from /proc/<pid>/stat, or None once the process is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()  # after the command name
+    except OSError:
+        return None
+    return fields[0], int(fields[1])
+
+
 def children_of(pid: int) -> list[int]:
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue  # ended while we looked
-        if int(fields[1]) == pid:
-            found.append(int(stat.parent.name))
-    return found
+    pids = [int(path.name) for path in Path("/proc").glob("[0-9]*")]
+    return [child for child in pids if (process_state(child) or ("", 0))[1] == pid]
 
 
 def running(pid: int) -> bool:
     """Alive and not a zombie (an ended process nobody has reaped yet)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
+    state = process_state(pid)
+    return state is not None and state[0] != "Z"
 
 
 def parallel_sweep_in_training(write_spec, tmp_path):
