@@ -45,7 +45,7 @@ def sigterm_as_ctrl_c():
 
     Finished runs are then recorded in runs.csv and worker processes are
     stopped, where SIGTERM's default would end only this process and leave its
-    workers running to the end of their runs. Signal handlers belong to the main
+    workers behind. Signal handlers belong to the main
     thread, so elsewhere (main() called from a thread) nothing changes.
     """
     if threading.current_thread() is not threading.main_thread():
