@@ -11,7 +11,8 @@ a step where the plain PyTorch script takes 12: about 1 ms in the fit loop,
 
 `LeanLoop` runs the same step with less around it:
 - the batches are slices of the epoch's arrays as torch tensors (no DataLoader);
-- the forward pass is the Keras model's own call (layers, masks, dropout as in fit);
+- the forward pass is the Keras model's layers' own calls (masks, dropout as in fit), chained
+  without `Layer.__call__`'s bookkeeping where that gives the same result (`layer_chain.py`);
 - the loss is the compiled `softmax_crossentropy` reduced exactly as Keras's
   `reduce_weighted_values` does ("sum_over_batch_size": sample weights times the
   output mask scaled by total/valid, summed, divided by the token count);
@@ -34,7 +35,7 @@ from __future__ import annotations
 import keras
 import torch
 
-from seqkeras import softmax_training, torch_adam
+from seqkeras import layer_chain, softmax_training, torch_adam
 
 
 def unsupported(model: keras.Model) -> str | None:
@@ -72,6 +73,9 @@ class LeanLoop:
 
     def __init__(self, model: keras.Model):
         self.model = model
+        # The model's forward pass: its layers' own calls in a chain where that is exact (the
+        # suite's recurrent models), else the model's call.
+        self.forward = model if layer_chain.unsupported(model) else layer_chain.LayerChain(model)
         self.weights = model.trainable_weights[:]
         # None: the optimizer's own apply (also taken for a step where some weight got no gradient).
         self.update = torch_adam.fused_update(model.optimizer, self.weights)
@@ -84,7 +88,7 @@ class LeanLoop:
         model.train()  # torch's module mode, as Keras's fit sets it
         for rows in _batches(len(y), batch_size):
             batch_weight = sample_weight[rows] if sample_weight is not None else None
-            y_pred = model(x[rows], training=True)
+            y_pred = self.forward(x[rows], training=True)
             loss, accuracy, weight = _loss_and_accuracy(y[rows], y_pred, batch_weight)
             loss = _with_added_losses(model, loss)
             for variable in self.weights:
@@ -109,7 +113,7 @@ class LeanLoop:
         x, y, sample_weight = (_tensor(a) for a in (x, y, sample_weight))
         totals = _Totals()
         for rows in _batches(len(y), batch_size):
-            y_pred = self.model(x[rows], training=False)
+            y_pred = self.forward(x[rows], training=False)
             batch_weight = sample_weight[rows] if sample_weight is not None else None
             loss, accuracy, weight = _loss_and_accuracy(y[rows], y_pred, batch_weight)
             totals.add(_with_added_losses(self.model, loss), rows.stop - rows.start, accuracy, weight)

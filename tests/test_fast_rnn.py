@@ -127,6 +127,31 @@ def test_lean_torch_loop_leaves_other_models_to_keras_fit_and_says_so_once(repor
     assert checks["suite lm reason"] is None and checks["suite lm lean"] is True and checks["suite lm note"] == ""
 
 
+@needs_torch
+def test_layer_chain_gives_the_models_call_exactly(report):
+    # Outputs, output mask and every weight's gradient, in inference and in training (the same dropout draws).
+    checks = report["layer chain"]
+    tensors = {"tagger, 2 bidirectional gru layers with dropout": 17,  # outputs, 15 gradients, mask
+               "lm, 2 lstm layers with dropout": 11, "classifier, simple_rnn": 7,  # a class per row: no mask
+               "nplm (conv1d, dropout layer)": 6}
+    for name, count in tensors.items():
+        assert checks[f"{name} reason"] is None
+        assert checks[f"{name} dropout changes the output"] is True
+        for training in (False, True):
+            assert checks[f"{name}, training={training}"] == {"difference": 0.0, "tensors": [count, count]}
+    assert checks["left alone"] == {
+        "transformer": "layer 'embedding' is a TokenAndPositionEmbedding",
+        "shared layer": "layer 'shared' is called more than once",
+        "activity regularizer": "layer 'regularized' has an activity regularizer",
+        "sequential": "the model is not a plain Functional model",
+    }
+
+
+@needs_torch
+def test_seeding_without_tensorflow_draws_what_keras_seeding_draws(report):
+    assert report["seeding"] == {"same draws": True, "draws differ from each other": True}
+
+
 def test_tensorflow_backend_keeps_keras_fit():
     from seqkeras import training
 

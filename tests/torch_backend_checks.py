@@ -416,9 +416,81 @@ def lean_training() -> dict[str, object]:
     return results
 
 
+def layer_chain() -> dict[str, object]:
+    """LayerChain (layer calls without Layer.__call__) versus the model's own call, and the models it leaves alone."""
+    from seqkeras import layer_chain as chain_module
+    from seqkeras.models import nplm, transformer
+    from seqkeras.models.recurrent import (ClassifierParams, LanguageModelParams, TaggerParams, build_classifier,
+                                           build_lm, build_tagger)
+    from seqkeras.tasks.base import CLASSIFICATION, LANGUAGE_MODELING, TAGGING
+
+    data = _token_data(LANGUAGE_MODELING)
+    tokens = data.x_train.astype("int64")  # the models' Input is int32: both paths convert
+    models = {
+        "tagger, 2 bidirectional gru layers with dropout": build_tagger(TaggerParams(
+            cell="gru", units=UNITS, layers=2, embedding_dim=FEATURES, bidirectional=True, dropout=0.4),
+            _token_data(TAGGING)),
+        "lm, 2 lstm layers with dropout": build_lm(LanguageModelParams(
+            cell="lstm", units=UNITS, layers=2, embedding_dim=FEATURES, dropout=0.4), data),
+        "classifier, simple_rnn": build_classifier(ClassifierParams(
+            cell="simple_rnn", units=UNITS, embedding_dim=FEATURES, dropout=0.4), _token_data(CLASSIFICATION)),
+        "nplm (conv1d, dropout layer)": nplm.build(nplm.NplmParams(order=3, embedding_dim=4, units=6, dropout=0.4), data),
+    }
+    results = {}
+    for name, model in models.items():
+        reason = chain_module.unsupported(model)
+        results[f"{name} reason"] = reason
+        chain = chain_module.LayerChain(model)
+        for training in (False, True):
+            found = []
+            for forward in (model, chain):
+                # The same dropout draws: layers without a seed draw from torch's global generator.
+                generator = torch.get_rng_state()
+                outputs = forward(torch.tensor(tokens), training=training)
+                torch.set_rng_state(generator)
+                mask = getattr(outputs, "_keras_mask", None)
+                loss = -torch.log(outputs).mean()
+                gradients = torch.autograd.grad(loss, [w.value for w in model.trainable_weights])
+                found.append([outputs.detach().numpy(), *(g.numpy() for g in gradients)]
+                             + ([] if mask is None else [mask.numpy().astype("float32")]))
+            results[f"{name}, training={training}"] = {
+                "difference": scaled_difference(*found, floor=1e-12),
+                "tensors": [len(found[0]), len(found[1])],
+            }
+        results[f"{name} dropout changes the output"] = bool(
+            not torch.equal(chain(torch.tensor(tokens), training=True), chain(torch.tensor(tokens), training=False)))
+
+    inputs = keras.Input((None,), dtype="int32")
+    embedded = keras.layers.Embedding(20, 4)(inputs)
+    shared = keras.layers.Dense(4, name="shared")
+    regularized = keras.layers.Dense(4, activity_regularizer="l2", name="regularized")
+    leave_alone = {
+        "transformer": transformer.build_lm(transformer.TransformerParams(
+            layers=1, num_heads=1, embedding_dim=8, intermediate_dim=8), data),
+        "shared layer": keras.Model(inputs, shared(shared(embedded))),
+        "activity regularizer": keras.Model(inputs, regularized(embedded)),
+        "sequential": keras.Sequential([keras.Input((None,), dtype="int32"), keras.layers.Embedding(20, 4)]),
+    }
+    results["left alone"] = {name: chain_module.unsupported(model) for name, model in leave_alone.items()}
+    return results
+
+
+def seeding() -> dict[str, bool]:
+    """runtime.set_random_seed draws what keras.utils.set_random_seed draws (without seeding TensorFlow)."""
+    import random
+
+    draws = []
+    for seed_with in (keras.utils.set_random_seed, runtime.set_random_seed):
+        seed_with(7)
+        draws.append([random.random(), float(np.random.rand()), float(torch.rand(1)),
+                      float(keras.random.normal(()))])  # Keras's global seed generator, recreated from the seed
+    return {"same draws": draws[0] == draws[1], "draws differ from each other": len(set(draws[0])) == 4}
+
+
 if __name__ == "__main__":
     torch.set_num_threads(1)  # small tensors: threads only add noise (and the CPU is shared)
     report = {"equivalence": equivalence(), "suite models": suite_models(), "fallbacks": fallbacks(),
               "training": training_mode(), "serialization": serialization(), "softmax": softmax_loss_and_accuracy(),
-              "lean training": lean_training()}
+              "lean training": lean_training(), "layer chain": layer_chain(),
+              "seeding": seeding()}
     print(json.dumps(report))
