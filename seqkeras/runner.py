@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 import pandas as pd
 
+from seqkeras import runtime
 from seqkeras.expectations import Verdict, check
 from seqkeras.plotting import write_plots
 from seqkeras.report import render_page, summary_tables
@@ -128,7 +129,7 @@ def execute(run: RunSpec, folder: Path) -> dict[str, Any]:
     started = time.perf_counter()
     try:
         keras.backend.clear_session()
-        keras.utils.set_random_seed(run.seed)
+        runtime.set_random_seed(run.seed)
         if run.is_probe:
             run_probe(run, folder, record)
         else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -189,6 +190,14 @@ def test_commands_that_only_read_specs_and_results_never_import_tensorflow(tiny_
 def test_the_parent_of_parallel_jobs_leaves_tensorflow_to_its_workers(tiny_spec, tmp_path):
     """Its workers import TensorFlow side by side; the parent importing it first would delay them all."""
     assert imported_by(f"run|{tiny_spec}|--out|{tmp_path}|--jobs|2") == "[]"
+    runs = pd.read_csv(tmp_path / "tiny" / "runs.csv")
+    assert list(runs["status"]) == ["ok"] * 4
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed")
+def test_a_torch_run_never_imports_tensorflow(tiny_spec, tmp_path):
+    """Keras's set_random_seed would import it (to seed tf.data): seconds and memory a torch run never uses."""
+    assert imported_by(f"run|{tiny_spec}|--out|{tmp_path}|--backend|torch") == "['keras', 'torch']"
     runs = pd.read_csv(tmp_path / "tiny" / "runs.csv")
     assert list(runs["status"]) == ["ok"] * 4
 
