@@ -8,6 +8,10 @@ PyTorch's fused recurrent kernels (cuDNN on a GPU, ATen's on the CPU).
 
     .venv/bin/python benchmarks/pytorch_reference.py --cell lstm --batch 32 --units 256
 
+recurrent_throughput.py runs it as a process of its own (`--serve`), as a user
+runs a script: PyTorch and glibc with their defaults, no Keras imported. `serve`
+is also how the suite's side of that benchmark answers, in its own process.
+
 Only this file and recurrent_throughput.py import torch; torch is installed for
 the benchmarks (requirements-bench.txt), not for the suite.
 """
@@ -15,6 +19,8 @@ the benchmarks (requirements-bench.txt), not for the suite.
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 import time
 from dataclasses import dataclass
 
@@ -86,6 +92,46 @@ def tokens_per_second(config: LMConfig, steps: int, warmup: int = 2, device: str
     return steps * config.tokens_per_step / (time.perf_counter() - started)
 
 
+TIMERS = {"wall": time.perf_counter, "cpu": time.process_time}
+
+
+def serve(make_trainer) -> None:
+    """Answer requests read from stdin, a JSON line each, with a line "REPLY <json>" on stdout.
+
+    {"config": {...LMConfig}, "steps": N, "device": "cpu"}: `make_trainer(config, steps, device)`
+    builds a model and N batches and returns a function that trains on them; it is run once
+    (the warm-up). Reply: the thread count, whether CUDA is there.
+    {"run": "wall" or "cpu"}: train on the N batches; reply the seconds by that clock.
+    """
+    import torch
+
+    train = None
+    for line in sys.stdin:
+        request = json.loads(line)
+        if "config" in request:
+            train = make_trainer(LMConfig(**request["config"]), request["steps"], request["device"])
+            train()
+            reply = {"threads": torch.get_num_threads(), "cuda_available": torch.cuda.is_available()}
+        else:
+            clock = TIMERS[request["run"]]
+            started = clock()
+            train()
+            reply = {"seconds": clock() - started}
+        print("REPLY " + json.dumps(reply), flush=True)
+
+
+def reference_trainer(config: LMConfig, steps: int, device: str):
+    """The plain script's training on `steps` batches (the same batches every call)."""
+    model = ReferenceLM(config, device)
+    batches = random_batches(config, steps)
+
+    def train() -> None:
+        for batch in batches:
+            model.step(batch)
+
+    return train
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cell", choices=sorted(ReferenceLM.RECURRENT), default="lstm")
@@ -97,11 +143,15 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's own)")
     parser.add_argument("--device", default="cpu", help="cpu or cuda")
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)  # recurrent_throughput.py's worker
     args = parser.parse_args()
     import torch
 
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.serve:
+        serve(reference_trainer)
+        return
     config = LMConfig(args.cell, args.batch, args.units, args.embedding, args.vocabulary, args.length)
     rate = tokens_per_second(config, args.steps, device=args.device)
     print(f"{config}: {rate:,.0f} tokens/s ({torch.get_num_threads()} threads, {args.device})")

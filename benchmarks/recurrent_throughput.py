@@ -3,7 +3,8 @@
 The model of the issue: Embedding(2000, 128) → one recurrent layer (SimpleRNN,
 LSTM or GRU) over the whole sequence → Dense(2000), Adam, length 64, at batch 32
 with 256 units ("full") and at batch 16 with 32 units ("small"). Tokens per
-second of training, in process, on random token ids.
+second of training, timed inside each process (start-up not counted), on random
+token ids.
 
 - The suite's side is its own path: `build_lm` and `training.fit` (one Keras
   fit per round, as `seqkeras run` trains one epoch per fit), on its best CPU
@@ -11,13 +12,15 @@ second of training, in process, on random token ids.
   kernels (seqkeras/layers/fused_rnn.py), the output layer's bias add is part
   of its matmul (fused_dense.py), the loss and accuracy pass over the softmax
   fewer times (seqkeras/softmax_training.py), and `training.fit` trains each
-  epoch on a lean loop with a fused Adam (seqkeras/torch_training.py,
-  torch_adam.py). It runs in a worker subprocess with KERAS_BACKEND=torch: the
-  calling process may hold Keras on TensorFlow.
-- The baseline is benchmarks/pytorch_reference.py, in the same worker, with the
-  same thread count.
-- The two alternate, A B A B …, so that whatever else loads the machine loads
-  both; each side's figure is its best round (the round least disturbed).
+  epoch on a lean loop (seqkeras/torch_training.py) with a fused Adam
+  (torch_adam.py), calling the layers without Keras's per-call bookkeeping
+  (layer_chain.py), in a process set up as `seqkeras run` sets up its own
+  (runtime.select_backend: freed memory kept for reuse).
+- The baseline is benchmarks/pytorch_reference.py.
+- Each side is a process of its own, as a user runs each (a plain script has
+  PyTorch's and glibc's defaults), with the same thread count. The two take
+  turns, A B A B …, one round each, so that whatever else loads the machine
+  loads both; each side's figure is its best round (the round least disturbed).
 - Both sides use torch's default thread count (one per core) unless `--threads`
   says otherwise. On a machine that other jobs keep busy, two threads per side
   fight them for the cores and the figures swing by 2× from run to run:
@@ -40,7 +43,6 @@ import math
 import os
 import subprocess
 import sys
-import time
 from dataclasses import asdict, replace
 from pathlib import Path
 
@@ -48,7 +50,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
-from pytorch_reference import LMConfig, ReferenceLM, random_batches  # noqa: E402
+from pytorch_reference import TIMERS, LMConfig, random_batches, serve  # noqa: E402
 
 CELLS = ["simple_rnn", "lstm", "gru"]
 CONFIGS = {"full": LMConfig(batch=32, units=256), "small": LMConfig(batch=16, units=32)}
@@ -57,10 +59,9 @@ TINY = LMConfig(batch=4, units=8, embedding=8, vocabulary=50, length=8)
 # A small round takes 0.25 s, and how many of its pages the allocator takes fresh from the OS
 # varies from round to round (0 to 3,700 page faults a step, each side, up to a quarter of its
 # time): more rounds, so that each side's best round is one without them.
-PLAN = {"full": (6, 5), "small": (15, 10), "tiny": (2, 1), "gpu": (20, 5)}
+PLAN = {"full": (6, 8), "small": (15, 12), "tiny": (2, 1), "gpu": (20, 5)}
 CPU_GOAL, GPU_GOAL = 1.0, 0.9
 BENCHMARK = "recurrent training"
-TIMERS = {"wall": time.perf_counter, "cpu": time.process_time}
 CLOCKS = {"wall": "", "cpu": ", CPU time"}
 
 
@@ -74,15 +75,17 @@ def measure(tiny: bool = False, threads: int | None = None, clock: str = "wall")
     if importlib.util.find_spec("torch") is None:
         return [_row(f"{cell}, {name}: torch is not installed (pip install -r requirements-bench.txt)",
                      math.nan, math.nan, CPU_GOAL) for name in CONFIGS for cell in CELLS]
-    options = ["--threads", str(threads)] * bool(threads) + ["--clock", clock] + ["--tiny"] * tiny
-    results = _run_worker("torch", "cpu", options)
+    options = ["--threads", str(threads)] * bool(threads)
+    configs = {"tiny": TINY} if tiny else CONFIGS
+    results = compare("torch", "cpu", configs, options, clock)
     rows = [_cpu_row(result) for result in results]
     if not any(result["cuda_available"] for result in results):
         figure = "GPU: no GPU here, TensorFlow cuDNN vs PyTorch cuDNN not measured"
         rows.append(_row(figure, math.nan, math.nan, GPU_GOAL))
     elif not tiny:
         for backend in ("tensorflow", "torch"):
-            rows += [_gpu_row(result) for result in _run_worker(backend, "cuda", options)]
+            # The process's CPU time does not count the GPU's.
+            rows += [_gpu_row(result) for result in compare(backend, "cuda", {"gpu": CONFIGS["full"]}, options, "wall")]
     return rows
 
 
@@ -114,7 +117,8 @@ def _row(figure: str, value: float, baseline: float, goal: float) -> dict:
     }
 
 
-def _run_worker(backend: str, device: str, options: list[str]) -> list[dict]:
+def compare(backend: str, device: str, configs: dict, options: list[str], clock: str) -> list[dict]:
+    """Best tokens/s of the suite (on `backend`) and of the plain script, each in its own process, taking turns."""
     environment = {
         **os.environ,
         "KERAS_BACKEND": backend,
@@ -122,82 +126,90 @@ def _run_worker(backend: str, device: str, options: list[str]) -> list[dict]:
         "TF_FORCE_GPU_ALLOW_GROWTH": "true",  # else TensorFlow takes all GPU memory, none left for PyTorch
         "TF_CPP_MIN_LOG_LEVEL": "2",
     }
-    command = [sys.executable, str(Path(__file__).resolve()), "--worker", device, *options]
-    result = subprocess.run(command, env=environment, capture_output=True, text=True)
-    if result.returncode != 0:
-        raise RuntimeError(f"the {backend} benchmark worker failed:\n{result.stdout[-3000:]}{result.stderr[-3000:]}")
-    return [json.loads(line[len("RESULT "):]) for line in result.stdout.splitlines() if line.startswith("RESULT ")]
+    suite = Server([str(Path(__file__).resolve()), "--serve-suite", *options], environment)
+    reference = Server([str(HERE / "pytorch_reference.py"), "--serve", *options], dict(os.environ))
+    results = []
+    try:
+        for name, base in configs.items():
+            steps, rounds = PLAN[name]
+            for cell in CELLS:
+                config = replace(base, cell=cell)
+                request = {"config": asdict(config), "steps": steps, "device": device}
+                ready = [server.ask(request) for server in (suite, reference)]  # built and warmed up
+                best = {"suite": math.inf, "reference": math.inf}
+                for _ in range(rounds):
+                    for side, server in (("suite", suite), ("reference", reference)):
+                        best[side] = min(best[side], server.ask({"run": clock})["seconds"])
+                tokens = steps * config.tokens_per_step
+                results.append({"cell": cell, "config": asdict(config), "suite": tokens / best["suite"],
+                                "reference": tokens / best["reference"], "threads": ready[0]["threads"],
+                                "device": device, "backend": backend, "clock": clock,
+                                "cuda_available": ready[0]["cuda_available"]})
+    finally:
+        suite.close()
+        reference.close()
+    return results
 
 
-# ---------------------------------------------------------------- in the worker
+class Server:
+    """A benchmark side in its own process, answering `pytorch_reference.serve` requests."""
+
+    def __init__(self, arguments: list[str], environment: dict):
+        self.process = subprocess.Popen([sys.executable, *arguments], env=environment, text=True,
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    def ask(self, request: dict) -> dict:
+        self.process.stdin.write(json.dumps(request) + "\n")
+        self.process.stdin.flush()
+        for line in self.process.stdout:  # other lines: whatever the side printed on the way
+            if line.startswith("REPLY "):
+                return json.loads(line[len("REPLY "):])
+        self.process.wait()
+        raise RuntimeError(f"the benchmark process {self.process.args[1:]} failed:\n{self.process.stderr.read()[-3000:]}")
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        self.process.stdout.close()
+        try:
+            self.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+        self.process.stderr.close()
 
 
-class SuiteLM:
+# ---------------------------------------------------------------- the suite's process
+
+
+def suite_trainer(config: LMConfig, steps: int, device: str):
     """The suite's language model and training path on `steps` batches of random token ids."""
+    from seqkeras.models.recurrent import LanguageModelParams, build_lm
+    from seqkeras.runtime import set_random_seed
+    from seqkeras.spec import TrainSpec
+    from seqkeras.tasks.base import LANGUAGE_MODELING, SequenceData, Vocabulary
+    from seqkeras.training import fit
 
-    def __init__(self, config: LMConfig, steps: int):
-        from seqkeras.models.recurrent import LanguageModelParams, build_lm
-        from seqkeras.spec import TrainSpec
-        from seqkeras.tasks.base import LANGUAGE_MODELING, SequenceData, Vocabulary
-        from seqkeras.training import fit
-
-        tokens = random_batches(config, steps, seed=1).reshape(steps * config.batch, config.length + 1)
-        tokens = tokens.astype("int32")
-        vocabulary = Vocabulary([f"w{i}" for i in range(config.vocabulary)])
-        x, y = tokens[:, :-1], tokens[:, 1:]
-        self.data = SequenceData(LANGUAGE_MODELING, x, y, x[:1], y[:1], vocabulary)
-        params = LanguageModelParams(cell=config.cell, units=config.units, embedding_dim=config.embedding)
-        self.model = build_lm(params, self.data)
-        self.spec = TrainSpec(epochs=1, batch_size=config.batch, verbose=0)  # Adam 1e-3, as the reference
-        self.fit = fit
-
-    def run(self) -> None:
-        self.fit(self.model, self.data, self.spec)
+    set_random_seed(0)
+    tokens = random_batches(config, steps, seed=1).reshape(steps * config.batch, config.length + 1)
+    tokens = tokens.astype("int32")
+    vocabulary = Vocabulary([f"w{i}" for i in range(config.vocabulary)])
+    x, y = tokens[:, :-1], tokens[:, 1:]
+    data = SequenceData(LANGUAGE_MODELING, x, y, x[:1], y[:1], vocabulary)
+    params = LanguageModelParams(cell=config.cell, units=config.units, embedding_dim=config.embedding)
+    model = build_lm(params, data)
+    spec = TrainSpec(epochs=1, batch_size=config.batch, verbose=0)  # Adam 1e-3, as the reference
+    return lambda: fit(model, data, spec)
 
 
-def interleaved(config: LMConfig, steps: int, rounds: int, device: str, clock) -> tuple[float, float]:
-    """Best tokens/s of the suite and of the reference, measured A B A B …"""
-    suite = SuiteLM(config, steps)
-    reference = ReferenceLM(config, device)
-    batches = random_batches(config, steps)
+def serve_suite(threads: int | None) -> None:
+    """The suite's side: a process set up as `seqkeras run` sets up its own, then `serve`."""
+    from seqkeras.runtime import select_backend
 
-    def run_reference():
-        for batch in batches:
-            reference.step(batch)
-
-    suite.run()  # warm-up: builds the train function, the optimizer's slots, caches
-    run_reference()
-    best = {"suite": math.inf, "reference": math.inf}
-    for _ in range(rounds):
-        for side, run in (("suite", suite.run), ("reference", run_reference)):
-            started = clock()
-            run()
-            best[side] = min(best[side], clock() - started)
-    tokens = steps * config.tokens_per_step
-    return tokens / best["suite"], tokens / best["reference"]
-
-
-def worker(device: str, tiny: bool, threads: int | None, clock: str) -> None:
-    """Print one RESULT line (JSON) per cell and configuration."""
-    import keras
+    select_backend(os.environ["KERAS_BACKEND"])
     import torch
 
     if threads:
         torch.set_num_threads(threads)
-    if device == "cuda":
-        clock = "wall"  # the process's CPU time does not count the GPU's
-
-    configs = {"tiny": TINY} if tiny else ({"gpu": CONFIGS["full"]} if device == "cuda" else CONFIGS)
-    for name, base in configs.items():
-        steps, rounds = PLAN[name]
-        for cell in CELLS:
-            config = replace(base, cell=cell)
-            keras.utils.set_random_seed(0)
-            suite, reference = interleaved(config, steps, rounds, device, TIMERS[clock])
-            result = {"cell": cell, "config": asdict(config), "suite": suite, "reference": reference,
-                      "threads": torch.get_num_threads(), "device": device, "backend": keras.backend.backend(),
-                      "cuda_available": torch.cuda.is_available(), "clock": clock}
-            print("RESULT " + json.dumps(result), flush=True)
+    serve(suite_trainer)
 
 
 def main() -> None:
@@ -206,10 +218,10 @@ def main() -> None:
     parser.add_argument("--threads", type=int, help="torch threads, both sides (default: torch's own)")
     parser.add_argument("--clock", choices=sorted(TIMERS), default="wall",
                         help="wall: elapsed time; cpu: the process's CPU time (use with --threads 1 on a busy machine)")
-    parser.add_argument("--worker", choices=["cpu", "cuda"], help=argparse.SUPPRESS)
+    parser.add_argument("--serve-suite", action="store_true", help=argparse.SUPPRESS)  # the suite's process
     args = parser.parse_args()
-    if args.worker:
-        worker(args.worker, args.tiny, args.threads, args.clock)
+    if args.serve_suite:
+        serve_suite(args.threads)
         return
     import pandas as pd
 
