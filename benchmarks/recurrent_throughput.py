@@ -20,7 +20,10 @@ token ids.
 - Each side is a process of its own, as a user runs each (a plain script has
   PyTorch's and glibc's defaults), with the same thread count. The two take
   turns, A B A B …, one round each, so that whatever else loads the machine
-  loads both; each side's figure is its best round (the round least disturbed).
+  loads both; a side's figure is its throughput over all its rounds. The same
+  script against itself measured 0.90-1.23 this way, from one pair of
+  processes to the next: so three trials, each with fresh processes, and the
+  row gives the median trial and the range of the three ratios.
 - Both sides use torch's default thread count (one per core) unless `--threads`
   says otherwise. On a machine that other jobs keep busy, two threads per side
   fight them for the cores and the figures swing by 2× from run to run:
@@ -55,11 +58,9 @@ from pytorch_reference import TIMERS, LMConfig, random_batches, serve  # noqa: E
 CELLS = ["simple_rnn", "lstm", "gru"]
 CONFIGS = {"full": LMConfig(batch=32, units=256), "small": LMConfig(batch=16, units=32)}
 TINY = LMConfig(batch=4, units=8, embedding=8, vocabulary=50, length=8)
-# Steps per timed round, rounds per side: a round of the full LSTM takes 1-4 s on 2 shared cores.
-# A small round takes 0.25 s, and how many of its pages the allocator takes fresh from the OS
-# varies from round to round (0 to 3,700 page faults a step, each side, up to a quarter of its
-# time): more rounds, so that each side's best round is one without them.
-PLAN = {"full": (6, 8), "small": (15, 12), "tiny": (2, 1), "gpu": (20, 5)}
+# Steps per round, rounds per side in a trial, trials (fresh processes): a round of the full
+# LSTM takes about 0.4 s on 2 cores, a small one about 0.2 s.
+PLAN = {"full": (6, 3, 3), "small": (15, 4, 3), "tiny": (2, 1, 1), "gpu": (20, 3, 3)}
 CPU_GOAL, GPU_GOAL = 1.0, 0.9
 BENCHMARK = "recurrent training"
 CLOCKS = {"wall": "", "cpu": ", CPU time"}
@@ -92,15 +93,23 @@ def measure(tiny: bool = False, threads: int | None = None, clock: str = "wall")
 def _cpu_row(result: dict) -> dict:
     config = result["config"]
     figure = (f"{result['cell']}, batch {config['batch']}, units {config['units']}: "
-              f"suite (torch backend, fused) vs plain PyTorch, {result['threads']} thread(s){CLOCKS[result['clock']]}")
+              f"suite (torch backend, fused) vs plain PyTorch, {result['threads']} thread(s){CLOCKS[result['clock']]}"
+              f"{_trials(result)}")
     return _row(figure, result["suite"], result["reference"], CPU_GOAL)
 
 
 def _gpu_row(result: dict) -> dict:
     config = result["config"]
     figure = (f"{result['cell']}, batch {config['batch']}, units {config['units']}, GPU: "
-              f"suite ({result['backend']} backend, GPU) vs PyTorch (cuDNN)")
+              f"suite ({result['backend']} backend, GPU) vs PyTorch (cuDNN){_trials(result)}")
     return _row(figure, result["suite"], result["reference"], GPU_GOAL)
+
+
+def _trials(result: dict) -> str:
+    ratios = result["trial_ratios"]
+    if len(ratios) == 1:
+        return ""
+    return f", median of {len(ratios)} trials (ratios {ratios[0]:.2f}-{ratios[-1]:.2f})"
 
 
 def _row(figure: str, value: float, baseline: float, goal: float) -> dict:
@@ -118,7 +127,15 @@ def _row(figure: str, value: float, baseline: float, goal: float) -> dict:
 
 
 def compare(backend: str, device: str, configs: dict, options: list[str], clock: str) -> list[dict]:
-    """Best tokens/s of the suite (on `backend`) and of the plain script, each in its own process, taking turns."""
+    """Tokens/s of the suite (on `backend`) and of the plain script, each side in its own process, taking turns.
+
+    Each trial starts a fresh pair of processes, which build each model anew and train
+    it for `rounds` rounds, one side's round after the other's; a trial's figure for
+    a side is its tokens over its seconds in all those rounds (its throughput over
+    the trial). A row reports the trial with the median ratio, and the range of them:
+    one trial alone is not enough, since the same script against itself in two such
+    processes measured 0.90-1.23 on this project's 2-core machine.
+    """
     environment = {
         **os.environ,
         "KERAS_BACKEND": backend,
@@ -126,29 +143,38 @@ def compare(backend: str, device: str, configs: dict, options: list[str], clock:
         "TF_FORCE_GPU_ALLOW_GROWTH": "true",  # else TensorFlow takes all GPU memory, none left for PyTorch
         "TF_CPP_MIN_LOG_LEVEL": "2",
     }
-    suite = Server([str(Path(__file__).resolve()), "--serve-suite", *options], environment)
-    reference = Server([str(HERE / "pytorch_reference.py"), "--serve", *options], dict(os.environ))
-    results = []
-    try:
-        for name, base in configs.items():
-            steps, rounds = PLAN[name]
-            for cell in CELLS:
-                config = replace(base, cell=cell)
-                request = {"config": asdict(config), "steps": steps, "device": device}
-                ready = [server.ask(request) for server in (suite, reference)]  # built and warmed up
-                best = {"suite": math.inf, "reference": math.inf}
-                for _ in range(rounds):
-                    for side, server in (("suite", suite), ("reference", reference)):
-                        best[side] = min(best[side], server.ask({"run": clock})["seconds"])
-                tokens = steps * config.tokens_per_step
-                results.append({"cell": cell, "config": asdict(config), "suite": tokens / best["suite"],
-                                "reference": tokens / best["reference"], "threads": ready[0]["threads"],
-                                "device": device, "backend": backend, "clock": clock,
-                                "cuda_available": ready[0]["cuda_available"]})
-    finally:
-        suite.close()
-        reference.close()
-    return results
+    trials: dict[tuple[str, str], list[dict]] = {}
+    for trial in range(max(PLAN[name][2] for name in configs)):
+        suite = Server([str(Path(__file__).resolve()), "--serve-suite", *options], environment)
+        reference = Server([str(HERE / "pytorch_reference.py"), "--serve", *options], dict(os.environ))
+        try:
+            for name, base in configs.items():
+                steps, rounds, count = PLAN[name]
+                for cell in CELLS if trial < count else ():
+                    config = replace(base, cell=cell)
+                    request = {"config": asdict(config), "steps": steps, "device": device}
+                    ready = [server.ask(request) for server in (suite, reference)]  # built and warmed up
+                    seconds = {"suite": 0.0, "reference": 0.0}
+                    for _ in range(rounds):
+                        for side, server in (("suite", suite), ("reference", reference)):
+                            seconds[side] += server.ask({"run": clock})["seconds"]
+                    tokens = rounds * steps * config.tokens_per_step
+                    trials.setdefault((name, cell), []).append({
+                        "cell": cell, "config": asdict(config), "suite": tokens / seconds["suite"],
+                        "reference": tokens / seconds["reference"], "threads": ready[0]["threads"],
+                        "device": device, "backend": backend, "clock": clock,
+                        "cuda_available": ready[0]["cuda_available"]})
+        finally:
+            suite.close()
+            reference.close()
+    return [_median_trial(found) for found in trials.values()]
+
+
+def _median_trial(found: list[dict]) -> dict:
+    """The trial with the median suite/reference ratio, with every trial's ratio."""
+    ratios = sorted(trial["suite"] / trial["reference"] for trial in found)
+    median = sorted(found, key=lambda trial: trial["suite"] / trial["reference"])[len(found) // 2]
+    return {**median, "trial_ratios": ratios}
 
 
 class Server:
