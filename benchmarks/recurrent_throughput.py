@@ -172,9 +172,8 @@ def compare(backend: str, device: str, configs: dict, options: list[str], clock:
 
 def _median_trial(found: list[dict]) -> dict:
     """The trial with the median suite/reference ratio, with every trial's ratio."""
-    ratios = sorted(trial["suite"] / trial["reference"] for trial in found)
-    median = sorted(found, key=lambda trial: trial["suite"] / trial["reference"])[len(found) // 2]
-    return {**median, "trial_ratios": ratios}
+    ordered = sorted(found, key=lambda trial: trial["suite"] / trial["reference"])
+    return {**ordered[len(ordered) // 2], "trial_ratios": [trial["suite"] / trial["reference"] for trial in ordered]}
 
 
 class Server:
