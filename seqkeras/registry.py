@@ -26,6 +26,14 @@ class Params(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    def only_with(self, option: str, field: str, value: str) -> None:
+        """Refuse `option`, when it is set, unless `field` is `value`: an option of that variant alone.
+
+        For a `model_validator`; the message reads e.g. "k applies only to smoothing add_k, not 'laplace'".
+        """
+        if getattr(self, option) is not None and getattr(self, field) != value:
+            raise ValueError(f"{option} applies only to {field} {value}, not {getattr(self, field)!r}")
+
 
 @dataclass(frozen=True)
 class Component:

@@ -62,10 +62,8 @@ class NgramParams(Params):
 
     @model_validator(mode="after")
     def _options_match_smoothing(self) -> "NgramParams":
-        if self.k is not None and self.smoothing != "add_k":
-            raise ValueError(f"k applies only to smoothing add_k, not {self.smoothing!r}")
-        if self.discount is not None and self.smoothing != "kneser_ney":
-            raise ValueError(f"discount applies only to smoothing kneser_ney, not {self.smoothing!r}")
+        self.only_with("k", "smoothing", "add_k")
+        self.only_with("discount", "smoothing", "kneser_ney")
         return self
 
 

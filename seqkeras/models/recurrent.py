@@ -40,8 +40,7 @@ class RecurrentParams(Params):
 
     @model_validator(mode="after")
     def _forget_bias_is_lstm_only(self) -> "RecurrentParams":
-        if self.forget_bias is not None and self.cell != "lstm":
-            raise ValueError(f"forget_bias applies only to cell lstm, not {self.cell!r}")
+        self.only_with("forget_bias", "cell", "lstm")
         return self
 
 

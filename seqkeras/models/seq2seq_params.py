@@ -45,8 +45,6 @@ class Seq2SeqParams(Params):
 
     @model_validator(mode="after")
     def _attention_options(self) -> "Seq2SeqParams":
-        if self.luong_score is not None and self.attention != "luong":
-            raise ValueError(f"luong_score applies only to attention luong, not {self.attention!r}")
-        if self.attention_units is not None and self.attention != "bahdanau":
-            raise ValueError(f"attention_units applies only to attention bahdanau, not {self.attention!r}")
+        self.only_with("luong_score", "attention", "luong")
+        self.only_with("attention_units", "attention", "bahdanau")
         return self

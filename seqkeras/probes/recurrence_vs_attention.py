@@ -100,8 +100,7 @@ class Params(BaseParams):
 
     @model_validator(mode="after")
     def _positions_are_the_transformers(self) -> "Params":
-        if self.positions is not None and self.model != "transformer":
-            raise ValueError(f"positions applies only to model transformer, not {self.model!r}")
+        self.only_with("positions", "model", "transformer")
         if self.model == "transformer" and self.width % self.num_heads:
             raise ValueError(f"width {self.width} must be divisible by num_heads {self.num_heads}")
         return self
