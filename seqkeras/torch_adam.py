@@ -82,10 +82,11 @@ def fused_update(optimizer, weights: list) -> Callable[[list], None] | None:
     velocities = [optimizer._velocities[i].value for i in slots]
     beta_1, beta_2, epsilon = float(optimizer.beta_1), float(optimizer.beta_2), float(optimizer.epsilon)
     step = torch.zeros((), dtype=torch.float32, device=parameters[0].device)  # the kernel reads t from it
+    iterations = optimizer.iterations.value  # the variable's own tensor, which loading a checkpoint fills in place
 
     def update(gradients: list) -> None:
         # t as Keras's Adam takes it: iterations + 1 (read on the CPU: one small copy per step on a GPU).
-        t = int(optimizer.iterations.value.detach()) + 1
+        t = int(iterations) + 1
         step.fill_(t)
         kernel_correction_1, kernel_correction_2 = 1.0 - beta_1**t, math.sqrt(1.0 - beta_2**t)  # as the kernel has them
         torch._fused_adam_(
@@ -95,7 +96,7 @@ def fused_update(optimizer, weights: list) -> Callable[[list], None] | None:
             eps=epsilon / kernel_correction_2,  # Keras's epsilon, moved inside PyTorch's bias correction
             amsgrad=False, maximize=False,
         )
-        optimizer.iterations.assign_add(1)
+        iterations.add_(1)  # assign_add's result, in place (Keras's assign copies into the same tensor)
 
     return update
 

@@ -77,24 +77,28 @@ class LeanLoop:
         # suite's recurrent models), else the model's call.
         self.forward = model if layer_chain.unsupported(model) else layer_chain.LayerChain(model)
         self.weights = model.trainable_weights[:]
+        self.parameters = [variable.value for variable in self.weights]  # their tensors, filled in place by loading
+        # A chain of layers adds no loss in its call (layer_chain.py), so only weight regularizers can add any.
+        self.adds_losses = self.forward is model or any(w.regularizer is not None for w in model.trainable_weights)
         # None: the optimizer's own apply (also taken for a step where some weight got no gradient).
         self.update = torch_adam.fused_update(model.optimizer, self.weights)
 
     def train_epoch(self, x, y, sample_weight, batch_size: int) -> dict[str, float]:
         """One pass over (x, y, sample_weight) in order, batch by batch: {"loss", "accuracy"}."""
         model = self.model
-        x, y, sample_weight = (_tensor(a) for a in (x, y, sample_weight))
+        x, y, sample_weight = _tensor(x), _targets(y), _tensor(sample_weight)
         totals = _Totals()
         model.train()  # torch's module mode, as Keras's fit sets it
         for rows in _batches(len(y), batch_size):
             batch_weight = sample_weight[rows] if sample_weight is not None else None
             y_pred = self.forward(x[rows], training=True)
             loss, accuracy, weight = _loss_and_accuracy(y[rows], y_pred, batch_weight)
-            loss = _with_added_losses(model, loss)
-            for variable in self.weights:
-                variable.value.grad = None
+            if self.adds_losses:
+                loss = _with_added_losses(model, loss)
+            for parameter in self.parameters:
+                parameter.grad = None
             model.optimizer.scale_loss(loss).backward()  # scaled only with a loss_scale_factor, as in Keras
-            gradients = [variable.value.grad for variable in self.weights]
+            gradients = [parameter.grad for parameter in self.parameters]
             with torch.no_grad():
                 if self.update is not None and all(gradient is not None for gradient in gradients):
                     self.update(gradients)
@@ -110,19 +114,26 @@ class LeanLoop:
     @torch.no_grad()
     def evaluate(self, x, y, sample_weight, batch_size: int) -> dict[str, float]:
         """Keras's evaluate on (x, y, sample_weight): {"loss", "accuracy"}."""
-        x, y, sample_weight = (_tensor(a) for a in (x, y, sample_weight))
+        x, y, sample_weight = _tensor(x), _targets(y), _tensor(sample_weight)
         totals = _Totals()
         for rows in _batches(len(y), batch_size):
             y_pred = self.forward(x[rows], training=False)
             batch_weight = sample_weight[rows] if sample_weight is not None else None
             loss, accuracy, weight = _loss_and_accuracy(y[rows], y_pred, batch_weight)
-            totals.add(_with_added_losses(self.model, loss), rows.stop - rows.start, accuracy, weight)
+            if self.adds_losses:
+                loss = _with_added_losses(self.model, loss)
+            totals.add(loss, rows.stop - rows.start, accuracy, weight)
         return totals.result()
 
 
 def _tensor(array):
     """The epoch's array as one tensor on Keras's device (its batches are then views of it)."""
     return None if array is None else keras.ops.convert_to_tensor(array)
+
+
+def _targets(array):
+    """The epoch's integer targets as int64 once, which the loss and accuracy would otherwise convert every batch."""
+    return _tensor(array).long()
 
 
 def _batches(rows: int, batch_size: int):
@@ -137,20 +148,22 @@ def _loss_and_accuracy(y_true, y_pred, sample_weight):
     """
     values = softmax_training.softmax_crossentropy(y_true, y_pred)
     mask = getattr(y_pred, "_keras_mask", None)
-    weight = torch.ones_like(values) if sample_weight is None else sample_weight.to(values.dtype)
+    # None stands for Keras's weights of ones: multiplying by one changes no bit, so it is skipped.
+    weight = None if sample_weight is None else sample_weight.to(values.dtype)
     metric_weight = weight
     if mask is not None:
         mask = mask.to(values.dtype)
         total = torch.tensor(float(mask.numel()), dtype=values.dtype, device=values.device)
         valid = mask.sum()
         # Keras's loss: weight × (total / valid) where unmasked, so that the sum over total is a mean over valid.
-        weight = weight * torch.where(mask.bool(), torch.where(valid == 0, 0.0, total / valid), 0.0)
+        scale = torch.where(mask.bool(), torch.where(valid == 0, 0.0, total / valid), 0.0)
+        weight = scale if weight is None else weight * scale
         # Keras's metrics weigh by sample weight × mask. But on the torch backend `apply_mask`
         # scales given sample weights *in place* (`sample_weight *= float_mask`) while computing
         # the loss, so its accuracy then sees the loss's weights: each batch's accuracy over its
         # real tokens, counted once per row. The history reproduces that number, as fit gives it.
         metric_weight = weight if sample_weight is not None else mask
-    loss = (values * weight).sum() / values.numel()
+    loss = (values if weight is None else values * weight).sum() / values.numel()
     accuracy = softmax_training.sparse_accuracy(y_true, y_pred)
     return loss, accuracy, metric_weight
 
@@ -170,10 +183,15 @@ class _Totals:
         self.loss = self.rows = self.hits = self.weight = 0.0
 
     def add(self, loss, rows: int, accuracy, weight) -> None:
+        """weight None: each accuracy value counts once (as weights of ones count, in float32 as they do)."""
         self.loss = self.loss + loss.detach() * rows
         self.rows += rows
-        self.hits = self.hits + (accuracy * weight).sum()
-        self.weight = self.weight + weight.sum()
+        if weight is None:
+            self.hits = self.hits + accuracy.sum()
+            self.weight = self.weight + accuracy.new_tensor(float(accuracy.numel()))
+        else:
+            self.hits = self.hits + (accuracy * weight).sum()
+            self.weight = self.weight + weight.sum()
 
     def result(self) -> dict[str, float]:
         loss = float(self.loss) / self.rows if self.rows else 0.0

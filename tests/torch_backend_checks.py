@@ -55,10 +55,10 @@ def twins(kind: str, wrap=None, **options):
     return generic, fused
 
 
-def outputs_and_gradients(layer, x: np.ndarray, mask, training=False):
+def outputs_and_gradients(layer, x: np.ndarray, mask, training=False, initial_state=None):
     """Every output (sequence and states) and the gradients of a fixed random projection of them."""
     inputs = torch.tensor(x, requires_grad=True)
-    outputs = layer(inputs, mask=mask, training=training)
+    outputs = layer(inputs, mask=mask, training=training, initial_state=initial_state)
     outputs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
     generator = torch.Generator().manual_seed(1)
     loss = sum((out * torch.randn(out.shape, generator=generator)).sum() for out in outputs)
@@ -67,10 +67,10 @@ def outputs_and_gradients(layer, x: np.ndarray, mask, training=False):
     return [t.detach().numpy() for t in (*outputs, *gradients)]
 
 
-def largest_difference(generic, fused, mask=None, training=False) -> float:
+def largest_difference(generic, fused, mask=None, training=False, initial_state=None) -> float:
     x = np.random.default_rng(0).normal(size=(BATCH, STEPS, FEATURES)).astype("float32")
-    a = outputs_and_gradients(generic, x, mask, training)
-    b = outputs_and_gradients(fused, x, mask, training)
+    a = outputs_and_gradients(generic, x, mask, training, initial_state)
+    b = outputs_and_gradients(fused, x, mask, training, initial_state)
     return scaled_difference(a, b)
 
 
@@ -122,6 +122,15 @@ def equivalence() -> dict[str, float]:
             results[name] = largest_difference(*pair, mask=padded_mask())
         pair = twins(kind, return_sequences=True, dropout=0.5)
         results[f"{kind} dropout, inference"] = largest_difference(*pair, mask=padded_mask())
+        # Seeded layers draw the same dropout mask: the fused layer draws it as Keras's RNN.call does.
+        pair = twins(kind, return_sequences=True, dropout=0.5, seed=3)
+        results[f"{kind} dropout, training"] = largest_difference(*pair, mask=padded_mask(), training=True)
+        # A given initial state: the layer takes Keras's RNN.call, then the fused kernel from that state.
+        pair = twins(kind, return_sequences=True, return_state=True)
+        states = [torch.tensor(np.random.default_rng(2).normal(size=(BATCH, UNITS)).astype("float32"))
+                  for _ in range(2 if kind == "lstm" else 1)]
+        results[f"{kind} masked, initial state given"] = largest_difference(
+            *pair, mask=padded_mask(), initial_state=states)
     return results
 
 
@@ -199,10 +208,11 @@ def fallbacks() -> dict[str, object]:
 
 
 def training_mode() -> dict[str, object]:
-    """Dropout in training mode: the fused layer trains (values differ by the random draw)."""
-    generic, fused = twins("lstm", return_sequences=True, dropout=0.5)
-    difference = largest_difference(generic, fused, mask=padded_mask(), training=True)
-    return {"dropout, training, finite": bool(np.isfinite(difference))}
+    """Dropout in training mode changes the fused layer's output (the draws are compared in `equivalence`)."""
+    _, fused = twins("lstm", return_sequences=True, dropout=0.5, seed=3)
+    x = np.random.default_rng(0).normal(size=(BATCH, STEPS, FEATURES)).astype("float32")
+    inference, training = (outputs_and_gradients(fused, x, padded_mask(), mode) for mode in (False, True))
+    return {"dropout, training, changes the output": scaled_difference(inference, training) > 0.01}
 
 
 def softmax_loss_and_accuracy() -> dict[str, object]:
@@ -330,6 +340,14 @@ def lean_training() -> dict[str, object]:
                          early_stopping=EarlyStoppingSpec(monitor="val_loss", patience=1))
     results["lm, padding weights, validation, early stopping (fused adam)"] = _fit_both_ways(
         build_lm, lm_params, lm_data, lm_train)
+
+    def regularized_lm(params, data):
+        model = build_lm(params, data)
+        model.layers[-1].kernel.regularizer = keras.regularizers.L2(0.1)  # a loss the layer chain's calls don't add
+        return model
+
+    results["lm, l2 on the output kernel (fused adam)"] = _fit_both_ways(
+        regularized_lm, lm_params, lm_data, lm_train.model_copy(update={"early_stopping": None}))
     results["tagger, adam with clipnorm (keras's apply)"] = _fit_both_ways(
         build_tagger, TaggerParams(cell="gru", units=UNITS, embedding_dim=FEATURES), _token_data(TAGGING),
         TrainSpec(epochs=2, batch_size=4, verbose=0, optimizer=OptimizerSpec(learning_rate=0.05, clipnorm=0.1)))

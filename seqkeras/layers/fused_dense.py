@@ -23,7 +23,7 @@ class FusedDense(keras.layers.Dense):
             return super().call(inputs, training=training)
         from torch.nn.functional import linear
 
-        kernel, bias = keras.ops.convert_to_tensor(self.kernel), keras.ops.convert_to_tensor(self.bias)
+        kernel, bias = self.kernel.value, self.bias.value  # the variables' own tensors
         x = linear(keras.ops.convert_to_tensor(inputs, dtype=kernel.dtype), kernel.T, bias)
         return self.activation(x) if self.activation is not None else x
 

@@ -1,8 +1,10 @@
 """Recurrent layers that train on PyTorch's fused kernels when they can, Keras's own loop when not.
 
 `FusedSimpleRNN`, `FusedLSTM` and `FusedGRU` are Keras's SimpleRNN, LSTM and
-GRU with one method replaced: `inner_loop`, the part that runs the cell over
-the sequence. Everything else is inherited, so the weights (names, shapes,
+GRU with one method replaced, `inner_loop`, the part that runs the cell over
+the sequence, and a shorter `call` around it where the fused path applies and
+no initial state is given (RNN.call's work, done directly on torch tensors).
+Everything else is inherited, so the weights (names, shapes,
 gate order), the config, dropout on the inputs, return_sequences /
 return_state, Bidirectional (which copies the layer with go_backwards=True)
 and stacking behave as in Keras, and a weights file moves between the two 1:1.
@@ -63,6 +65,31 @@ class FusedRNNMixin:
         ]
         return next((f"with {reason}" for blocked, reason in checks if blocked), None)
 
+    def call(self, sequences, initial_state=None, mask=None, training=False):
+        """RNN.call, with less around the kernel when the fused path applies and no state is given.
+
+        Keras's RNN.call makes the zero states, converts and casts them and the outputs
+        through `keras.ops` and tree maps: about a fifth of an eager call of a tiny layer
+        on the torch backend (issue 9), paid every training step. Here the states are zeros of the
+        compute dtype made directly, the outputs come out of the kernel in that dtype
+        already, and the dropout masks are drawn and reset exactly as RNN.call does.
+        """
+        if initial_state is not None or self.fused_blocker() is not None:
+            return super().call(sequences, initial_state=initial_state, mask=mask, training=training)
+        import torch
+
+        cell = self.cell
+        sizes = cell.state_size if isinstance(cell.state_size, (list, tuple)) else [cell.state_size]
+        dtype = getattr(torch, cell.compute_dtype)
+        states = [torch.zeros((sequences.shape[0], size), dtype=dtype, device=sequences.device) for size in sizes]
+        self._maybe_config_dropout_masks(cell, sequences[:, 0, :], states)
+        last_output, outputs, states = self.inner_loop(sequences, states, mask, training=training)
+        if outputs.dtype != dtype:  # a float64 kernel in a float32 layer: RNN.call's casts
+            last_output, outputs, states = last_output.to(dtype), outputs.to(dtype), [s.to(dtype) for s in states]
+        self._maybe_reset_dropout_masks(cell)
+        output = outputs if self.return_sequences else last_output
+        return (output, *states) if self.return_state else output
+
     def inner_loop(self, sequences, initial_state, mask, training=False):
         from seqkeras.layers import torch_rnn  # imports torch: only reached on the torch backend
 
@@ -79,7 +106,7 @@ class FusedRNNMixin:
         if training and cell.dropout:
             # The same mask at every step, as the cell applies it (RNN.call drew it already).
             sequences = sequences * cell.get_dropout_mask(sequences[:, 0, :])[:, None, :]
-        weights = [keras.ops.convert_to_tensor(w) for w in (cell.kernel, cell.recurrent_kernel, cell.bias)]
+        weights = [w.value for w in (cell.kernel, cell.recurrent_kernel, cell.bias)]  # the variables' own tensors
         states = list(initial_state) if isinstance(initial_state, (list, tuple)) else [initial_state]
         return torch_rnn.fused_rnn(
             self.KIND,

@@ -60,11 +60,11 @@ def right_padded_lengths(mask) -> tuple[torch.Tensor | None, str | None]:
     mask = mask.to(torch.bool)
     lengths = mask.sum(dim=1)
     steps = mask.shape[1]
+    if int(lengths.min()) == steps:  # nothing masked (the usual batch): one read of a number, no more
+        return None, None
     prefix = torch.arange(steps, device=mask.device)[None, :] < lengths[:, None]
     if not bool(torch.equal(mask, prefix)):
         return None, "with a mask that is not right padding (a masked step before a real one)"
-    if int(lengths.min()) == steps:
-        return None, None
     return lengths, None
 
 
