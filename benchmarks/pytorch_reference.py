@@ -80,15 +80,12 @@ class ReferenceLM:
         return loss.item()  # .item() waits for the step to finish (matters on a GPU)
 
 
-def tokens_per_second(config: LMConfig, steps: int, warmup: int = 2, device: str = "cpu") -> float:
-    """Training throughput of the plain PyTorch script: tokens per second over `steps` timed steps."""
-    model = ReferenceLM(config, device)
-    batches = random_batches(config, warmup + steps)
-    for batch in batches[:warmup]:
-        model.step(batch)
+def tokens_per_second(config: LMConfig, steps: int, device: str = "cpu") -> float:
+    """Training throughput of the plain PyTorch script: tokens per second over `steps` steps, after as many to warm up."""
+    train = reference_trainer(config, steps, device)
+    train()
     started = time.perf_counter()
-    for batch in batches[warmup:]:
-        model.step(batch)
+    train()
     return steps * config.tokens_per_step / (time.perf_counter() - started)
 
 
