@@ -9,8 +9,8 @@ token ids.
 - The suite's side is its own path: `build_lm` and `training.fit` (one Keras
   fit per round, as `seqkeras run` trains one epoch per fit), on its best CPU
   path: `--backend torch`, where the recurrent layers run on PyTorch's fused
-  kernels (seqkeras/layers/fused_rnn.py), the output layer's bias add is part
-  of its matmul (fused_dense.py), the loss and accuracy pass over the softmax
+  kernels (seqkeras/layers/fused_rnn.py), the output layer adds its bias in
+  place (fused_dense.py), the loss and accuracy pass over the softmax
   fewer times (seqkeras/softmax_training.py), and `training.fit` trains each
   epoch on a lean loop (seqkeras/torch_training.py) with a fused Adam
   (torch_adam.py), calling the layers without Keras's per-call bookkeeping

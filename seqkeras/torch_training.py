@@ -79,7 +79,7 @@ class LeanLoop:
         self.weights = model.trainable_weights[:]
         self.parameters = [variable.value for variable in self.weights]  # their tensors, filled in place by loading
         # A chain of layers adds no loss in its call (layer_chain.py), so only weight regularizers can add any.
-        self.adds_losses = self.forward is model or any(w.regularizer is not None for w in model.trainable_weights)
+        self.adds_losses = self.forward is model or any(w.regularizer is not None for w in self.weights)
         # None: the optimizer's own apply (also taken for a step where some weight got no gradient).
         self.update = torch_adam.fused_update(model.optimizer, self.weights)
 
@@ -93,8 +93,7 @@ class LeanLoop:
             batch_weight = sample_weight[rows] if sample_weight is not None else None
             y_pred = self.forward(x[rows], training=True)
             loss, accuracy, weight = _loss_and_accuracy(y[rows], y_pred, batch_weight)
-            if self.adds_losses:
-                loss = _with_added_losses(model, loss)
+            loss = self._with_added_losses(loss)
             for parameter in self.parameters:
                 parameter.grad = None
             model.optimizer.scale_loss(loss).backward()  # scaled only with a loss_scale_factor, as in Keras
@@ -120,10 +119,15 @@ class LeanLoop:
             y_pred = self.forward(x[rows], training=False)
             batch_weight = sample_weight[rows] if sample_weight is not None else None
             loss, accuracy, weight = _loss_and_accuracy(y[rows], y_pred, batch_weight)
-            if self.adds_losses:
-                loss = _with_added_losses(self.model, loss)
-            totals.add(loss, rows.stop - rows.start, accuracy, weight)
+            totals.add(self._with_added_losses(loss), rows.stop - rows.start, accuracy, weight)
         return totals.result()
+
+    def _with_added_losses(self, loss):
+        """The loss plus the model's regularization and `add_loss` losses, summed as Keras's `compute_loss` sums them."""
+        added = self.model.losses if self.adds_losses else None
+        if not added:
+            return loss
+        return keras.ops.sum([loss, *(self.model._aggregate_additional_loss(value) for value in added)])
 
 
 def _tensor(array):
@@ -166,14 +170,6 @@ def _loss_and_accuracy(y_true, y_pred, sample_weight):
     loss = (values if weight is None else values * weight).sum() / values.numel()
     accuracy = softmax_training.sparse_accuracy(y_true, y_pred)
     return loss, accuracy, metric_weight
-
-
-def _with_added_losses(model: keras.Model, loss):
-    """The loss plus the model's regularization and `add_loss` losses, summed as Keras's `compute_loss` sums them."""
-    added = model.losses
-    if not added:
-        return loss
-    return keras.ops.sum([loss, *(model._aggregate_additional_loss(value) for value in added)])
 
 
 class _Totals:
