@@ -185,14 +185,31 @@ def command_validate(args) -> int:
 
 
 def command_run(args) -> int:
-    from seqkeras.executors import SerialExecutor
     from seqkeras.runtime import select_backend
 
     backend = select_backend(args.backend, load=False)
-    experiments = load_all(args.paths, args.overrides)
     executor = make_executor(args, backend)
-    if isinstance(executor, SerialExecutor):  # runs here: import the backend now, quietly
-        select_backend(backend)
+    try:
+        # Worker processes import their backend (seconds) while this one reads the specs.
+        executor.start()
+        all_verdicts, failed_runs = run_all(args, executor)
+    finally:
+        executor.close()  # worker processes serve every experiment, then stop
+    failed_expectations = sum(not v.holds for _, v in all_verdicts)
+    if failed_runs or failed_expectations:
+        print(f"\n{failed_runs} failed run(s), {failed_expectations} expectation(s) not reproduced", file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def run_all(args, executor) -> tuple[list, int]:
+    """Every experiment of the command, in turn: (experiment name, verdict) pairs and the failed runs."""
+    from seqkeras.executors import SerialExecutor
+    from seqkeras.runtime import select_backend
+
+    experiments = load_all(args.paths, args.overrides)
+    if isinstance(executor, SerialExecutor):  # runs here: import the backend (chosen above) now, quietly
+        select_backend()
     from seqkeras.report import to_markdown, verdict_frame
     from seqkeras.runner import run_experiment
 
@@ -208,26 +225,19 @@ def command_run(args) -> int:
     total_runs = sum(len(e.runs) for e in experiments)
     print(f"{len(experiments)} experiment(s), {total_runs} run(s) → {out_root}/")
     all_verdicts, failed_runs = [], 0
-    try:
-        for experiment in experiments:
-            outcome = run_experiment(experiment, out_root, force=args.force, executor=executor)
-            page = (out_root / experiment.spec.name / "table.md").read_text(encoding="utf-8")
-            print("\n" + page)
-            failed_runs += outcome.failed_runs
-            all_verdicts += [(experiment.spec.name, v) for v in outcome.verdicts]
-    finally:
-        executor.close()  # worker processes serve every experiment, then stop
+    for experiment in experiments:
+        outcome = run_experiment(experiment, out_root, force=args.force, executor=executor)
+        page = (out_root / experiment.spec.name / "table.md").read_text(encoding="utf-8")
+        print("\n" + page)
+        failed_runs += outcome.failed_runs
+        all_verdicts += [(experiment.spec.name, v) for v in outcome.verdicts]
     if len(experiments) > 1 and all_verdicts:
         frame = verdict_frame([v for _, v in all_verdicts])
         frame.insert(0, "experiment", [name for name, _ in all_verdicts])
         held = sum(v.holds for _, v in all_verdicts)
         print(f"# All expectations: {held} of {len(all_verdicts)} reproduced\n")
         print(to_markdown(frame))
-    failed_expectations = sum(not v.holds for _, v in all_verdicts)
-    if failed_runs or failed_expectations:
-        print(f"\n{failed_runs} failed run(s), {failed_expectations} expectation(s) not reproduced", file=sys.stderr)
-        return EXIT_FAILED
-    return EXIT_OK
+    return all_verdicts, failed_runs
 
 
 def command_table(args) -> int:

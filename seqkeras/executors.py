@@ -16,12 +16,15 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from multiprocessing import get_context
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+# Only light imports at the top: the parent of `--jobs N` imports this module to
+# start its workers, and pandas or the spec models (0.7 s) would delay that.
 from seqkeras.errors import SpecError
-from seqkeras.results import OK, read_record
-from seqkeras.runtime import setup_pool_worker, setup_worker
-from seqkeras.spec import RunSpec
+from seqkeras.runtime import setup_pool_worker, setup_worker, worker_ready
+
+if TYPE_CHECKING:
+    from seqkeras.spec import RunSpec
 
 CODE_VERSION_KEY = "seqkeras"
 
@@ -40,6 +43,7 @@ def file_lock(path: Path) -> Iterator[None]:
 
 def finished_record(folder: Path) -> dict[str, Any] | None:
     """The run's record when it finished with this version of the code; else None (run it)."""
+    from seqkeras.results import OK, read_record
     from seqkeras.runner import code_version
 
     record = read_record(folder / "metrics.json")
@@ -68,6 +72,11 @@ class Job:
 
 
 class SerialExecutor:
+    slots = 1  # runs at once
+
+    def start(self) -> None:
+        pass  # runs in this process, which imports its backend once the specs are read
+
     def map(self, jobs: list[Job], force: bool) -> Iterator[tuple[Job, dict[str, Any]]]:
         for job in jobs:
             yield job, execute_once(job.run, job.folder, force)
@@ -93,17 +102,32 @@ class ProcessExecutor:
         self.threads = max(1, (os.cpu_count() or 1) // jobs)
         self.pool: ProcessPoolExecutor | None = None
 
+    @property
+    def slots(self) -> int:  # runs at once
+        return self.jobs
+
     def describe(self) -> str:
         return f"in {self.jobs} worker processes ({self.threads} thread(s) each)"
 
+    def start(self) -> None:
+        """Start every worker now, so that their backend imports overlap the parent's own start-up.
+
+        A pool starts a worker at a submit that finds none idle; each `worker_ready`
+        submitted here finds none, so all of them start at once.
+        """
+        if self.pool is not None:
+            return
+        self.pool = ProcessPoolExecutor(
+            max_workers=self.jobs,
+            mp_context=get_context("spawn"),  # a fresh interpreter: no TensorFlow state is shared
+            initializer=setup_pool_worker,  # lives in runtime: unpickling it must not import TensorFlow
+            initargs=(self.backend, self.threads),
+        )
+        for _ in range(self.jobs):
+            self.pool.submit(worker_ready)
+
     def map(self, jobs: list[Job], force: bool) -> Iterator[tuple[Job, dict[str, Any]]]:
-        if self.pool is None:
-            self.pool = ProcessPoolExecutor(
-                max_workers=self.jobs,
-                mp_context=get_context("spawn"),  # a fresh interpreter: no TensorFlow state is shared
-                initializer=setup_pool_worker,  # lives in runtime: unpickling it must not import TensorFlow
-                initargs=(self.backend, self.threads),
-            )
+        self.start()
         futures = {self.pool.submit(execute_once, job.run, job.folder, force): job for job in jobs}
         try:
             for future in as_completed(futures):
@@ -144,6 +168,10 @@ class RayExecutor:
         self.backend = backend
         self.num_cpus = num_cpus
         self.num_gpus = num_gpus
+        self.slots = 1  # a cluster's runs at once are Ray's to decide: count on none
+
+    def start(self) -> None:
+        pass  # Ray starts at the first map: its start-up blocks, and a spec error should not wait for it
 
     def close(self) -> None:
         pass  # Ray shuts down its local instance itself when this process exits

@@ -22,7 +22,7 @@ import pandas as pd
 
 from seqkeras import runtime
 from seqkeras.expectations import Verdict, check
-from seqkeras.plotting import write_plots
+from seqkeras.plotting import import_matplotlib, write_plots
 from seqkeras.report import render_page, summary_tables
 from seqkeras.results import (
     FAILED,
@@ -102,6 +102,8 @@ def run_experiment(
                 status = "finished by another process, reused"
             echo(f"[{len(records)}/{total}] {job.run.run_id}: {status} ({record.get('seconds', 0):.1f} s)")
             write_runs()
+            if len(pending) - done < executor.slots:  # a worker has no run left: use its core to
+                import_matplotlib()  # get the plots' imports done before the last run ends
     finally:
         # Also on Ctrl-C: what finished is summarized, nothing is lost.
         runs = write_runs()

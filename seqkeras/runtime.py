@@ -45,7 +45,8 @@ def note_once(reason: str) -> None:
 
 
 def select_backend(name: str | None = None, *, load: bool = True) -> str:
-    """Choose the Keras backend (must run before Keras is imported) and, with `load`, import it quietly.
+    """Choose the Keras backend (must run before Keras is imported) and, with `load`, import it and
+    Keras quietly, without the Keras integrations seqkeras never uses (`KERAS_EXTRAS`).
 
     Without `load` nothing heavy is imported: a process that only validates
     specs, reads results or hands runs to worker processes never needs
@@ -61,15 +62,44 @@ def select_backend(name: str | None = None, *, load: bool = True) -> str:
         raise SpecError(f"unknown Keras backend {backend!r}. Allowed: {', '.join(BACKEND_PACKAGES)}.")
     if importlib.util.find_spec(package) is None:
         raise SpecError(f"backend {backend!r} is not installed: .venv/bin/pip install {package}")
-    if load and backend == "torch":
+    if not load:
+        return backend
+    if backend == "torch":
         reuse_freed_memory()
-    if load and backend == "tensorflow":
-        with quiet_stderr():
-            import tensorflow as tf
+    with hidden_from_import(KERAS_EXTRAS):
+        if backend == "tensorflow":
+            with quiet_stderr():
+                import tensorflow as tf
 
-            tf.config.list_physical_devices()  # the CUDA probe prints here
-            tf.get_logger().setLevel("ERROR")  # retracing notices: each run builds new models
+                tf.config.list_physical_devices()  # the CUDA probe prints here
+                tf.get_logger().setLevel("ERROR")  # retracing notices: each run builds new models
+        import keras  # noqa: F401  (TensorFlow's import has imported it already)
     return backend
+
+
+# Packages Keras imports at its own import only for integrations seqkeras never
+# uses, each inside a try/except ImportError: scikit-learn (and SciPy with it)
+# for keras.wrappers' estimators, matplotlib for keras.visualization's image
+# galleries. Hidden while Keras imports, they cost nothing there: 1.3 s of a
+# 4.3 s start on TensorFlow (2 cores), in every process that trains, each
+# `--jobs N` worker included. Both stay importable afterwards (seqeval imports
+# scikit-learn, the plots matplotlib); only those two Keras integrations stay
+# off in the process.
+KERAS_EXTRAS = ("sklearn", "matplotlib")
+
+
+@contextlib.contextmanager
+def hidden_from_import(names: tuple[str, ...]):
+    """`import name` raises ImportError inside the block, for each of `names` not imported yet."""
+    hidden = [name for name in names if name not in sys.modules]
+    for name in hidden:
+        sys.modules[name] = None  # the import system's own mark for "cannot be imported"
+    try:
+        yield
+    finally:
+        for name in hidden:
+            if name in sys.modules and sys.modules[name] is None:
+                del sys.modules[name]
 
 
 def set_random_seed(seed: int) -> None:
@@ -149,6 +179,10 @@ def setup_pool_worker(backend: str, threads: int) -> None:
     """A `--jobs N` worker: `setup_worker`, and an end with its parent."""
     setup_worker(backend, threads)
     exit_with_parent()
+
+
+def worker_ready() -> None:
+    """A pool worker's first task: none, its initializer did the work (see ProcessExecutor.start)."""
 
 
 def exit_with_parent(poll_seconds: float = 1.0) -> None:

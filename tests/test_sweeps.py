@@ -224,6 +224,28 @@ def test_one_set_of_workers_serves_every_experiment_of_a_command(write_spec, tmp
     assert len(accuracies[0]) == 4 and accuracies[0] == accuracies[1]  # the same runs, the same numbers
 
 
+def test_parallel_workers_start_before_the_specs_are_read_and_stop_on_a_spec_error(
+        tiny_spec, monkeypatch, capsys):
+    """Their backend import (seconds) overlaps the parent's reading; an invalid spec leaves no worker behind."""
+    import multiprocessing
+
+    from seqkeras import cli as cli_module
+
+    started = []
+
+    def invalid_specs(paths, overrides):
+        started.extend(multiprocessing.active_children())
+        raise cli_module.SpecError("tiny.yaml: model.units: must be at least 1")
+
+    monkeypatch.setattr(cli_module, "load_all", invalid_specs)
+    assert main(["run", str(tiny_spec), "--jobs", "2"]) == 2
+    assert "model.units: must be at least 1" in capsys.readouterr().err
+    assert len(started) == 2, started
+    for worker in started:
+        worker.join(timeout=10)
+        assert not worker.is_alive()
+
+
 @pytest.mark.slow
 def test_ray_local_executor_gives_the_same_table_as_serial(tiny_spec, tmp_path, capsys):
     pytest.importorskip("ray", reason="Ray is optional: pip install -r requirements-ray.txt")
