@@ -11,11 +11,11 @@ user waits for. The variants take turns (plain loop, side by side, ...), for
 `rounds` rounds, and each figure is the median of its rounds, so that a change
 in the machine's load hits both sides alike.
 
-Two sizes: 512 and 4,096 training sequences per run (about 3 s and 5 s a run
+Two sizes: 512 and 4,096 training sequences per run (about 2 s and 4 s a run
 in the plain loop; the figure gives the measured mean). Most of a small run is
 TensorFlow tracing its train and predict functions. Side by side pays some
 costs twice that a plain loop pays once, on the critical path: each worker
-imports TensorFlow (5-7 s), and nine runs on two workers end when the one with
+imports TensorFlow (3-5 s), and nine runs on two workers end when the one with
 five has finished. The shorter the runs, the larger these fixed costs are
 against the sweep, so both sizes are reported.
 """

@@ -92,7 +92,7 @@ class ProcessExecutor:
     """N runs at once, each in its own process with its own TensorFlow and thread settings.
 
     The workers are started once and serve every experiment of the command: each
-    start costs a TensorFlow import (5-7 s), which a folder of experiments would
+    start costs a TensorFlow import (3-5 s), which a folder of experiments would
     otherwise pay again for each one.
     """
 

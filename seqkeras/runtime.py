@@ -50,7 +50,7 @@ def select_backend(name: str | None = None, *, load: bool = True) -> str:
 
     Without `load` nothing heavy is imported: a process that only validates
     specs, reads results or hands runs to worker processes never needs
-    TensorFlow, whose import takes seconds (7 s on 2 cores), seconds that a
+    TensorFlow, whose import takes seconds (3-5 s on 2 cores), seconds that a
     `--jobs N` parent would spend before its workers start importing their own.
     """
     if name:

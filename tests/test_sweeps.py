@@ -179,7 +179,7 @@ def imported_by(*commands, cwd=None) -> str:
 
 
 def test_commands_that_only_read_specs_and_results_never_import_tensorflow(tiny_spec):
-    """validate, list, schema and table take a second, not the 7 s of importing TensorFlow."""
+    """validate, list, schema and table take a second, not the 3-5 s of importing TensorFlow."""
     repo = Path(__file__).resolve().parents[1]
     results = repo / "results" / "lesson-decoding"
     commands = ["validate|experiments", "list", f"schema|--out|{tiny_spec.parent / 'schema.json'}", f"table|{results}"]
