@@ -83,17 +83,22 @@ class FusedRNNMixin:
         dtype = getattr(torch, cell.compute_dtype)
         states = [torch.zeros((sequences.shape[0], size), dtype=dtype, device=sequences.device) for size in sizes]
         self._maybe_config_dropout_masks(cell, sequences[:, 0, :], states)
-        last_output, outputs, states = self.inner_loop(sequences, states, mask, training=training)
+        last_output, outputs, states = self.inner_loop(sequences, states, mask, training=training, checked=True)
         if outputs.dtype != dtype:  # a float64 kernel in a float32 layer: RNN.call's casts
             last_output, outputs, states = last_output.to(dtype), outputs.to(dtype), [s.to(dtype) for s in states]
         self._maybe_reset_dropout_masks(cell)
         output = outputs if self.return_sequences else last_output
         return (output, *states) if self.return_state else output
 
-    def inner_loop(self, sequences, initial_state, mask, training=False):
+    def inner_loop(self, sequences, initial_state, mask, training=False, *, checked=False):
+        """The fused kernel over the sequence, or Keras's loop where it cannot apply.
+
+        `checked`: the caller (this class's `call`) has found `fused_blocker()` None
+        already, so this step does not work it out twice.
+        """
         from seqkeras.layers import torch_rnn  # imports torch: only reached on the torch backend
 
-        reason = self.fused_blocker()
+        reason = None if checked else self.fused_blocker()
         if reason is None:
             if isinstance(mask, (list, tuple)):
                 mask = mask[0]
