@@ -13,7 +13,10 @@ On the torch backend, this module gives the same numbers with fewer passes:
   and its gradient with respect to the logits is p − onehot(target): one pass
   instead of log_softmax, a zero-filled gradient and log_softmax's backward
   (the math of a crossentropy from logits; rows whose p[target] underflows take
-  logsumexp(logits) − logit[target] instead, so the loss stays finite);
+  logsumexp(logits) − logit[target] instead, so the loss stays finite); a caller
+  that reads the probabilities no more after the backward pass can let that
+  gradient overwrite them (`reuse_probabilities`) instead of allocating another
+  (tokens, classes) tensor, whose fresh pages cost more than the pass itself;
 - accuracy compares p[target] with the row's maximum (a cheap reduction) and,
   where they are equal, checks that no earlier index holds the maximum too, so
   that a tie goes to the first maximal index exactly as in Keras's
@@ -41,7 +44,7 @@ def _torch_softmax_crossentropy():
         """Per-token −log softmax(logits)[target], reusing the softmax's probabilities."""
 
         @staticmethod
-        def forward(ctx, logits, probabilities, target):
+        def forward(ctx, logits, probabilities, target, reuse_probabilities):
             picked = probabilities.gather(1, target[:, None])[:, 0]
             loss = -torch.log(picked.clamp_min(TINY))
             tiny = picked < TINY
@@ -50,14 +53,18 @@ def _torch_softmax_crossentropy():
                 exact = torch.logsumexp(logits[rows], dim=1) - logits[rows, target[rows]]
                 loss = loss.index_put((rows,), exact)
             ctx.save_for_backward(probabilities, target)
+            ctx.reuse_probabilities = reuse_probabilities
             return loss
 
         @staticmethod
         def backward(ctx, grad):
             probabilities, target = ctx.saved_tensors
-            gradient = probabilities * grad[:, None]
+            if ctx.reuse_probabilities:
+                gradient = probabilities.mul_(grad[:, None])
+            else:
+                gradient = probabilities * grad[:, None]
             gradient.scatter_add_(1, target[:, None], -grad[:, None])
-            return gradient, None, None
+            return gradient, None, None, None
 
     return SoftmaxCrossEntropy
 
@@ -71,15 +78,24 @@ def _flat(y_true, y_pred):
 
 
 @keras.saving.register_keras_serializable(package="seqkeras")
-def softmax_crossentropy(y_true, y_pred):
-    """Keras's sparse categorical crossentropy for a softmax output, via its logits when it kept them."""
+def softmax_crossentropy(y_true, y_pred, *, reuse_probabilities: bool = False):
+    """Keras's sparse categorical crossentropy for a softmax output, via its logits when it kept them.
+
+    reuse_probabilities (torch only): the backward pass writes the logits' gradient over
+    y_pred's values. Only for a caller that reads y_pred no more once it has called
+    `backward`, and whose loss reaches y_pred by no other path (the softmax's own backward,
+    which needs them, must not run): the lean loop (torch_training.py), which computes its
+    accuracy before. Keras's `train_step` computes its metrics from y_pred after the
+    backward pass, so the compiled loss keeps the default.
+    """
     logits = getattr(y_pred, "_keras_logits", None)
     if logits is None:
         return keras.losses.sparse_categorical_crossentropy(y_true, y_pred)
     if keras.backend.backend() != "torch":
         return keras.losses.sparse_categorical_crossentropy(y_true, logits, from_logits=True)
     target, probabilities = _flat(y_true, y_pred)
-    loss = _torch_softmax_crossentropy().apply(logits.reshape(probabilities.shape), probabilities.detach(), target)
+    loss = _torch_softmax_crossentropy().apply(logits.reshape(probabilities.shape), probabilities.detach(), target,
+                                               reuse_probabilities)
     return loss.reshape(y_pred.shape[:-1])
 
 

@@ -15,7 +15,8 @@ a step where the plain PyTorch script takes 12: about 1 ms in the fit loop,
   without `Layer.__call__`'s bookkeeping where that gives the same result (`layer_chain.py`);
 - the loss is the compiled `softmax_crossentropy` reduced exactly as Keras's
   `reduce_weighted_values` does ("sum_over_batch_size": sample weights times the
-  output mask scaled by total/valid, summed, divided by the token count);
+  output mask scaled by total/valid, summed, divided by the token count), its
+  gradient written over the softmax's output, which the step reads no more;
 - the update is Keras's Adam formula, fused (`torch_adam.py`), or the
   optimizer's own `apply` for any other optimizer or option;
 - loss and accuracy are accumulated on the device, as Keras's Mean trackers
@@ -80,6 +81,9 @@ class LeanLoop:
         self.parameters = [variable.value for variable in self.weights]  # their tensors, filled in place by loading
         # A chain of layers adds no loss in its call (layer_chain.py), so only weight regularizers can add any.
         self.adds_losses = self.forward is model or any(w.regularizer is not None for w in self.weights)
+        # The loss's gradient may then overwrite the softmax's output (softmax_training.py): no
+        # loss a layer adds in its call can reach it, and the accuracy is taken before `backward`.
+        self.reuse_probabilities = self.forward is not model
         # None: the optimizer's own apply (also taken for a step where some weight got no gradient).
         self.update = torch_adam.fused_update(model.optimizer, self.weights)
 
@@ -92,7 +96,7 @@ class LeanLoop:
         for rows in _batches(len(y), batch_size):
             batch_weight = sample_weight[rows] if sample_weight is not None else None
             y_pred = self.forward(x[rows], training=True)
-            loss, accuracy, weight = _loss_and_accuracy(y[rows], y_pred, batch_weight)
+            loss, accuracy, weight = _loss_and_accuracy(y[rows], y_pred, batch_weight, self.reuse_probabilities)
             loss = self._with_added_losses(loss)
             for parameter in self.parameters:
                 parameter.grad = None
@@ -144,13 +148,14 @@ def _batches(rows: int, batch_size: int):
     return (slice(start, min(start + batch_size, rows)) for start in range(0, rows, batch_size))
 
 
-def _loss_and_accuracy(y_true, y_pred, sample_weight):
+def _loss_and_accuracy(y_true, y_pred, sample_weight, reuse_probabilities: bool = False):
     """Keras's compiled loss for the batch, and the accuracy values and weights its Mean tracker would add.
 
     The same operations in the same order as Keras's `reduce_weighted_values` and
     `apply_mask`, so that the loss (and its gradient) match Keras's to the last bit.
+    reuse_probabilities: the loss's backward pass may overwrite y_pred (the accuracy is computed here, before).
     """
-    values = softmax_training.softmax_crossentropy(y_true, y_pred)
+    values = softmax_training.softmax_crossentropy(y_true, y_pred, reuse_probabilities=reuse_probabilities)
     mask = getattr(y_pred, "_keras_mask", None)
     # None stands for Keras's weights of ones: multiplying by one changes no bit, so it is skipped.
     weight = None if sample_weight is None else sample_weight.to(values.dtype)

@@ -79,6 +79,8 @@ def test_torch_loss_and_accuracy_match_keras(report):
     checks = report["softmax"]
     assert checks["loss and gradient"] <= TOLERANCE
     assert math.isclose(checks["underflowed loss"], 203.066, rel_tol=1e-4)  # finite: taken from the logits
+    assert checks["reused probabilities: loss and gradient"] == 0.0  # the same operations, bit for bit
+    assert checks["reused probabilities hold the gradient"]  # no second (tokens, classes) tensor
     assert checks["accuracy"] == checks["keras accuracy"] == [0.0, 1.0, 0.0, 1.0]  # ties go to the first index
     keras_loss, suite_loss = checks["train step loss"]
     assert math.isclose(keras_loss, suite_loss, rel_tol=TOLERANCE)

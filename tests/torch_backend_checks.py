@@ -236,6 +236,15 @@ def softmax_loss_and_accuracy() -> dict[str, object]:
     results["loss and gradient"] = scaled_difference(found[1], found[0])
     results["underflowed loss"] = float(found[0][0][0, 0])
 
+    # The lean loop's variant: the same loss and gradient, the gradient written over the probabilities.
+    z = logits.clone().requires_grad_(True)
+    probabilities = keras.activations.softmax(z)
+    loss = softmax_training.softmax_crossentropy(target, probabilities, reuse_probabilities=True)
+    (gradient,) = torch.autograd.grad((loss * torch.arange(12.0).reshape(3, 4)).sum(), [z])
+    results["reused probabilities: loss and gradient"] = scaled_difference(
+        found[0], [loss.detach().numpy(), gradient.numpy()])
+    results["reused probabilities hold the gradient"] = bool(torch.equal(probabilities.detach(), gradient))
+
     probabilities = torch.tensor([[0.2, 0.4, 0.4], [0.4, 0.4, 0.2], [0.1, 0.2, 0.7], [0.5, 0.3, 0.2]])
     labels = torch.tensor([2, 0, 1, 0])  # a tie lost to an earlier index, a tie won, a miss, a hit
     ours = softmax_training.sparse_accuracy(labels, probabilities).numpy().tolist()
