@@ -35,3 +35,18 @@ def test_bench_runs_end_to_end_at_tiny_size(tmp_path):
     assert (mine["value"] > 0).all()
     ratios = mine[mine["benchmark"] != "lesson time"]
     assert (ratios["ratio"] > 0).all() and (ratios["baseline"] > 0).all()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["tensorflow", "torch"])
+def test_gpu_comparison_runs_here_on_the_cpu(backend):
+    """The GPU rows' code path, on the CPU: without a GPU `make bench` never runs it, so a break would wait for one."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import recurrent_throughput
+
+    results = recurrent_throughput.compare(backend, "cpu", {"tiny": recurrent_throughput.TINY}, [], "wall")
+    assert [result["cell"] for result in results] == recurrent_throughput.CELLS
+    assert {result["backend"] for result in results} == {backend}
+    rows = [recurrent_throughput._gpu_row(result) for result in results]
+    assert all(row["value"] > 0 and row["baseline"] > 0 and row["goal"] == ">= 0.9" for row in rows)
+    assert all(f"suite ({backend} backend, GPU) vs PyTorch (cuDNN)" in row["figure"] for row in rows)
