@@ -61,7 +61,7 @@ CELLS = ["simple_rnn", "lstm", "gru"]
 CONFIGS = {"full": LMConfig(batch=32, units=256), "small": LMConfig(batch=16, units=32)}
 TINY = LMConfig(batch=4, units=8, embedding=8, vocabulary=50, length=8)
 # Steps per round, rounds per side in a trial, trials (fresh processes): a round of the full
-# LSTM takes about 0.4 s on 2 cores, a small one about 0.2 s; the CPU rows take about 2.5 minutes.
+# LSTM takes about 0.4 s on 2 cores, a small one about 0.2 s; the CPU rows took 2m09s in all.
 PLAN = {"full": (6, 3, 5), "small": (15, 4, 5), "tiny": (2, 1, 1), "gpu": (20, 3, 3)}
 CPU_GOAL, GPU_GOAL = 1.0, 0.9
 BENCHMARK = "recurrent training"

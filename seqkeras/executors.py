@@ -156,6 +156,8 @@ class RayExecutor:
     be reachable from every node (a shared file system) for multi-node clusters.
     """
 
+    slots = 1  # a cluster's runs at once are Ray's to decide: count on none
+
     def __init__(self, address: str | None, backend: str, num_cpus: float, num_gpus: float):
         try:
             import ray
@@ -168,7 +170,6 @@ class RayExecutor:
         self.backend = backend
         self.num_cpus = num_cpus
         self.num_gpus = num_gpus
-        self.slots = 1  # a cluster's runs at once are Ray's to decide: count on none
 
     def start(self) -> None:
         pass  # Ray starts at the first map: its start-up blocks, and a spec error should not wait for it
