@@ -209,11 +209,11 @@ class Server:
 
 def suite_trainer(config: LMConfig, steps: int, device: str):
     """The suite's language model and training path on `steps` batches of random token ids."""
+    from seqkeras.backends.runtime import set_random_seed
     from seqkeras.models.recurrent import LanguageModelParams, build_lm
-    from seqkeras.runtime import set_random_seed
-    from seqkeras.spec import TrainSpec
+    from seqkeras.spec.sections import TrainSpec
     from seqkeras.tasks.base import LANGUAGE_MODELING, SequenceData, Vocabulary
-    from seqkeras.training import fit
+    from seqkeras.training.trainer import fit
 
     set_random_seed(0)
     tokens = random_batches(config, steps, seed=1).reshape(steps * config.batch, config.length + 1)
@@ -229,7 +229,7 @@ def suite_trainer(config: LMConfig, steps: int, device: str):
 
 def serve_suite(threads: int | None) -> None:
     """The suite's side: a process set up as `seqkeras run` sets up its own, then `serve`."""
-    from seqkeras.runtime import select_backend
+    from seqkeras.backends.runtime import select_backend
 
     select_backend(os.environ["KERAS_BACKEND"])
     import torch

@@ -6,19 +6,24 @@ registries, so what is documented is exactly what is accepted.
 
 from __future__ import annotations
 
-from seqkeras.cells import CELLS, NoParams
-from seqkeras.models import recurrent
-from seqkeras.models import seq2seq_params
-from seqkeras.models import ngram_lm, nplm, transformer
-from seqkeras.probes import decoding, gradient_flow, memory, ngram_counts, unroll
-from seqkeras.probes import recurrence_vs_attention
-from seqkeras.registry import Component, Registry
-from seqkeras.tasks import agreement, bio_toy, char_lm, delayed_recall, files, rotten_tomatoes, wnut
-from seqkeras.tasks.base import CLASSIFICATION, LANGUAGE_MODELING, TAGGING
-from seqkeras.tasks import de_en, seq2seq_synthetic
-from seqkeras.tasks import lm_corpus
-from seqkeras.tasks.base import SEQ2SEQ
 from seqkeras.decoding import decoders
+from seqkeras.models import ngram_lm, nplm, recurrent, seq2seq_params, transformer
+from seqkeras.models.cells import CELLS, NoParams
+from seqkeras.probes import decoding, gradient_flow, memory, ngram_counts, recurrence_vs_attention, unroll
+from seqkeras.registry import Component, Registry
+from seqkeras.tasks import (
+    agreement,
+    bio_toy,
+    char_lm,
+    de_en,
+    delayed_recall,
+    files,
+    lm_corpus,
+    rotten_tomatoes,
+    seq2seq_synthetic,
+    wnut,
+)
+from seqkeras.tasks.base import CLASSIFICATION, LANGUAGE_MODELING, SEQ2SEQ, TAGGING
 
 TASKS = Registry(
     "task",
@@ -67,23 +72,23 @@ MODELS = Registry(
                   recurrent.TaggerParams, "seqkeras.models.recurrent:build_tagger", problem=TAGGING),
         Component("lm", "Embedding → recurrent stack → next-token softmax; reports perplexity.",
                   recurrent.LanguageModelParams, "seqkeras.models.recurrent:build_lm", problem=LANGUAGE_MODELING,
-                  evaluator="seqkeras.lm_evaluation:evaluate"),
+                  evaluator="seqkeras.evaluation.language_model:evaluate"),
         Component("ngram", "Counted n-gram LM (order 1–5, add-k or interpolated Kneser–Ney); no training loop.",
                   ngram_lm.NgramParams, "seqkeras.models.ngram_lm:build", problem=LANGUAGE_MODELING,
-                  evaluator="seqkeras.lm_evaluation:evaluate"),
+                  evaluator="seqkeras.evaluation.language_model:evaluate"),
         Component("nplm", "Bengio et al. 2003: the previous n−1 embeddings concatenated → tanh layer → softmax.",
                   nplm.NplmParams, "seqkeras.models.nplm:build", problem=LANGUAGE_MODELING,
-                  evaluator="seqkeras.lm_evaluation:evaluate"),
+                  evaluator="seqkeras.evaluation.language_model:evaluate"),
         Component("transformer", "Causal Transformer LM: keras-hub TokenAndPositionEmbedding → TransformerDecoder blocks "
                   "(self-attention only) → softmax.",
                   transformer.TransformerParams, "seqkeras.models.transformer:build_lm", problem=LANGUAGE_MODELING,
-                  evaluator="seqkeras.lm_evaluation:evaluate"),
+                  evaluator="seqkeras.evaluation.language_model:evaluate"),
         Component("transformer_classifier", "keras-hub TransformerEncoder blocks → mean over tokens → softmax over classes.",
                   transformer.TransformerParams, "seqkeras.models.transformer:build_classifier",
                   problem=CLASSIFICATION),
         Component("seq2seq", "Recurrent encoder-decoder, attention none/bahdanau/luong; teacher forcing; any decoder.",
                   seq2seq_params.Seq2SeqParams, "seqkeras.models.seq2seq:build", problem=SEQ2SEQ,
-                  evaluator="seqkeras.seq2seq_evaluation:evaluate"),
+                  evaluator="seqkeras.evaluation.seq2seq:evaluate"),
     ],
 )
 
@@ -91,50 +96,50 @@ METRICS = Registry(
     "metric",
     [
         Component("accuracy", "Share of test sequences whose label is predicted correctly.",
-                  NoParams, "seqkeras.metrics:accuracy", problems=(CLASSIFICATION,)),
+                  NoParams, "seqkeras.evaluation.metrics:accuracy", problems=(CLASSIFICATION,)),
         Component("token_accuracy", "Share of real (non-padding) tokens predicted correctly.",
-                  NoParams, "seqkeras.metrics:token_accuracy", problems=(TAGGING, LANGUAGE_MODELING)),
+                  NoParams, "seqkeras.evaluation.metrics:token_accuracy", problems=(TAGGING, LANGUAGE_MODELING)),
         Component("cross_entropy", "Mean negative log-likelihood per target, in nats.",
-                  NoParams, "seqkeras.metrics:cross_entropy", problems=(CLASSIFICATION, TAGGING, LANGUAGE_MODELING)),
+                  NoParams, "seqkeras.evaluation.metrics:cross_entropy", problems=(CLASSIFICATION, TAGGING, LANGUAGE_MODELING)),
         Component("perplexity", "exp(cross-entropy) per token; a uniform model scores the vocabulary size.",
-                  NoParams, "seqkeras.metrics:perplexity", problems=(LANGUAGE_MODELING,)),
+                  NoParams, "seqkeras.evaluation.metrics:perplexity", problems=(LANGUAGE_MODELING,)),
         Component("entity_precision", "Share of predicted entities (type and both boundaries) that are true (seqeval).",
-                  NoParams, "seqkeras.metrics:entity_precision", problems=(TAGGING,)),
+                  NoParams, "seqkeras.evaluation.metrics:entity_precision", problems=(TAGGING,)),
         Component("entity_recall", "Share of true entities that are predicted exactly (seqeval).",
-                  NoParams, "seqkeras.metrics:entity_recall", problems=(TAGGING,)),
+                  NoParams, "seqkeras.evaluation.metrics:entity_recall", problems=(TAGGING,)),
         Component("entity_f1", "Harmonic mean of entity precision and recall, CoNLL style (seqeval).",
-                  NoParams, "seqkeras.metrics:entity_f1", problems=(TAGGING,)),
+                  NoParams, "seqkeras.evaluation.metrics:entity_f1", problems=(TAGGING,)),
         Component("invalid_transitions", "Predicted I-X tags that BIO forbids (after O or another type), counted.",
-                  NoParams, "seqkeras.metrics:invalid_transitions", problems=(TAGGING,)),
+                  NoParams, "seqkeras.evaluation.metrics:invalid_transitions", problems=(TAGGING,)),
         Component("bleu", "Seq2seq: sacrebleu corpus BLEU (0–100) of the outputs against the references.",
-                  NoParams, "seqkeras.seq2seq_metrics:bleu", problems=(SEQ2SEQ,)),
+                  NoParams, "seqkeras.evaluation.seq2seq_metrics:bleu", problems=(SEQ2SEQ,)),
         Component("chrf", "Seq2seq: sacrebleu corpus chrF (0–100), character n-gram F-score.",
-                  NoParams, "seqkeras.seq2seq_metrics:chrf", problems=(SEQ2SEQ,)),
+                  NoParams, "seqkeras.evaluation.seq2seq_metrics:chrf", problems=(SEQ2SEQ,)),
         Component("exact_match", "Seq2seq: share of outputs identical to their reference.",
-                  NoParams, "seqkeras.seq2seq_metrics:exact_match", problems=(SEQ2SEQ,)),
+                  NoParams, "seqkeras.evaluation.seq2seq_metrics:exact_match", problems=(SEQ2SEQ,)),
         Component("teacher_forced_token_accuracy",
                   "Seq2seq: share of reference tokens (and ends) predicted right when reading the true previous tokens.",
-                  NoParams, "seqkeras.seq2seq_metrics:teacher_forced_token_accuracy", problems=(SEQ2SEQ,)),
+                  NoParams, "seqkeras.evaluation.seq2seq_metrics:teacher_forced_token_accuracy", problems=(SEQ2SEQ,)),
         Component("free_running_token_accuracy",
                   "Seq2seq: share of reference tokens (and ends) the decoder's own output matches, position by position.",
-                  NoParams, "seqkeras.seq2seq_metrics:free_running_token_accuracy", problems=(SEQ2SEQ,)),
+                  NoParams, "seqkeras.evaluation.seq2seq_metrics:free_running_token_accuracy", problems=(SEQ2SEQ,)),
         Component("exposure_gap", "Seq2seq: teacher-forced minus free-running token accuracy (exposure bias).",
-                  NoParams, "seqkeras.seq2seq_metrics:exposure_gap", problems=(SEQ2SEQ,)),
+                  NoParams, "seqkeras.evaluation.seq2seq_metrics:exposure_gap", problems=(SEQ2SEQ,)),
         Component("mean_log_prob", "Seq2seq: mean log P(output | source) under the model, in nats.",
-                  NoParams, "seqkeras.seq2seq_metrics:mean_log_prob", problems=(SEQ2SEQ,)),
+                  NoParams, "seqkeras.evaluation.seq2seq_metrics:mean_log_prob", problems=(SEQ2SEQ,)),
         Component("log_prob_per_token", "Seq2seq: the outputs' total log-probability per output token.",
-                  NoParams, "seqkeras.seq2seq_metrics:log_prob_per_token", problems=(SEQ2SEQ,)),
+                  NoParams, "seqkeras.evaluation.seq2seq_metrics:log_prob_per_token", problems=(SEQ2SEQ,)),
         Component("length_ratio", "Seq2seq: output tokens / reference tokens (below 1: too short).",
-                  NoParams, "seqkeras.seq2seq_metrics:length_ratio", problems=(SEQ2SEQ,)),
+                  NoParams, "seqkeras.evaluation.seq2seq_metrics:length_ratio", problems=(SEQ2SEQ,)),
         Component("distinct_1", "Seq2seq: distinct tokens / all tokens over the outputs (diversity).",
-                  NoParams, "seqkeras.seq2seq_metrics:distinct_1", problems=(SEQ2SEQ,)),
+                  NoParams, "seqkeras.evaluation.seq2seq_metrics:distinct_1", problems=(SEQ2SEQ,)),
         Component("distinct_2", "Seq2seq: distinct bigrams / all bigrams over the outputs (diversity).",
-                  NoParams, "seqkeras.seq2seq_metrics:distinct_2", problems=(SEQ2SEQ,)),
+                  NoParams, "seqkeras.evaluation.seq2seq_metrics:distinct_2", problems=(SEQ2SEQ,)),
         Component("seconds_per_sequence", "Seq2seq: decoding time per test sequence.",
-                  NoParams, "seqkeras.seq2seq_metrics:seconds_per_sequence", problems=(SEQ2SEQ,)),
+                  NoParams, "seqkeras.evaluation.seq2seq_metrics:seconds_per_sequence", problems=(SEQ2SEQ,)),
         Component("by_length", "Seq2seq: adds every other listed metric per source-length bucket, "
                   "as <metric>_len_<lo>_<hi> (bucket width: task.bucket_width).",
-                  NoParams, "seqkeras.seq2seq_metrics:length_buckets", problems=(SEQ2SEQ,)),
+                  NoParams, "seqkeras.evaluation.seq2seq_metrics:length_buckets", problems=(SEQ2SEQ,)),
     ],
 )
 

@@ -27,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     with sigterm_as_ctrl_c():
         try:
             if args.command != "run":  # `run` picks its backend from --backend first
-                from seqkeras.runtime import select_backend
+                from seqkeras.backends.runtime import select_backend
 
                 select_backend(load=False)  # these commands read specs and results: no Keras needed
             return args.handler(args)
@@ -134,7 +134,7 @@ def positive_int(text: str) -> int:
 
 
 def make_executor(args, backend: str):
-    from seqkeras.executors import ProcessExecutor, RayExecutor, SerialExecutor
+    from seqkeras.execution.executors import ProcessExecutor, RayExecutor, SerialExecutor
 
     if args.executor == "ray":
         return RayExecutor(args.address, backend, args.cpus_per_run, args.gpus_per_run)
@@ -161,7 +161,7 @@ def spec_files(paths: list[str]) -> list[Path]:
 
 def load_all(paths: list[str], overrides: list[str]):
     """Validate every spec first: one bad file means nothing runs."""
-    from seqkeras.spec import load_experiment
+    from seqkeras.spec.loader import load_experiment
 
     experiments, errors = [], []
     for file in spec_files(paths):
@@ -185,7 +185,7 @@ def command_validate(args) -> int:
 
 
 def command_run(args) -> int:
-    from seqkeras.runtime import select_backend
+    from seqkeras.backends.runtime import select_backend
 
     backend = select_backend(args.backend, load=False)
     executor = make_executor(args, backend)
@@ -204,14 +204,14 @@ def command_run(args) -> int:
 
 def run_all(args, executor) -> tuple[list, int]:
     """Every experiment of the command, in turn: (experiment name, verdict) pairs and the failed runs."""
-    from seqkeras.executors import SerialExecutor
-    from seqkeras.runtime import select_backend
+    from seqkeras.backends.runtime import select_backend
+    from seqkeras.execution.executors import SerialExecutor
 
     experiments = load_all(args.paths, args.overrides)
     if isinstance(executor, SerialExecutor):  # runs here: import the backend (chosen above) now, quietly
         select_backend()
-    from seqkeras.report import to_markdown, verdict_frame
-    from seqkeras.runner import run_experiment
+    from seqkeras.execution.experiment import run_experiment
+    from seqkeras.reporting.tables import to_markdown, verdict_frame
 
     out_root = Path(args.out)
     try:
@@ -243,9 +243,9 @@ def run_all(args, executor) -> tuple[list, int]:
 def command_table(args) -> int:
     import yaml
 
-    from seqkeras.report import pivot, summary_tables, to_markdown
-    from seqkeras.results import read_runs
-    from seqkeras.spec import TableSpec
+    from seqkeras.reporting.tables import pivot, summary_tables, to_markdown
+    from seqkeras.results.folder import read_runs
+    from seqkeras.spec.sections import TableSpec
 
     results_dir = Path(args.results_dir)
     if args.rebuild:
@@ -274,9 +274,9 @@ def command_table(args) -> int:
 
 def rebuild(folder: Path) -> None:
     """runs.csv from the run folders' metrics.json, then table.md and the plots, under the saved spec."""
-    from seqkeras.results import read_runs, rebuild_runs
-    from seqkeras.runner import summarize
-    from seqkeras.spec import load_experiment
+    from seqkeras.execution.experiment import summarize
+    from seqkeras.results.folder import read_runs, rebuild_runs
+    from seqkeras.spec.loader import load_experiment
 
     saved = folder / "experiment.yaml"
     experiment = load_experiment(saved) if saved.is_file() else None
@@ -331,7 +331,7 @@ def describe_params(model) -> list[str]:
 
 
 def command_compare(args) -> int:
-    from seqkeras.compare import compare_paths, render_csv, render_markdown, tolerance_summary
+    from seqkeras.reporting.compare import compare_paths, render_csv, render_markdown, tolerance_summary
 
     report = compare_paths(Path(args.a), Path(args.b), on=args.on, metrics=args.metric, tolerance=args.tolerance)
     if args.format == "csv":
@@ -344,7 +344,7 @@ def command_compare(args) -> int:
 
 
 def command_report(args) -> int:
-    from seqkeras.html_report import write_reports
+    from seqkeras.reporting.html import write_reports
 
     index, pages = write_reports([Path(p) for p in args.results_dirs], Path(args.out) if args.out else None)
     for page in pages:
@@ -354,11 +354,11 @@ def command_report(args) -> int:
 
 
 def command_schema(args) -> int:
-    from seqkeras.schema import schema_text
+    from seqkeras.spec.json_schema import schema_text
 
     text = schema_text()
     if args.out:
-        from seqkeras.results import write_atomic
+        from seqkeras.results.folder import write_atomic
 
         write_atomic(Path(args.out), text)
         print(f"wrote {args.out}", file=sys.stderr)

@@ -48,8 +48,8 @@ class Component:
     # For metrics: the problems they apply to.
     problems: tuple[str, ...] = ()
     # For model kinds: "module:function" that evaluates a trained model on the
-    # test set and returns one or more `seqkeras.evaluation.EvaluationRow`.
-    evaluator: str = "seqkeras.evaluation:evaluate_predictions"
+    # test set and returns one or more `seqkeras.evaluation.rows.EvaluationRow`.
+    evaluator: str = "seqkeras.evaluation.rows:evaluate_predictions"
 
     def load(self) -> Callable[..., Any]:
         return load_path(self.builder)

@@ -11,7 +11,7 @@ import pytest
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ["CUDA_VISIBLE_DEVICES"] = ""  # tests never rely on a GPU
 
-from seqkeras.runtime import select_backend  # noqa: E402
+from seqkeras.backends.runtime import select_backend
 
 select_backend("tensorflow")
 

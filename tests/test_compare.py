@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from seqkeras.cli import main
-from seqkeras.compare import compare_paths, compare_runs, key_text, paired_test
+from seqkeras.reporting.compare import compare_paths, compare_runs, key_text, paired_test
 from tests.conftest import REPO
 
 COLUMNS = ["experiment", "run_id", "status", "model.cell", "task.lag", "seed", "accuracy", "output",

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from keras import ops
 
+from seqkeras.evaluation.tagging import entity_scores, ids_to_tags, invalid_transitions
 from seqkeras.layers.crf import CRF, CRFTagger, bio_transition_constraints
-from seqkeras.tagging_metrics import entity_scores, ids_to_tags, invalid_transitions
 
 BIO_TAGS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
 

@@ -16,7 +16,6 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from seqkeras.decoding.decoders import IMPOSSIBLE_LOG_PROB, BeamChoice, length_penalty
 from seqkeras.decoding import (
     LESSON_TABLE,
     BeamDecoder,
@@ -29,9 +28,9 @@ from seqkeras.decoding import (
     check_table,
     score_sequences,
 )
+from seqkeras.decoding.decoders import IMPOSSIBLE_LOG_PROB, BeamChoice, length_penalty
 from seqkeras.errors import SpecError
 from seqkeras.probes import decoding as decoding_probe
-
 
 # --- fake step models -------------------------------------------------------------
 

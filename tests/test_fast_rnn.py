@@ -17,8 +17,8 @@ import sys
 import keras
 import pytest
 
-from seqkeras import runtime
-from seqkeras.layers import fused_rnn
+from seqkeras.backends import runtime
+from seqkeras.backends.torch import fused_rnn
 from tests.conftest import REPO
 
 needs_torch = pytest.mark.skipif(
@@ -90,7 +90,7 @@ def test_torch_loss_and_accuracy_match_keras(report):
 
 @needs_torch
 def test_lean_torch_loop_gives_keras_fit_history_and_weights(report):
-    # training.fit through Keras's fit and through torch_training.LeanLoop, same initial weights and batches:
+    # trainer.fit through Keras's fit and through torch_training.LeanLoop, same initial weights and batches:
     # an LM with padding weights, validation and early stopping (fused Adam), the LM with an L2
     # regularizer (a loss no layer call adds), a tagger with clipnorm (Keras's optimizer.apply),
     # a classifier with SGD (no mask, no sample weights).
@@ -157,10 +157,10 @@ def test_seeding_without_tensorflow_draws_what_keras_seeding_draws(report):
 
 
 def test_tensorflow_backend_keeps_keras_fit():
-    from seqkeras import training
+    from seqkeras.training import trainer
 
     assert keras.backend.backend() == "tensorflow"
-    assert training.lean_loop(keras.Sequential()) is None  # the lean loop is the torch backend's only
+    assert trainer.lean_loop(keras.Sequential()) is None  # the lean loop is the torch backend's only
 
 
 def test_tensorflow_backend_keeps_keras_layers_and_says_so(capsys):

@@ -11,14 +11,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from seqkeras import lm_evaluation
 from seqkeras.errors import SpecError
-from seqkeras.generation import GenerateSpec, Sample, distinct, repetition_rate, sample_metrics
+from seqkeras.evaluation import language_model
+from seqkeras.evaluation.generation import GenerateSpec, Sample, distinct, repetition_rate, sample_metrics
+from seqkeras.execution.single_run import execute
 from seqkeras.models import nplm, transformer
 from seqkeras.models.ngram_lm import EOS, NgramLanguageModel, NgramParams
 from seqkeras.probes import recurrence_vs_attention as rva
-from seqkeras.runner import execute
-from seqkeras.spec import build_experiment
+from seqkeras.spec.loader import build_experiment
 from seqkeras.tasks import lm_corpus
 from seqkeras.tasks.base import LANGUAGE_MODELING, SequenceData, Vocabulary
 
@@ -142,14 +142,14 @@ def test_ngram_distributions_are_the_counts_probabilities(text_file, params):
 def test_ngram_perplexity_is_scored_on_the_test_windows(text_file):
     data = lm_corpus.build(corpus_params(text_file), seed=0)
     model = estimated_ngram(data, order=2)
-    probabilities, predicted = lm_evaluation.score(model, data.x_test, data.y_test)
+    probabilities, predicted = language_model.score(model, data.x_test, data.y_test)
     row, t = 1, 4
     assert probabilities[row, t] == model.distribution(data.x_test[row, : t + 1])[data.y_test[row, t]]
-    metrics = lm_evaluation.token_metrics(probabilities, predicted, data.y_test, data.x_test != 0)
+    metrics = language_model.token_metrics(probabilities, predicted, data.y_test, data.x_test != 0)
     assert metrics["perplexity"] == pytest.approx(math.exp(-np.log(probabilities).mean()))
     # A near-uniform unigram model (huge pseudo-counts) scores the size of its vocabulary.
     uniform = estimated_ngram(data, order=1, smoothing="add_k", k=1e9)
-    metrics = lm_evaluation.token_metrics(*lm_evaluation.score(uniform, data.x_test, data.y_test), data.y_test,
+    metrics = language_model.token_metrics(*language_model.score(uniform, data.x_test, data.y_test), data.y_test,
                                           data.x_test != 0)
     assert metrics["perplexity"] == pytest.approx(len(uniform.counts.vocabulary), rel=1e-6)
 
@@ -164,7 +164,7 @@ def test_ngram_kind_runs_through_the_runner_without_a_training_loop(write_spec, 
           generate: {{prompts: ["and god said", ""], length: 6}}
           decoders: [{{name: greedy}}, {{name: sample, temperature: 0.001}}, {{name: sample, temperature: 2.0}}]
     """)
-    from seqkeras.spec import load_experiment
+    from seqkeras.spec.loader import load_experiment
 
     run = load_experiment(spec).runs[0]
     record = execute(run, tmp_path / "run")
@@ -256,7 +256,7 @@ def test_generation_rows_from_a_trained_neural_lm(write_spec, text_file, tmp_pat
           generate: {{prompts: ["and god", "the"], length: 8, repetition_n: 2}}
           decoders: [{{name: greedy}}, {{name: beam, width: 3}}, {{name: sample, temperature: 3.0, top_p: 0.95}}]
     """)
-    from seqkeras.spec import load_experiment
+    from seqkeras.spec.loader import load_experiment
 
     record = execute(load_experiment(spec).runs[0], tmp_path / "run")
     assert record["status"] == "ok", record.get("traceback")

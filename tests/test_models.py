@@ -6,9 +6,9 @@ import keras
 import numpy as np
 import pytest
 
-from seqkeras.cells import textbook_parameter_count
+from seqkeras.evaluation.metrics import Predictions, perplexity, token_accuracy
 from seqkeras.layers.initializers import ForgetGateBias
-from seqkeras.metrics import Predictions, perplexity, token_accuracy
+from seqkeras.models.cells import textbook_parameter_count
 from seqkeras.models.recurrent import (
     ClassifierParams,
     LanguageModelParams,

@@ -21,9 +21,10 @@ import yaml
 
 from seqkeras.cli import main
 from seqkeras.errors import SpecError
-from seqkeras.html_report import write_reports
-from seqkeras.plotting import PlotSpec, plot_folder, read_manifest
-from seqkeras.spec import build_experiment
+from seqkeras.reporting.html import write_reports
+from seqkeras.reporting.plots import plot_folder, read_manifest
+from seqkeras.spec.loader import build_experiment
+from seqkeras.spec.sections import PlotSpec
 from tests.conftest import TINY_TRAINING_SPEC
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -236,12 +237,12 @@ def test_run_writes_plots_and_a_failing_plot_loses_no_result(write_spec, tmp_pat
     assert_drawn_png(folder / "learning_curves.png")
     assert "plot not_a_metric_by_model-cell.png" in captured.err and "plots: accuracy_by_model-cell_bar.png" in captured.out
 
-    import seqkeras.plotting
+    import seqkeras.reporting.plots
 
     def broken(*args, **kwargs):
         raise RuntimeError("no fonts today")
 
-    monkeypatch.setattr(seqkeras.plotting, "plan_plots", broken)
+    monkeypatch.setattr(seqkeras.reporting.plots, "plan_plots", broken)
     (folder / "runs.csv").unlink()
     code = main(["run", str(spec), "--out", str(out), "--set", "seeds=[0]", "--set", "model.cell=[lstm]"])
     captured = capsys.readouterr()

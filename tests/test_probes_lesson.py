@@ -13,7 +13,7 @@ import numpy as np
 import pydantic
 import pytest
 
-from seqkeras.ngram import NgramCounts, tokenize
+from seqkeras.models.ngram_counts import NgramCounts, tokenize
 from seqkeras.probes import gradient_flow, memory, ngram_counts, unroll
 from seqkeras.probes.base import ProbeResult
 

@@ -14,11 +14,11 @@ import pytest
 
 from seqkeras.cli import main
 from seqkeras.errors import SpecError
-from seqkeras.metrics import Predictions, entity_f1, invalid_transitions, token_accuracy
+from seqkeras.evaluation.metrics import Predictions, entity_f1, invalid_transitions, token_accuracy
+from seqkeras.evaluation.tagging import invalid_transitions as count_invalid
 from seqkeras.models.crf_tagger import SequenceCRFTagger, crf_marginals
 from seqkeras.models.recurrent import TaggerParams, build_tagger
-from seqkeras.spec import build_experiment
-from seqkeras.tagging_metrics import invalid_transitions as count_invalid
+from seqkeras.spec.loader import build_experiment
 from seqkeras.tasks import files, rotten_tomatoes, wnut
 from seqkeras.tasks.base import PAD, UNK, SequenceData, Vocabulary
 from seqkeras.tasks.corpora import PackagedFile

@@ -14,7 +14,7 @@ from tests.conftest import REPO
 PAGE_FAULTS = """
 import resource
 import numpy as np
-from seqkeras import runtime
+from seqkeras.backends.torch.memory import reuse_freed_memory
 
 def page_faults():
     before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
@@ -23,7 +23,7 @@ def page_faults():
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
 
 default = page_faults()
-runtime.reuse_freed_memory()
+reuse_freed_memory()
 page_faults()  # the heap grows to hold the block once
 print(default, page_faults())
 """
@@ -42,7 +42,7 @@ def test_freed_memory_is_reused_instead_of_faulted_in_again():
 # In a process of its own: pytest's process has imported Keras already.
 KERAS_WITHOUT_EXTRAS = """
 import sys
-from seqkeras.runtime import select_backend
+from seqkeras.backends.runtime import select_backend
 select_backend(sys.argv[1])
 import keras
 skipped = [name for name in ("sklearn", "matplotlib") if name in sys.modules]

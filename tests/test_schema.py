@@ -11,11 +11,11 @@ import pytest
 import yaml
 
 from seqkeras import catalog
-from seqkeras.cells import CELLS
 from seqkeras.cli import main
 from seqkeras.errors import SpecError
-from seqkeras.schema import FILE_NAME, build_schema, schema_text
-from seqkeras.spec import build_experiment
+from seqkeras.models.cells import CELLS
+from seqkeras.spec.json_schema import FILE_NAME, build_schema, schema_text
+from seqkeras.spec.loader import build_experiment
 from tests.conftest import REPO, TINY_TRAINING_SPEC
 
 EXPERIMENTS = sorted((REPO / "experiments").rglob("*.yaml"))

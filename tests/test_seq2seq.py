@@ -13,7 +13,7 @@ import pytest
 
 from seqkeras.decoding import GreedyDecoder, score_sequences
 from seqkeras.errors import SpecError
-from seqkeras.seq2seq_metrics import (
+from seqkeras.evaluation.seq2seq_metrics import (
     DecodedOutputs,
     bleu,
     bucket_metric_name,
@@ -30,7 +30,7 @@ from seqkeras.seq2seq_metrics import (
     seconds_per_sequence,
     teacher_forced_token_accuracy,
 )
-from seqkeras.spec import build_experiment
+from seqkeras.spec.loader import build_experiment
 from seqkeras.tasks import de_en
 from seqkeras.tasks import seq2seq_synthetic as synthetic
 from seqkeras.tasks.seq2seq_data import END, START

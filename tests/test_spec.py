@@ -5,11 +5,11 @@ from __future__ import annotations
 import textwrap
 
 import pytest
-
 import yaml
 
 from seqkeras.errors import SpecError
-from seqkeras.spec import build_experiment, load_experiment, make_run_id
+from seqkeras.spec.loader import build_experiment, load_experiment
+from seqkeras.spec.runs import make_run_id
 from tests.conftest import REPO, TINY_TRAINING_SPEC
 
 
@@ -238,8 +238,8 @@ def test_expect_needs_exactly_one_comparison():
 def test_close_to_holds_within_by_of_the_other_selection_either_side(by, holds):
     import pandas as pd
 
-    from seqkeras.expectations import check
-    from seqkeras.spec import ExpectSpec
+    from seqkeras.reporting.expectations import check
+    from seqkeras.spec.sections import ExpectSpec
 
     runs = pd.DataFrame({"run_id": ["a", "b", "c", "d"], "status": "ok", "model.cell": ["gru", "gru", "lstm", "lstm"],
                          "seed": [0, 1, 0, 1], "accuracy": [0.76, 0.78, 0.79, 0.77]})

@@ -8,8 +8,8 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import textwrap
+import time
 from pathlib import Path
 
 import keras
@@ -19,10 +19,10 @@ import pytest
 
 from seqkeras.cli import main
 from seqkeras.models.recurrent import ClassifierParams, build_classifier, estimated_parameters
-from seqkeras.spec import TrainSpec
+from seqkeras.spec.sections import TrainSpec
 from seqkeras.tasks import delayed_recall
+from seqkeras.training import trainer
 from tests.conftest import TINY_TRAINING_SPEC as TINY_SPEC_TEXT
-from seqkeras import training
 
 RESUMABLE_SPEC = """
     version: 1
@@ -205,7 +205,7 @@ def test_a_torch_run_never_imports_tensorflow(tiny_spec, tmp_path):
 @pytest.mark.slow
 def test_one_set_of_workers_serves_every_experiment_of_a_command(write_spec, tmp_path, monkeypatch, capsys):
     """Workers import TensorFlow once per command, not once per experiment."""
-    from seqkeras import executors
+    from seqkeras.execution import executors
 
     pools = []
 
@@ -263,7 +263,7 @@ def test_nan_loss_fails_the_run():
     model = build_classifier(ClassifierParams(cell="simple_rnn", units=2), data)
     model.compile(optimizer="sgd", loss=lambda y_true, y_pred: keras.ops.mean(y_pred) * np.nan)
     with pytest.raises(FloatingPointError, match="became nan in epoch 1"):
-        training.fit(model, data, TrainSpec(epochs=2, verbose=0))
+        trainer.fit(model, data, TrainSpec(epochs=2, verbose=0))
 
 
 def test_early_stopping_state_and_validation_split():
@@ -272,7 +272,7 @@ def test_early_stopping_state_and_validation_split():
     # A learning rate this small leaves val_accuracy flat: no improvement, so it stops after patience.
     spec = TrainSpec(epochs=30, verbose=0, validation_split=0.25, optimizer={"learning_rate": 1e-9},
                      early_stopping={"monitor": "val_accuracy", "patience": 1})
-    history, _ = training.fit(model, data, spec)
+    history, _ = trainer.fit(model, data, spec)
     assert "val_loss" in history and len(history) == 2
 
 
@@ -288,8 +288,8 @@ def test_the_train_step_is_traced_once_and_trains_as_before():
         model.train_step = lambda batch: traces.append(1) or train_step(batch)  # runs once per trace
         with pytest.MonkeyPatch.context() as patch:
             if not prebuild:  # Keras's own behaviour, for comparison
-                patch.setattr(training, "build_before_tracing", lambda *args: None)
-            history, _ = training.fit(model, data, TrainSpec(epochs=2, batch_size=16, verbose=0))
+                patch.setattr(trainer, "build_before_tracing", lambda *args: None)
+            history, _ = trainer.fit(model, data, TrainSpec(epochs=2, batch_size=16, verbose=0))
         return len(traces), history, model.get_weights()
 
     traces, history, weights = trained(prebuild=True)
@@ -384,8 +384,8 @@ def test_mirrored_distribution_runs_on_the_cpu_and_says_so(tiny_spec, tmp_path, 
 
 
 def test_table_page_counts_runs_not_their_decoder_rows():
-    from seqkeras.html_report import ExperimentPage, render_experiment
-    from seqkeras.report import render_page
+    from seqkeras.reporting.html import ExperimentPage, render_experiment
+    from seqkeras.reporting.tables import render_page
 
     runs = pd.DataFrame({"run_id": ["a", "a", "b"], "status": ["ok", "ok", "failed"],
                          "decoder": ["greedy", "beam(width=4)", None], "error": ["", "", "boom"]})

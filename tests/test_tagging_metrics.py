@@ -1,17 +1,11 @@
-"""Tests of seqkeras.tagging_metrics."""
+"""Tests of seqkeras.evaluation.tagging."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from seqkeras.tagging_metrics import (
-    entity_scores,
-    ids_to_tags,
-    invalid_transitions,
-    tagging_scores,
-    token_accuracy,
-)
+from seqkeras.evaluation.tagging import entity_scores, ids_to_tags, invalid_transitions, tagging_scores, token_accuracy
 
 TRUE = [
     ["B-PER", "I-PER", "O", "B-LOC"],

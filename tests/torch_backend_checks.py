@@ -8,8 +8,8 @@ layers (seqkeras/layers/fused_rnn.py) against Keras's layers with the same
 weights (outputs, final states, gradients with respect to the inputs and every
 weight: the largest difference, relative to each tensor's scale where that
 exceeds 1), when they fall back and what they say, and the loss and accuracy of
-seqkeras/softmax_training.py against Keras's own, and the lean training loop
-(seqkeras/torch_training.py, with torch_adam.py) against Keras's fit: history
+seqkeras/losses.py against Keras's own, and the lean training loop
+(seqkeras/lean_loop.py, with adam.py) against Keras's fit: history
 and weights after the same epochs, and the models it leaves to Keras's fit.
 """
 
@@ -29,8 +29,11 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from seqkeras import runtime  # noqa: E402
-from seqkeras.layers import fused_dense, fused_rnn  # noqa: E402
+from seqkeras.backends import runtime  # noqa: E402
+from seqkeras.backends.torch import (
+    fused_dense,
+    fused_rnn,  # noqa: E402
+)
 
 KERAS = {"simple_rnn": keras.layers.SimpleRNN, "lstm": keras.layers.LSTM, "gru": keras.layers.GRU}
 BATCH, STEPS, FEATURES, UNITS = 4, 6, 3, 5
@@ -94,15 +97,15 @@ def said(call) -> tuple[object, str]:
 
 def uses_fused_kernel(layer, mask) -> bool:
     """Whether the layer's call reaches PyTorch's kernel (the generic loop never calls fused_rnn)."""
-    from seqkeras.layers import torch_rnn
+    from seqkeras.backends.torch import rnn_kernels
 
     calls = []
-    original = torch_rnn.fused_rnn
-    torch_rnn.fused_rnn = lambda *args, **kwargs: calls.append(1) or original(*args, **kwargs)
+    original = rnn_kernels.fused_rnn
+    rnn_kernels.fused_rnn = lambda *args, **kwargs: calls.append(1) or original(*args, **kwargs)
     try:
         layer(torch.zeros(BATCH, STEPS, FEATURES), mask=mask)
     finally:
-        torch_rnn.fused_rnn = original
+        rnn_kernels.fused_rnn = original
     return bool(calls)
 
 
@@ -217,8 +220,8 @@ def training_mode() -> dict[str, object]:
 
 def softmax_loss_and_accuracy() -> dict[str, object]:
     """softmax_training's loss and accuracy against Keras's, on probabilities that carry their logits."""
-    from seqkeras import softmax_training
-    from seqkeras.training import loss_and_metrics
+    from seqkeras.training import losses
+    from seqkeras.training.trainer import loss_and_metrics
 
     results = {}
     generator = torch.Generator().manual_seed(0)
@@ -227,7 +230,7 @@ def softmax_loss_and_accuracy() -> dict[str, object]:
     target = torch.randint(0, 7, (3, 4), generator=generator)
     target[0, 0] = 2
     found = []
-    for loss_of in (lambda z: softmax_training.softmax_crossentropy(target, keras.activations.softmax(z)),
+    for loss_of in (lambda z: losses.softmax_crossentropy(target, keras.activations.softmax(z)),
                     lambda z: keras.losses.sparse_categorical_crossentropy(target, z, from_logits=True)):
         z = logits.clone().requires_grad_(True)
         loss = loss_of(z)
@@ -239,7 +242,7 @@ def softmax_loss_and_accuracy() -> dict[str, object]:
     # The lean loop's variant: the same loss and gradient, the gradient written over the probabilities.
     z = logits.clone().requires_grad_(True)
     probabilities = keras.activations.softmax(z)
-    loss = softmax_training.softmax_crossentropy(target, probabilities, reuse_probabilities=True)
+    loss = losses.softmax_crossentropy(target, probabilities, reuse_probabilities=True)
     (gradient,) = torch.autograd.grad((loss * torch.arange(12.0).reshape(3, 4)).sum(), [z])
     results["reused probabilities: loss and gradient"] = scaled_difference(
         found[0], [loss.detach().numpy(), gradient.numpy()])
@@ -247,14 +250,14 @@ def softmax_loss_and_accuracy() -> dict[str, object]:
 
     probabilities = torch.tensor([[0.2, 0.4, 0.4], [0.4, 0.4, 0.2], [0.1, 0.2, 0.7], [0.5, 0.3, 0.2]])
     labels = torch.tensor([2, 0, 1, 0])  # a tie lost to an earlier index, a tie won, a miss, a hit
-    ours = softmax_training.sparse_accuracy(labels, probabilities).numpy().tolist()
+    ours = losses.sparse_accuracy(labels, probabilities).numpy().tolist()
     keras_own = keras.metrics.sparse_categorical_accuracy(labels, probabilities).numpy().tolist()
     results["accuracy"], results["keras accuracy"] = ours, keras_own
 
     # One training step of an LM with padding: Keras's loss and metric vs the suite's, same weights.
     from seqkeras.models.recurrent import LanguageModelParams, build_lm
     from seqkeras.tasks.base import LANGUAGE_MODELING, SequenceData, Vocabulary
-    from seqkeras.training import token_weights
+    from seqkeras.training.trainer import token_weights
 
     tokens = np.random.default_rng(1).integers(1, 20, size=(BATCH, STEPS)).astype("int32")
     tokens[padded_mask().numpy() == 0] = 0
@@ -302,22 +305,23 @@ def _token_data(problem: str, rows: int = 11, classes: int = 20):
 
 
 def _fit_both_ways(build, params, data, train) -> dict[str, object]:
-    """training.fit through Keras's fit and through the lean loop, from the same initial weights."""
-    from seqkeras import torch_training, training
+    """trainer.fit through Keras's fit and through the lean loop, from the same initial weights."""
+    from seqkeras.backends.torch import lean_loop
+    from seqkeras.training import trainer
 
     runs = {}
     for path in ("keras", "lean"):
         keras.utils.set_random_seed(0)
         model = build(params, data)
         epochs = []
-        original_loop, original_epoch = training.lean_loop, torch_training.LeanLoop.train_epoch
+        original_loop, original_epoch = trainer.lean_loop, lean_loop.LeanLoop.train_epoch
         if path == "keras":
-            training.lean_loop = lambda model: None
-        torch_training.LeanLoop.train_epoch = lambda self, *a, **k: epochs.append(1) or original_epoch(self, *a, **k)
+            trainer.lean_loop = lambda model: None
+        lean_loop.LeanLoop.train_epoch = lambda self, *a, **k: epochs.append(1) or original_epoch(self, *a, **k)
         try:
-            history, _ = training.fit(model, data, train, seed=3)
+            history, _ = trainer.fit(model, data, train, seed=3)
         finally:
-            training.lean_loop, torch_training.LeanLoop.train_epoch = original_loop, original_epoch
+            trainer.lean_loop, lean_loop.LeanLoop.train_epoch = original_loop, original_epoch
         runs[path] = (history, model, len(epochs))
     (keras_history, keras_model, _), (lean_history, lean_model, lean_epochs) = runs.values()
     return {
@@ -334,11 +338,18 @@ def lean_training() -> dict[str, object]:
     """The lean loop versus Keras's fit (same weights and batches), resuming, fused Adam, and where it steps aside."""
     import tempfile
 
-    from seqkeras import torch_adam, torch_training, training
-    from seqkeras.models.recurrent import (ClassifierParams, LanguageModelParams, TaggerParams, build_classifier,
-                                           build_lm, build_tagger)
-    from seqkeras.spec import EarlyStoppingSpec, OptimizerSpec, TrainSpec
+    from seqkeras.backends.torch import adam, lean_loop
+    from seqkeras.models.recurrent import (
+        ClassifierParams,
+        LanguageModelParams,
+        TaggerParams,
+        build_classifier,
+        build_lm,
+        build_tagger,
+    )
+    from seqkeras.spec.sections import EarlyStoppingSpec, OptimizerSpec, TrainSpec
     from seqkeras.tasks.base import CLASSIFICATION, LANGUAGE_MODELING, TAGGING
+    from seqkeras.training import trainer
 
     results = {}
     lm_data = _token_data(LANGUAGE_MODELING)
@@ -373,18 +384,18 @@ def lean_training() -> dict[str, object]:
         for name, epochs in [("uninterrupted", [2]), ("resumed", [1, 2])]:
             keras.utils.set_random_seed(0)
             model = build_lm(lm_params, lm_data)
-            clear = training.Checkpoint.clear
-            training.Checkpoint.clear = lambda self: None  # as if the process had been killed after the epoch
+            clear = trainer.Checkpoint.clear
+            trainer.Checkpoint.clear = lambda self: None  # as if the process had been killed after the epoch
             try:
                 for count in epochs:
                     if count == 2 and name == "resumed":
                         keras.utils.set_random_seed(0)
                         model = build_lm(lm_params, lm_data)  # a new process: fresh model, state from the checkpoint
                     spec = two_epochs.model_copy(update={"epochs": count})
-                    _, printed = said(lambda: training.fit(model, lm_data, spec, seed=3,
+                    _, printed = said(lambda: trainer.fit(model, lm_data, spec, seed=3,
                                                            checkpoint_dir=Path(folder) / name))
             finally:
-                training.Checkpoint.clear = clear
+                trainer.Checkpoint.clear = clear
             final[name] = (model.get_weights(), printed)
     results["resume"] = {"weights": scaled_difference(final["uninterrupted"][0], final["resumed"][0]),
                          "said": final["resumed"][1].strip()}
@@ -396,7 +407,7 @@ def lean_training() -> dict[str, object]:
         variables = [keras.Variable(np.zeros((3, 2), "float32")), keras.Variable(np.zeros(2, "float32"))]
         optimizer = keras.optimizers.Adam(0.1)
         optimizer.build(variables)
-        update = torch_adam.fused_update(optimizer, variables)
+        update = adam.fused_update(optimizer, variables)
         torch_optimizer = torch.optim.Adam([v.value for v in variables], lr=0.1, eps=optimizer.epsilon)
         for _ in range(3):
             with torch.no_grad():
@@ -415,40 +426,44 @@ def lean_training() -> dict[str, object]:
     reasons = {}
     for name, optimizer in [("adamw", keras.optimizers.AdamW()), ("clipnorm", keras.optimizers.Adam(clipnorm=1.0)),
                             ("amsgrad", keras.optimizers.Adam(amsgrad=True)), ("adam", keras.optimizers.Adam())]:
-        reasons[name] = torch_adam.unsupported(optimizer, [])
+        reasons[name] = adam.unsupported(optimizer, [])
     results["fused adam unsupported"] = reasons
 
     # Models the lean loop leaves to Keras's fit, and what it says (once).
-    from seqkeras.models.crf_tagger import build_crf_tagger
-
     runtime.NOTED.clear()
     tagging = _token_data(TAGGING)
-    crf = build_crf_tagger(TaggerParams(cell="gru", units=UNITS, embedding_dim=FEATURES, output="crf"), tagging)
+    crf = build_tagger(TaggerParams(cell="gru", units=UNITS, embedding_dim=FEATURES, output="crf"), tagging)
     crf.compile(optimizer="adam")
     tokens = keras.Input((None,), dtype="int32")
     two_inputs = keras.Model([tokens, keras.Input((None,), dtype="int32")],
                              keras.layers.Dense(3, activation="softmax")(keras.layers.Embedding(20, 4)(tokens)))
-    two_inputs.compile(optimizer="adam", **training.loss_and_metrics())
+    two_inputs.compile(optimizer="adam", **trainer.loss_and_metrics())
     keras_loss = build_lm(lm_params, lm_data)
     keras_loss.compile(optimizer="adam", loss="sparse_categorical_crossentropy", weighted_metrics=["accuracy"])
     suite_lm = build_lm(lm_params, lm_data)
-    suite_lm.compile(optimizer="adam", **training.loss_and_metrics())
+    suite_lm.compile(optimizer="adam", **trainer.loss_and_metrics())
     fallbacks = {}
     for name, model in [("crf", crf), ("two inputs", two_inputs), ("keras's loss", keras_loss), ("suite lm", suite_lm)]:
-        fallbacks[f"{name} reason"] = torch_training.unsupported(model)
-        loop, fallbacks[f"{name} note"] = said(lambda: training.lean_loop(model))
+        fallbacks[f"{name} reason"] = lean_loop.unsupported(model)
+        loop, fallbacks[f"{name} note"] = said(lambda: trainer.lean_loop(model))
         fallbacks[f"{name} lean"] = loop is not None
-    _, fallbacks["crf note again"] = said(lambda: training.lean_loop(crf))
+    _, fallbacks["crf note again"] = said(lambda: trainer.lean_loop(crf))
     results["fallbacks"] = fallbacks
     return results
 
 
 def layer_chain() -> dict[str, object]:
     """LayerChain (layer calls without Layer.__call__) versus the model's own call, and the models it leaves alone."""
-    from seqkeras import layer_chain as chain_module
+    from seqkeras.backends.torch import layer_chain as chain_module
     from seqkeras.models import nplm, transformer
-    from seqkeras.models.recurrent import (ClassifierParams, LanguageModelParams, TaggerParams, build_classifier,
-                                           build_lm, build_tagger)
+    from seqkeras.models.recurrent import (
+        ClassifierParams,
+        LanguageModelParams,
+        TaggerParams,
+        build_classifier,
+        build_lm,
+        build_tagger,
+    )
     from seqkeras.tasks.base import CLASSIFICATION, LANGUAGE_MODELING, TAGGING
 
     data = _token_data(LANGUAGE_MODELING)

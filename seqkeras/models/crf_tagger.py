@@ -8,7 +8,7 @@ bigrams that BIO forbids (`O I-PER`, `B-LOC I-PER`, a sentence starting with
 predicted; without it, the CRF has to learn from the data that they do not
 happen.
 
-How it meets the suite's training and prediction (`seqkeras.training`):
+How it meets the suite's training and prediction (`seqkeras.training.trainer`):
 
 * `has_own_loss`: `fit` compiles it with the optimizer only (its loss is the
   CRF negative log-likelihood) and passes no per-token sample weights (padding
@@ -28,7 +28,6 @@ import numpy as np
 from keras import ops
 
 from seqkeras.layers.crf import CRF, CRFTagger, bio_transition_constraints
-from seqkeras.models.recurrent import TaggerParams, recurrent_body
 from seqkeras.tasks.base import PAD, SequenceData
 
 
@@ -108,11 +107,11 @@ def transition_constraints(tag_names: list[str]) -> dict[str, np.ndarray]:
     return {"allowed_transitions": allowed, "allowed_start": allowed_start, "allowed_end": allowed_end}
 
 
-def build_crf_tagger(params: TaggerParams, data: SequenceData) -> SequenceCRFTagger:
-    inputs, features = recurrent_body(params, data, every_step=True)
+def build_crf_tagger(inputs, features, data: SequenceData, *, constrain_transitions: bool) -> SequenceCRFTagger:
+    """A CRF over emissions from `features` (the recurrent body's every-step output for `inputs`)."""
     emissions = keras.layers.Dense(data.num_outputs, name="emissions")(features)
     encoder = keras.Model(inputs, emissions, name="encoder")
-    constraints = transition_constraints(list(data.labels.tokens)) if params.constrain_transitions else {}
+    constraints = transition_constraints(list(data.labels.tokens)) if constrain_transitions else {}
     model = SequenceCRFTagger(encoder, CRF(data.num_outputs, name="crf", **constraints), name="crf_tagger")
     model.build((None, None))
     return model

@@ -1,11 +1,11 @@
 """Model kind `ngram`: a count-based language model on the language-modelling tasks.
 
-The counts are `seqkeras.ngram.NgramCounts` (order 1–5; add-k or interpolated
+The counts are `seqkeras.models.ngram_counts.NgramCounts` (order 1–5; add-k or interpolated
 Kneser–Ney smoothing); this module makes them a model kind that sits in the
 same table as the neural language models:
 
 * It is estimated in one pass over the training text — no epochs, optimizer or
-  checkpoints. `seqkeras.training.fit` calls `estimate(data)` on any model that
+  checkpoints. `seqkeras.training.trainer.fit` calls `estimate(data)` on any model that
   is not a Keras model, and the run records the seconds it took as its training
   time, like any other run.
 * It is scored on the same test windows as the neural models: the probability
@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 from pydantic import Field, model_validator
 
-from seqkeras.ngram import NgramCounts
+from seqkeras.models.ngram_counts import NgramCounts
 from seqkeras.registry import Params
 from seqkeras.tasks.base import UNK, SequenceData
 

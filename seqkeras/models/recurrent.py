@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, model_validator
 
-from seqkeras.cells import CELLS, CellName, textbook_parameter_count
+from seqkeras.models.cells import CELLS, CellName, textbook_parameter_count
 from seqkeras.registry import Params
 from seqkeras.tasks.base import SequenceData
 
@@ -86,7 +86,7 @@ def estimated_parameters(params: RecurrentParams, vocabulary: int, outputs: int)
 def recurrent_layer(params: RecurrentParams, *, return_sequences: bool, name: str) -> keras.layers.Layer:
     import keras
 
-    from seqkeras.layers import fused_rnn
+    from seqkeras.backends.torch import fused_rnn
     from seqkeras.layers.initializers import ForgetGateBias
 
     # Keras's own layer, or on the torch backend its subclass on PyTorch's fused kernels.
@@ -118,7 +118,7 @@ def recurrent_body(params: RecurrentParams, data: SequenceData, *, every_step: b
 
 def softmax_output(classes: int, *, name: str) -> keras.layers.Layer:
     """The softmax over classes (tags, next tokens); its bias add is folded into the matmul on torch."""
-    from seqkeras.layers import fused_dense
+    from seqkeras.backends.torch import fused_dense
 
     return fused_dense.layer_class()(classes, activation="softmax", name=name)
 
@@ -132,13 +132,13 @@ def build_classifier(params: ClassifierParams, data: SequenceData) -> keras.Mode
 
 
 def build_tagger(params: TaggerParams, data: SequenceData) -> keras.Model:
-    if params.output == "crf":
-        from seqkeras.models.crf_tagger import build_crf_tagger
-
-        return build_crf_tagger(params, data)
     import keras
 
     inputs, features = recurrent_body(params, data, every_step=True)
+    if params.output == "crf":
+        from seqkeras.models.crf_tagger import build_crf_tagger
+
+        return build_crf_tagger(inputs, features, data, constrain_transitions=params.constrain_transitions)
     outputs = softmax_output(data.num_outputs, name="tags")(features)
     return keras.Model(inputs, outputs, name="tagger")
 

@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from seqkeras.cells import CellName
+from seqkeras.models.cells import CellName
 from seqkeras.registry import Params
 
 

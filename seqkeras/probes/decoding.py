@@ -17,12 +17,13 @@ decoders rather than a separate re-implementation.
 from __future__ import annotations
 
 from collections import Counter
+
 import numpy as np
 import pandas as pd
 from pydantic import Field, ValidationInfo, field_validator
 
-from seqkeras.decoding.decoders import DecoderChoice, GreedyChoice, SampleChoice
-from seqkeras.decoding.table_model import LESSON_TABLE, check_table
+from seqkeras.decoding.decoders import DecoderChoice, GreedyChoice, SampleChoice, build_decoder
+from seqkeras.decoding.table_model import LESSON_TABLE, TableLanguageModel, check_table
 from seqkeras.errors import SpecError
 from seqkeras.probes.base import ProbeResult
 from seqkeras.registry import Params as BaseParams
@@ -72,8 +73,6 @@ def run(params: Params, seed: int = 0) -> ProbeResult:
     For sampling, the run's `seed` is added to the decoder's own seed, so the
     seeds of an experiment draw different streams while each run stays reproducible.
     """
-    from seqkeras.decoding.decoders import build_decoder
-    from seqkeras.decoding.table_model import TableLanguageModel
 
     try:
         language_model = TableLanguageModel(params.table, params.start, params.end)

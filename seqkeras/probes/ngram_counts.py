@@ -3,7 +3,7 @@
 Lesson 001 estimates P(next | "the") by counting which words follow "the" in a
 corpus, P(w_t | w_{t-1}) = count(w_{t-1}, w_t) / count(w_{t-1}), and warns that
 "most n-grams are never observed, so the model assigns them zero probability".
-This probe counts a small corpus with `seqkeras.ngram.NgramCounts` (order 2,
+This probe counts a small corpus with `seqkeras.models.ngram_counts.NgramCounts` (order 2,
 no smoothing), reports the next-word distribution after a context word, and
 measures the sparsity problem on held-out sentences.
 
@@ -20,7 +20,7 @@ import re
 import pandas as pd
 from pydantic import Field, field_validator, model_validator
 
-from seqkeras.ngram import NgramCounts, tokenize
+from seqkeras.models.ngram_counts import NgramCounts, tokenize
 from seqkeras.probes.base import ProbeResult
 from seqkeras.registry import Params as BaseParams
 

@@ -41,8 +41,14 @@ import numpy as np
 import pandas as pd
 from pydantic import Field, model_validator
 
+from seqkeras.evaluation import metrics
+from seqkeras.models import recurrent, transformer
+from seqkeras.models.transformer import TransformerParams
 from seqkeras.probes.base import ProbeResult
 from seqkeras.registry import Params as BaseParams
+from seqkeras.spec.sections import OptimizerSpec, TrainSpec
+from seqkeras.tasks import agreement
+from seqkeras.tasks.base import LANGUAGE_MODELING, SequenceData, Vocabulary
 
 
 class StepTime(BaseParams):
@@ -107,8 +113,6 @@ class Params(BaseParams):
 
 
 def transformer_params(params: Params, max_length: int | None = None):
-    from seqkeras.models.transformer import TransformerParams
-
     return TransformerParams(
         embedding_dim=params.width,
         num_heads=params.num_heads,
@@ -185,9 +189,6 @@ def order_sensitivity(model, inputs: np.ndarray) -> float:
 def step_time(params: Params, measure: StepTime, seed: int) -> dict[str, float]:
     import keras
 
-    from seqkeras.models import recurrent, transformer
-    from seqkeras.tasks.base import LANGUAGE_MODELING, SequenceData, Vocabulary
-
     rng = np.random.default_rng(seed)
     shape = (measure.batch_size, measure.seq_length)
     x = rng.integers(1, measure.vocabulary, size=shape).astype("int32")
@@ -217,10 +218,7 @@ def step_time(params: Params, measure: StepTime, seed: int) -> dict[str, float]:
 
 
 def agreement_accuracy(params: Params, measure: Agreement, seed: int) -> dict[str, float]:
-    from seqkeras import metrics, training
-    from seqkeras.models import recurrent, transformer
-    from seqkeras.spec import OptimizerSpec, TrainSpec
-    from seqkeras.tasks import agreement
+    from seqkeras.training import trainer
 
     data = agreement.build(agreement.Params(distance=measure.distance, n_train=measure.n_train, n_test=measure.n_test), seed)
     if params.model == "lstm":
@@ -236,8 +234,8 @@ def agreement_accuracy(params: Params, measure: Agreement, seed: int) -> dict[st
         optimizer=OptimizerSpec(learning_rate=measure.learning_rate, clipnorm=1.0),
         verbose=0,
     )
-    history, seconds = training.fit(model, data, train, seed=seed)
-    predictions = training.predict(model, data, measure.batch_size)
+    history, seconds = trainer.fit(model, data, train, seed=seed)
+    predictions = trainer.predict(model, data, measure.batch_size)
     return {
         "accuracy": metrics.accuracy(predictions),
         "final_train_loss": float(history["loss"].iloc[-1]),

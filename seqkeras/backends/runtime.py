@@ -9,12 +9,9 @@ imports and probes devices, then restore it. Python-level errors still surface.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import importlib.util
 import os
 import sys
-import threading
-import time
 
 from seqkeras.errors import SpecError
 
@@ -65,6 +62,8 @@ def select_backend(name: str | None = None, *, load: bool = True) -> str:
     if not load:
         return backend
     if backend == "torch":
+        from seqkeras.backends.torch.memory import reuse_freed_memory
+
         reuse_freed_memory()
     with hidden_from_import(KERAS_EXTRAS):
         if backend == "tensorflow":
@@ -128,75 +127,3 @@ class _Absent:
     available = False  # what Keras's lazy module says when the package is not installed
 
 
-# glibc's mallopt parameters (malloc.h).
-M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
-KEEP_BYTES = 1 << 30
-MMAP_THRESHOLD_MAX = 32 << 20  # the most older glibc versions accept
-
-
-def reuse_freed_memory() -> None:
-    """Let freed tensor memory serve the next allocation instead of going back to the OS (glibc only).
-
-    glibc serves an allocation above its mmap threshold (128 KB at start, raised
-    by use to at most 32 MB) with fresh pages from the OS, and gives them back
-    when it is freed, as it gives back the top of the heap beyond the trim
-    threshold. A training step on the CPU frees and allocates the same
-    (batch, length, vocabulary) tensors every step, and every fresh page costs a
-    fault when first written: on the torch backend, 0 to 3,500 faults a step on
-    the benchmark's small language model, up to a quarter of its time (issue 9).
-    With both thresholds at 1 GiB, freed blocks stay in the heap and are reused.
-    The process then keeps its peak memory until it ends, as PyTorch's GPU
-    allocator and TensorFlow's BFC allocator do. Elsewhere (no mallopt) nothing changes.
-    """
-    mallopt = getattr(ctypes.CDLL(None), "mallopt", None)
-    if mallopt is None:
-        return
-    if not mallopt(M_MMAP_THRESHOLD, KEEP_BYTES):
-        mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_MAX)  # older glibc versions refuse more
-    mallopt(M_TRIM_THRESHOLD, KEEP_BYTES)
-
-
-def setup_worker(backend: str, threads: int) -> None:
-    """Each worker process: its own Keras backend, a quiet TensorFlow start and its share of the cores.
-
-    Defined here, in a module that imports no TensorFlow, because a worker
-    unpickles its initializer by importing the module that holds it: from
-    seqkeras.executors that would import Keras before stderr is quieted.
-    """
-    select_backend(backend)
-    if backend == "tensorflow":
-        import tensorflow as tf
-
-        tf.config.threading.set_intra_op_parallelism_threads(threads)
-        tf.config.threading.set_inter_op_parallelism_threads(threads)
-    elif backend == "torch":
-        import torch
-
-        torch.set_num_threads(threads)  # else each of N workers starts one thread per core
-
-
-def setup_pool_worker(backend: str, threads: int) -> None:
-    """A `--jobs N` worker: `setup_worker`, and an end with its parent."""
-    setup_worker(backend, threads)
-    exit_with_parent()
-
-
-def worker_ready() -> None:
-    """A pool worker's first task: none, its initializer did the work (see ProcessExecutor.start)."""
-
-
-def exit_with_parent(poll_seconds: float = 1.0) -> None:
-    """End this process once its parent has gone (killed by SIGKILL, crashed).
-
-    A pool worker otherwise waits for its next run forever: its siblings still
-    hold the task pipe open, so it never reads an end of file. A watcher thread
-    is portable where Linux's PR_SET_PDEATHSIG is not.
-    """
-    parent = os.getppid()
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(poll_seconds)
-        os._exit(1)  # a run in progress resumes from its last epoch next time
-
-    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()

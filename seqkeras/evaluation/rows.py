@@ -26,7 +26,7 @@ class EvaluationRow:
 
 def evaluate_predictions(model: keras.Model, data: SequenceData, run, folder: Path) -> list[EvaluationRow]:
     """classifier / tagger / lm: the run's metrics on the model's test predictions."""
-    from seqkeras import training
+    from seqkeras.training import trainer
 
-    predictions = training.predict(model, data, run.train.batch_size)
+    predictions = trainer.predict(model, data, run.train.batch_size)
     return [EvaluationRow({name: catalog.METRICS.get(name).load()(predictions) for name in run.metrics})]

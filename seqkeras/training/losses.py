@@ -22,59 +22,12 @@ On the torch backend, this module gives the same numbers with fewer passes:
   that a tie goes to the first maximal index exactly as in Keras's
   `sparse_categorical_accuracy` (torch's argmax is several times slower).
 
-The TensorFlow backend keeps Keras's own loss and metric (`training.py` decides).
+The TensorFlow backend keeps Keras's own loss and metric (`training/trainer.py` decides).
 """
 
 from __future__ import annotations
 
-import functools
-
 import keras
-
-# Below this, float32 −log p loses digits; such rows get the loss from the logits.
-TINY = 1e-30
-
-
-@functools.cache
-def _torch_softmax_crossentropy():
-    """The autograd function, defined on first use: this module must import without torch."""
-    import torch
-
-    class SoftmaxCrossEntropy(torch.autograd.Function):
-        """Per-token −log softmax(logits)[target], reusing the softmax's probabilities."""
-
-        @staticmethod
-        def forward(ctx, logits, probabilities, target, reuse_probabilities):
-            picked = probabilities.gather(1, target[:, None])[:, 0]
-            loss = -torch.log(picked.clamp_min(TINY))
-            tiny = picked < TINY
-            if bool(tiny.any()):  # p[target] underflowed: the loss from the logits, for those rows
-                rows = tiny.nonzero()[:, 0]
-                exact = torch.logsumexp(logits[rows], dim=1) - logits[rows, target[rows]]
-                loss = loss.index_put((rows,), exact)
-            ctx.save_for_backward(probabilities, target)
-            ctx.reuse_probabilities = reuse_probabilities
-            return loss
-
-        @staticmethod
-        def backward(ctx, grad):
-            probabilities, target = ctx.saved_tensors
-            if ctx.reuse_probabilities:
-                gradient = probabilities.mul_(grad[:, None])
-            else:
-                gradient = probabilities * grad[:, None]
-            gradient.scatter_add_(1, target[:, None], -grad[:, None])
-            return gradient, None, None, None
-
-    return SoftmaxCrossEntropy
-
-
-def _flat(y_true, y_pred):
-    """(tokens,) integer targets and (tokens, classes) predictions, whatever the leading axes."""
-    import torch
-
-    classes = y_pred.shape[-1]
-    return torch.as_tensor(y_true).reshape(-1).long(), y_pred.reshape(-1, classes)
 
 
 @keras.saving.register_keras_serializable(package="seqkeras")
@@ -84,7 +37,7 @@ def softmax_crossentropy(y_true, y_pred, *, reuse_probabilities: bool = False):
     reuse_probabilities (torch only): the backward pass writes the logits' gradient over
     y_pred's values. Only for a caller that reads y_pred no more once it has called
     `backward`, and whose loss reaches y_pred by no other path (the softmax's own backward,
-    which needs them, must not run): the lean loop (torch_training.py), which computes its
+    which needs them, must not run): the lean loop (backends/torch/lean_loop.py), which computes its
     accuracy before. Keras's `train_step` computes its metrics from y_pred after the
     backward pass, so the compiled loss keeps the default.
     """
@@ -93,8 +46,10 @@ def softmax_crossentropy(y_true, y_pred, *, reuse_probabilities: bool = False):
         return keras.losses.sparse_categorical_crossentropy(y_true, y_pred)
     if keras.backend.backend() != "torch":
         return keras.losses.sparse_categorical_crossentropy(y_true, logits, from_logits=True)
-    target, probabilities = _flat(y_true, y_pred)
-    loss = _torch_softmax_crossentropy().apply(logits.reshape(probabilities.shape), probabilities.detach(), target,
+    from seqkeras.backends.torch import softmax
+
+    target, probabilities = softmax.flat(y_true, y_pred)
+    loss = softmax.SoftmaxCrossEntropy.apply(logits.reshape(probabilities.shape), probabilities.detach(), target,
                                                reuse_probabilities)
     return loss.reshape(y_pred.shape[:-1])
 
@@ -106,8 +61,10 @@ def sparse_accuracy(y_true, y_pred):
         return keras.metrics.sparse_categorical_accuracy(y_true, y_pred)
     import torch
 
+    from seqkeras.backends.torch import softmax
+
     with torch.no_grad():
-        target, probabilities = _flat(y_true, y_pred)
+        target, probabilities = softmax.flat(y_true, y_pred)
         best = probabilities.amax(dim=1)
         hit = probabilities.gather(1, target[:, None])[:, 0] == best
         # A row whose target holds the maximum is still wrong when an earlier index holds it

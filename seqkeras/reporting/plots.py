@@ -25,63 +25,20 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
-from pydantic import Field, model_validator
 
-from seqkeras.registry import Params
-from seqkeras.results import OK, one_row_per_run, write_atomic
+from seqkeras.results.folder import OK, one_row_per_run, write_atomic
+from seqkeras.spec.sections import PlotSpec
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from seqkeras.spec import Experiment
+    from seqkeras.spec.runs import Experiment
 
 MANIFEST = "plots.json"
 DPI = 100
-FILE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]*$"
-
-
-class PlotSpec(Params):
-    """One declared plot: a metric of runs.csv against a matrix key."""
-
-    x: str = Field(description="Matrix key (or 'seed') along the x axis.")
-    y: str | list[str] = Field(description="Metric(s) on the y axis; several metrics give one series each.")
-    hue: str | None = Field(None, description="Matrix key: one series (colour) per value.")
-    facet: str | None = Field(None, description="Matrix key: one panel per value.")
-    kind: Literal["line", "bar", "scatter"] = Field(
-        "line", description="line: mean over seeds joined by lines; bar: grouped bars; scatter: every run as a point."
-    )
-    logx: bool = Field(False, description="Logarithmic x axis (numeric x only).")
-    logy: bool = Field(False, description="Logarithmic y axis.")
-    errorbars: bool = Field(True, description="Error bars of ± one standard deviation over seeds (line and bar).")
-    where: dict[str, Any] = Field(default_factory=dict, description="Only runs with these matrix values.")
-    title: str | None = Field(None, description="Figure title; default '<y> by <x>'.")
-    file: str | None = Field(
-        None, pattern=FILE_PATTERN, max_length=100,
-        description="PNG file name in the results folder, without .png; default from y, x and hue.",
-    )
-
-    @model_validator(mode="after")
-    def _consistent(self) -> "PlotSpec":
-        if isinstance(self.y, list) and not self.y:
-            raise ValueError("y needs at least one metric")
-        if self.kind == "bar" and self.logx:
-            raise ValueError("logx does not apply to bar plots (their x axis is categorical)")
-        return self
-
-    def metrics(self) -> list[str]:
-        return [self.y] if isinstance(self.y, str) else list(self.y)
-
-    def default_title(self) -> str:
-        return self.title or f"{', '.join(self.metrics())} by {self.x}" + (f" and {self.hue}" if self.hue else "")
-
-    def default_file(self) -> str:
-        name = f"{'-'.join(self.metrics())}_by_{self.x}" + (f"_by_{self.hue}" if self.hue else "")
-        return self.file or _slug(name + ("" if self.kind == "line" else f"_{self.kind}"))
-
-
 class PlotError(Exception):
     """A plot that cannot be drawn from these results (a missing column, no finished run)."""
 
@@ -192,7 +149,7 @@ def plan_plots(folder: Path, plots: list[PlotSpec], matrix_columns: list[str], r
 
 
 def draw_declared(plot: PlotSpec, runs: pd.DataFrame, matrix_columns: list[str]) -> "Figure":
-    from seqkeras.expectations import select
+    from seqkeras.reporting.selection import select
 
     metrics = plot.metrics()
     keys = [k for k in (plot.x, plot.hue, plot.facet) if k]
@@ -570,10 +527,6 @@ def _text(value: Any) -> str:
     if isinstance(value, float) and value.is_integer():
         return str(int(value)) if abs(value) < 1e15 else f"{value:g}"
     return str(value)
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_-]+", "-", text).strip("-")[:100] or "plot"
 
 
 def save_png(figure: "Figure", path: Path) -> None:

@@ -24,11 +24,11 @@ from keras import ops
 
 from seqkeras import catalog
 from seqkeras.decoding.decoders import GreedyChoice, SampleChoice, build_decoder, decoder_label
-from seqkeras.evaluation import EvaluationRow
+from seqkeras.evaluation.rows import EvaluationRow
+from seqkeras.evaluation.seq2seq_metrics import DecodedOutputs, bucket_metric_name, length_buckets
 from seqkeras.models.seq2seq import Seq2SeqModel
-from seqkeras.results import write_csv
-from seqkeras.seq2seq_metrics import DecodedOutputs, bucket_metric_name, length_buckets
-from seqkeras.spec import decoder_keys
+from seqkeras.results.folder import write_csv
+from seqkeras.spec.runs import decoder_keys
 from seqkeras.tasks.seq2seq_data import Seq2SeqData
 
 BY_LENGTH = "by_length"

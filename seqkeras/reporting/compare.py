@@ -29,8 +29,9 @@ import numpy as np
 import pandas as pd
 
 from seqkeras.errors import SpecError, unknown_choice
-from seqkeras.report import NON_METRIC_COLUMNS, format_number
-from seqkeras.results import read_runs
+from seqkeras.reporting.formatting import format_number
+from seqkeras.reporting.tables import NON_METRIC_COLUMNS
+from seqkeras.results.folder import read_runs
 
 ALPHA = 0.05  # two-sided level of the paired test over seeds
 MIN_SEEDS_FOR_TEST = 3

@@ -11,6 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from seqkeras.evaluation.tagging import entity_scores
+from seqkeras.evaluation.tagging import invalid_transitions as count
+
 # Probabilities are clipped before the log so a confident wrong prediction
 # gives a large but finite loss instead of inf.
 EPSILON = 1e-12
@@ -67,12 +70,10 @@ def tag_sequences(p: Predictions) -> tuple[list[list[str]], list[list[str]]]:
     return true, guess
 
 
-# Entity-level scores (seqeval, conlleval's rules) of the predicted BIO tags; see seqkeras.tagging_metrics.
+# Entity-level scores (seqeval, conlleval's rules) of the predicted BIO tags; see seqkeras.evaluation.tagging.
 
 
 def _entity_scores(p: Predictions) -> dict[str, float]:
-    from seqkeras.tagging_metrics import entity_scores
-
     return entity_scores(*tag_sequences(p))
 
 
@@ -90,6 +91,5 @@ def entity_f1(p: Predictions) -> float:
 
 def invalid_transitions(p: Predictions) -> float:
     """How many predicted I-X tags BIO forbids (after O, after another type, or first), over the test set."""
-    from seqkeras.tagging_metrics import invalid_transitions as count
 
     return float(count(tag_sequences(p)[1]))

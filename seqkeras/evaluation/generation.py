@@ -46,6 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 from pydantic import Field
 
+from seqkeras.decoding.decoders import SampleParams, build_decoder
 from seqkeras.decoding.step_model import PrefixStepModel
 from seqkeras.errors import SpecError
 from seqkeras.registry import Params
@@ -150,7 +151,6 @@ def generate(model, data, decoder, spec: GenerateSpec, window: int, seed_offset:
     A sampling decoder draws each prompt's continuation with its own seed
     (its seed + `seed_offset` + the prompt's index), so prompts do not share random draws.
     """
-    from seqkeras.decoding.decoders import SampleParams, build_decoder
 
     samples = []
     for index, prompt in enumerate(spec.prompts):

@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Any
 # Only light imports at the top: the parent of `--jobs N` imports this module to
 # start its workers, and pandas or the spec models (0.7 s) would delay that.
 from seqkeras.errors import SpecError
-from seqkeras.runtime import setup_pool_worker, setup_worker, worker_ready
+from seqkeras.execution.workers import setup_pool_worker, setup_worker, worker_ready
 
 if TYPE_CHECKING:
-    from seqkeras.spec import RunSpec
+    from seqkeras.spec.runs import RunSpec
 
 CODE_VERSION_KEY = "seqkeras"
 
@@ -43,8 +43,8 @@ def file_lock(path: Path) -> Iterator[None]:
 
 def finished_record(folder: Path) -> dict[str, Any] | None:
     """The run's record when it finished with this version of the code; else None (run it)."""
-    from seqkeras.results import OK, read_record
-    from seqkeras.runner import code_version
+    from seqkeras.execution.single_run import code_version
+    from seqkeras.results.folder import OK, read_record
 
     record = read_record(folder / "metrics.json")
     if record is None or record.get("status") != OK:
@@ -55,7 +55,7 @@ def finished_record(folder: Path) -> dict[str, Any] | None:
 
 
 def execute_once(run: RunSpec, folder: Path, force: bool) -> dict[str, Any]:
-    from seqkeras.runner import execute
+    from seqkeras.execution.single_run import execute
 
     with file_lock(folder / ".lock"):
         previous = None if force else finished_record(folder)
@@ -206,8 +206,8 @@ class RayExecutor:
 
 def _result_or_failure(get, job: Job) -> dict[str, Any]:
     """A worker that died (out of memory, killed) is a failed run, not a failed sweep."""
-    from seqkeras.results import write_json
-    from seqkeras.runner import failure, new_record
+    from seqkeras.execution.single_run import failure, new_record
+    from seqkeras.results.folder import write_json
 
     try:
         return get()

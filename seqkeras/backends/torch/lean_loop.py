@@ -17,7 +17,7 @@ a step where the plain PyTorch script takes 12: about 1 ms in the fit loop,
   `reduce_weighted_values` does ("sum_over_batch_size": sample weights times the
   output mask scaled by total/valid, summed, divided by the token count), its
   gradient written over the softmax's output, which the step reads no more;
-- the update is Keras's Adam formula, fused (`torch_adam.py`), or the
+- the update is Keras's Adam formula, fused (`adam.py`), or the
   optimizer's own `apply` for any other optimizer or option;
 - loss and accuracy are accumulated on the device, as Keras's Mean trackers
   accumulate them (the loss weighted by batch size, the accuracy by the weights
@@ -36,7 +36,8 @@ from __future__ import annotations
 import keras
 import torch
 
-from seqkeras import layer_chain, softmax_training, torch_adam
+from seqkeras.backends.torch import adam, layer_chain
+from seqkeras.training import losses
 
 
 def unsupported(model: keras.Model) -> str | None:
@@ -48,7 +49,7 @@ def unsupported(model: keras.Model) -> str | None:
          "the model has its own training step, loss or metrics"),
         (lambda: len(getattr(model, "inputs", None) or ()) != 1 or len(getattr(model, "outputs", None) or ()) != 1,
          "the model has not one input and one output"),
-        (lambda: model.loss is not softmax_training.softmax_crossentropy,
+        (lambda: model.loss is not losses.softmax_crossentropy,
          "the model is not compiled with the suite's loss"),
         (lambda: not _is_suite_accuracy(model._compile_metrics), "the model is not compiled with the suite's accuracy"),
         (lambda: model.steps_per_execution != 1 or model.jit_compile, "steps_per_execution or jit_compile is set"),
@@ -62,7 +63,7 @@ def _is_suite_accuracy(compiled) -> bool:
         return False
     metrics = compiled._user_weighted_metrics
     return (isinstance(metrics, list) and len(metrics) == 1 and isinstance(metrics[0], keras.metrics.MeanMetricWrapper)
-            and metrics[0]._fn is softmax_training.sparse_accuracy and not metrics[0]._fn_kwargs)
+            and metrics[0]._fn is losses.sparse_accuracy and not metrics[0]._fn_kwargs)
 
 
 class LeanLoop:
@@ -81,11 +82,11 @@ class LeanLoop:
         self.parameters = [variable.value for variable in self.weights]  # their tensors, filled in place by loading
         # A chain of layers adds no loss in its call (layer_chain.py), so only weight regularizers can add any.
         self.adds_losses = self.forward is model or any(w.regularizer is not None for w in self.weights)
-        # The loss's gradient may then overwrite the softmax's output (softmax_training.py): no
+        # The loss's gradient may then overwrite the softmax's output (losses.py): no
         # loss a layer adds in its call can reach it, and the accuracy is taken before `backward`.
         self.reuse_probabilities = self.forward is not model
         # None: the optimizer's own apply (also taken for a step where some weight got no gradient).
-        self.update = torch_adam.fused_update(model.optimizer, self.weights)
+        self.update = adam.fused_update(model.optimizer, self.weights)
 
     def train_epoch(self, x, y, sample_weight, batch_size: int) -> dict[str, float]:
         """One pass over (x, y, sample_weight) in order, batch by batch: {"loss", "accuracy"}."""
@@ -155,7 +156,7 @@ def _loss_and_accuracy(y_true, y_pred, sample_weight, reuse_probabilities: bool 
     `apply_mask`, so that the loss (and its gradient) match Keras's to the last bit.
     reuse_probabilities: the loss's backward pass may overwrite y_pred (the accuracy is computed here, before).
     """
-    values = softmax_training.softmax_crossentropy(y_true, y_pred, reuse_probabilities=reuse_probabilities)
+    values = losses.softmax_crossentropy(y_true, y_pred, reuse_probabilities=reuse_probabilities)
     mask = getattr(y_pred, "_keras_mask", None)
     # None stands for Keras's weights of ones: multiplying by one changes no bit, so it is skipped.
     weight = None if sample_weight is None else sample_weight.to(values.dtype)
@@ -173,7 +174,7 @@ def _loss_and_accuracy(y_true, y_pred, sample_weight, reuse_probabilities: bool 
         # real tokens, counted once per row. The history reproduces that number, as fit gives it.
         metric_weight = weight if sample_weight is not None else mask
     loss = (values if weight is None else values * weight).sum() / values.numel()
-    accuracy = softmax_training.sparse_accuracy(y_true, y_pred)
+    accuracy = losses.sparse_accuracy(y_true, y_pred)
     return loss, accuracy, metric_weight
 
 

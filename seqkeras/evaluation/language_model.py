@@ -3,12 +3,12 @@
 The test metrics come from the probability each model gives every test target
 and its most probable token, computed batch by batch, so the full [N, L, V]
 distribution over a word vocabulary is never held in memory at once (the
-generic evaluator's way). The numbers are those of `seqkeras.metrics`: the
+generic evaluator's way). The numbers are those of `seqkeras.evaluation.metrics`: the
 same clipping, the same mask (real input tokens). A count-based model (n-gram)
 scores the targets itself (`score(x, y)`); every other model is a Keras model.
 
 With `evaluate.generate` or `evaluate.decoders`, the model also continues the
-prompts with every decoder (`seqkeras.generation`): one row per decoder,
+prompts with every decoder (`seqkeras.evaluation.generation`): one row per decoder,
 holding the test metrics and the samples' metrics, and `samples.csv` in the
 run folder lists every continuation.
 """
@@ -23,11 +23,11 @@ import numpy as np
 import pandas as pd
 
 from seqkeras.decoding.decoders import GreedyChoice, decoder_label
-from seqkeras.evaluation import EvaluationRow
-from seqkeras.generation import GenerateSpec, generate, sample_metrics, text_of
-from seqkeras.metrics import EPSILON
-from seqkeras.results import write_csv
-from seqkeras.spec import decoder_keys
+from seqkeras.evaluation.generation import GenerateSpec, generate, sample_metrics, text_of
+from seqkeras.evaluation.metrics import EPSILON
+from seqkeras.evaluation.rows import EvaluationRow
+from seqkeras.results.folder import write_csv
+from seqkeras.spec.runs import decoder_keys
 
 # Test windows scored per call of a Keras model: small enough that [batch, L, V]
 # probabilities stay small for word vocabularies.

@@ -25,7 +25,7 @@ from __future__ import annotations
 import keras
 from keras import activations
 
-from seqkeras.runtime import note_once
+from seqkeras.backends.runtime import note_once
 
 
 def _backend_reason() -> str | None:
@@ -96,13 +96,13 @@ class FusedRNNMixin:
         `checked`: the caller (this class's `call`) has found `fused_blocker()` None
         already, so this step does not work it out twice.
         """
-        from seqkeras.layers import torch_rnn  # imports torch: only reached on the torch backend
+        from seqkeras.backends.torch import rnn_kernels  # imports torch: only reached on the torch backend
 
         reason = None if checked else self.fused_blocker()
         if reason is None:
             if isinstance(mask, (list, tuple)):
                 mask = mask[0]
-            lengths, reason = torch_rnn.right_padded_lengths(mask)
+            lengths, reason = rnn_kernels.right_padded_lengths(mask)
         if reason is not None:
             note_once(f"{self.KIND} layers {reason} step Keras's loop, not PyTorch's fused kernel")
             return super().inner_loop(sequences, initial_state, mask=mask, training=training)
@@ -113,11 +113,11 @@ class FusedRNNMixin:
             sequences = sequences * cell.get_dropout_mask(sequences[:, 0, :])[:, None, :]
         weights = [w.value for w in (cell.kernel, cell.recurrent_kernel, cell.bias)]  # the variables' own tensors
         states = list(initial_state) if isinstance(initial_state, (list, tuple)) else [initial_state]
-        return torch_rnn.fused_rnn(
+        return rnn_kernels.fused_rnn(
             self.KIND,
             sequences.to(weights[0].dtype),  # the embedding's output, or int inputs: the kernel's dtype
             states,
-            torch_rnn.torch_weights(self.KIND, *weights),
+            rnn_kernels.torch_weights(self.KIND, *weights),
             lengths,
             go_backwards=self.go_backwards,
             zero_output_for_mask=self.zero_output_for_mask,

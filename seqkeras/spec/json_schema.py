@@ -29,9 +29,9 @@ from typing import Any
 from pydantic.json_schema import models_json_schema
 
 from seqkeras import catalog
-from seqkeras.cells import CELLS
+from seqkeras.models.cells import CELLS
 from seqkeras.registry import Registry
-from seqkeras.spec import SECTIONS_WITH_COMPONENTS, ExperimentSpec, EvaluateSpec, TrainSpec
+from seqkeras.spec.sections import SECTIONS_WITH_COMPONENTS, EvaluateSpec, ExperimentSpec, TrainSpec
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 FILE_NAME = "seqkeras.schema.json"

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
-import numpy as np
 import pandas as pd
 
-from seqkeras.results import OK
-from seqkeras.spec import ExpectSpec
+from seqkeras.reporting.selection import select
+from seqkeras.spec.sections import ExpectSpec
 
 REPRODUCED, NOT_REPRODUCED = "reproduced", "NOT reproduced"
 
@@ -29,25 +27,6 @@ class Verdict:
             "measured": self.measured,
             "verdict": REPRODUCED if self.holds else NOT_REPRODUCED,
         }
-
-
-def select(runs: pd.DataFrame, where: dict[str, Any]) -> pd.DataFrame:
-    """Finished runs whose matrix values equal `where` (numbers compared as numbers)."""
-    chosen = runs[runs["status"] == OK]
-    for key, wanted in where.items():
-        chosen = chosen[chosen[key].map(lambda value: same_value(value, wanted))]
-    return chosen
-
-
-def same_value(value: Any, wanted: Any) -> bool:
-    if isinstance(wanted, bool) or isinstance(value, (bool, np.bool_)):
-        return str(value).lower() == str(wanted).lower()
-    if isinstance(wanted, (int, float)):
-        try:
-            return math.isclose(float(value), float(wanted), rel_tol=1e-12, abs_tol=1e-15)
-        except (TypeError, ValueError):
-            return False
-    return str(value) == str(wanted)
 
 
 def format_measured(value: float, expect: ExpectSpec) -> str:

@@ -1,0 +1,103 @@
+"""One experiment: every run of it, each recorded as it finishes, then the summary (tables, verdicts, plots).
+
+A run that raises is recorded as failed (with its error) and the sweep goes on;
+a run whose folder already holds a finished record of the same resolved spec
+is skipped unless `force` is set. runs.csv is rewritten after every run, so an
+interrupted sweep keeps everything it finished.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import pandas as pd
+
+from seqkeras.execution.executors import Job, SerialExecutor, file_lock, finished_record
+from seqkeras.reporting.expectations import Verdict, check
+from seqkeras.reporting.plots import import_matplotlib, write_plots
+from seqkeras.reporting.tables import render_page, summary_tables
+from seqkeras.results.folder import OK, read_record, run_counts, runs_frame, write_atomic, write_csv, write_yaml
+from seqkeras.spec.runs import Experiment
+
+
+@dataclass
+class Outcome:
+    runs: pd.DataFrame
+    verdicts: list[Verdict]
+
+    @property
+    def failed_runs(self) -> int:
+        return run_counts(self.runs)[2]
+
+    @property
+    def failed_expectations(self) -> int:
+        return sum(not v.holds for v in self.verdicts)
+
+    @property
+    def ok(self) -> bool:
+        return self.failed_runs == 0 and self.failed_expectations == 0
+
+
+def run_experiment(
+    experiment: Experiment,
+    out_root: Path,
+    *,
+    force: bool = False,
+    executor=None,
+    echo: Callable[[str], None] = print,
+) -> Outcome:
+    executor = executor or SerialExecutor()
+    folder = out_root / experiment.spec.name
+    folder.mkdir(parents=True, exist_ok=True)
+    write_yaml(folder / "experiment.yaml", experiment.spec.model_dump(mode="json", exclude_none=True))
+    total = len(experiment.runs)
+    records: dict[int, dict[str, Any]] = {}
+    pending: list[Job] = []
+    for index, run in enumerate(experiment.runs):
+        run_folder = folder / run.run_id
+        previous = None if force else finished_record(run_folder)
+        if previous is not None:
+            records[index] = previous
+        else:
+            if (run_folder / "metrics.json").exists() and read_record(run_folder / "metrics.json") is None:
+                echo(f"{run.run_id}: damaged metrics.json, running it again")
+            pending.append(Job(index, run, run_folder))
+    if records:
+        echo(f"{experiment.spec.name}: {len(records)} of {total} runs done before, reused (--force reruns them)")
+    if pending:
+        echo(f"{experiment.spec.name}: {len(pending)} run(s) {executor.describe()}")
+
+    def write_runs() -> pd.DataFrame:
+        ordered = [records[i] for i in sorted(records)]
+        frame = runs_frame(ordered, experiment.matrix_columns)
+        with file_lock(folder / ".runs.lock"):
+            write_csv(folder / "runs.csv", frame)
+        return frame
+
+    try:
+        for done, (job, record) in enumerate(executor.map(pending, force), start=1):
+            records[job.index] = record
+            status = "ok" if record["status"] == OK else f"FAILED: {record['error']}"
+            if record.get("reused"):
+                status = "finished by another process, reused"
+            echo(f"[{len(records)}/{total}] {job.run.run_id}: {status} ({record.get('seconds', 0):.1f} s)")
+            write_runs()
+            if len(pending) - done < executor.slots:  # a worker has no run left: use its core to
+                import_matplotlib()  # get the plots' imports done before the last run ends
+    finally:
+        # Also on Ctrl-C: what finished is summarized, nothing is lost.
+        runs = write_runs()
+    return summarize(folder, experiment, runs, echo=echo)
+
+
+def summarize(folder: Path, experiment: Experiment, runs: pd.DataFrame, *,
+              echo: Callable[[str], None] = print) -> Outcome:
+    """table.md (tables and verdicts) and the plots, all computed from runs.csv and the run folders."""
+    verdicts = [check(expect, runs) for expect in experiment.spec.expect]
+    tables = summary_tables(runs, experiment.spec.tables(), experiment.matrix_columns)
+    page = render_page(experiment.spec.name, experiment.spec.description, runs, tables, verdicts)
+    write_atomic(folder / "table.md", page)
+    write_plots(folder, experiment, runs, echo=echo)  # never raises: a failed plot is a warning
+    return Outcome(runs, verdicts)

@@ -1,0 +1,131 @@
+"""One run: train and evaluate (or probe), and write its folder; a failing run is a record, not a crash.
+
+The executors call `execute` in whichever process runs the run; nothing here
+knows about the other runs of the sweep.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import platform
+import time
+import traceback
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy
+
+from seqkeras import __version__
+from seqkeras.backends import runtime
+from seqkeras.results.folder import FAILED, OK, write_csv, write_json, write_yaml
+from seqkeras.spec.checks import check_model_size
+from seqkeras.spec.runs import RunSpec
+
+PACKAGE = Path(__file__).resolve().parents[1]  # the whole package's source goes into the code version
+
+
+def execute(run: RunSpec, folder: Path) -> dict[str, Any]:
+    """Run one run and write its folder; never raises for a failing run."""
+    import keras
+
+    folder.mkdir(parents=True, exist_ok=True)
+    write_yaml(folder / "spec.yaml", run.resolved)
+    record = new_record(run)
+    started = time.perf_counter()
+    try:
+        keras.backend.clear_session()
+        runtime.set_random_seed(run.seed)
+        if run.is_probe:
+            run_probe(run, folder, record)
+        else:
+            run_training(run, folder, record)
+    except Exception as error:  # a failing run is a result, not a crash of the sweep
+        record.update(failure(error))
+    record["seconds"] = time.perf_counter() - started
+    write_json(folder / "metrics.json", record)
+    return record
+
+
+def failure(error: BaseException) -> dict[str, Any]:
+    return {
+        "status": FAILED,
+        "error": f"{type(error).__name__}: {error}",
+        "traceback": "".join(traceback.format_exception(error)),
+    }
+
+
+def new_record(run: RunSpec) -> dict[str, Any]:
+    import keras
+
+    return {
+        "experiment": run.experiment,
+        "run_id": run.run_id,
+        "status": OK,
+        "seed": run.seed,
+        "matrix": run.matrix_values,
+        "metrics": {},
+        "params": None,
+        "train_seconds": None,
+        "backend": keras.backend.backend(),
+        "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "versions": versions(),
+    }
+
+
+def run_probe(run: RunSpec, folder: Path, record: dict[str, Any]) -> None:
+    started = time.perf_counter()
+    result = run.probe.component.load()(run.probe.params, run.seed)
+    record["train_seconds"] = time.perf_counter() - started
+    record["metrics"] = dict(result.metrics)
+    for name, curve in result.curves.items():
+        write_csv(folder / f"{name}.csv", curve)
+
+
+def run_training(run: RunSpec, folder: Path, record: dict[str, Any]) -> None:
+    from seqkeras.training import trainer
+
+    data = run.task.component.load()(run.task.params, run.seed)
+    data.vocabulary.save(folder / "vocabulary.json")
+    check_model_size(run.model.params, vocabulary=len(data.vocabulary), outputs=data.num_outputs)
+    # Variables, compile and fit all belong inside the strategy's scope.
+    with trainer.distribution_scope(run.train.distribution) as devices:
+        if devices:
+            record["devices"] = devices
+        model = run.model.component.load()(run.model.params, data)
+        history, seconds = trainer.fit(model, data, run.train, seed=run.seed, checkpoint_dir=folder / ".resume")
+    # After fitting: a count-based model (n-gram) has its parameters (counts) only then.
+    record["params"] = int(model.count_params())
+    record["train_seconds"] = seconds
+    write_csv(folder / "history.csv", history)
+    rows = run.model.component.load_evaluator()(model, data, run, folder)
+    if len(rows) == 1 and not rows[0].keys:
+        record["metrics"] = rows[0].metrics
+    else:  # one trained model, several evaluations (e.g. one per decoder)
+        record["rows"] = [{"keys": row.keys, "metrics": row.metrics} for row in rows]
+
+
+@functools.cache
+def code_version() -> str:
+    """The package version plus a hash of its source: any code change means rerun, not reuse."""
+    digest = hashlib.sha256()
+    for path in sorted(PACKAGE.rglob("*.py")):
+        digest.update(path.read_bytes())
+    return f"{__version__}+{digest.hexdigest()[:10]}"
+
+
+def versions() -> dict[str, str]:
+    import keras
+
+    found = {
+        "seqkeras": code_version(),
+        "python": platform.python_version(),
+        "keras": keras.__version__,
+        "numpy": numpy.__version__,
+    }
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow
+
+        found["tensorflow"] = tensorflow.__version__
+    return found

@@ -1,0 +1,60 @@
+"""Worker processes: each one's backend, its share of the cores, and its end with its parent.
+
+Defined apart from the executors, in a module that imports no TensorFlow,
+because a worker unpickles its initializer by importing the module that holds
+it: from seqkeras.execution.executors that would import Keras before stderr is
+quieted."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+from seqkeras.backends.runtime import select_backend
+
+
+def setup_worker(backend: str, threads: int) -> None:
+    """Each worker process: its own Keras backend, a quiet TensorFlow start and its share of the cores.
+
+    Defined here, in a module that imports no TensorFlow, because a worker
+    unpickles its initializer by importing the module that holds it: from
+    seqkeras.execution.executors that would import Keras before stderr is quieted.
+    """
+    select_backend(backend)
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        tf.config.threading.set_intra_op_parallelism_threads(threads)
+        tf.config.threading.set_inter_op_parallelism_threads(threads)
+    elif backend == "torch":
+        import torch
+
+        torch.set_num_threads(threads)  # else each of N workers starts one thread per core
+
+
+def setup_pool_worker(backend: str, threads: int) -> None:
+    """A `--jobs N` worker: `setup_worker`, and an end with its parent."""
+    setup_worker(backend, threads)
+    exit_with_parent()
+
+
+def worker_ready() -> None:
+    """A pool worker's first task: none, its initializer did the work (see ProcessExecutor.start)."""
+
+
+def exit_with_parent(poll_seconds: float = 1.0) -> None:
+    """End this process once its parent has gone (killed by SIGKILL, crashed).
+
+    A pool worker otherwise waits for its next run forever: its siblings still
+    hold the task pipe open, so it never reads an end of file. A watcher thread
+    is portable where Linux's PR_SET_PDEATHSIG is not.
+    """
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(poll_seconds)
+        os._exit(1)  # a run in progress resumes from its last epoch next time
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()

@@ -1,0 +1,285 @@
+"""YAML experiment files → validated experiment and run objects.
+
+The pipeline, in order:
+  1. read the YAML with a safe loader (no tag is ever turned into code);
+  2. apply `--set` overrides to the raw mapping;
+  3. validate the experiment's fixed structure (pydantic, unknown keys forbidden);
+  4. expand `matrix` × `seeds` into raw run mappings;
+  5. validate each run's components (task, model, probe) against the registries
+     and run the cross-field checks.
+Every failure is a `SpecError` naming the file, the dotted key path, the value
+received, and what is allowed.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import itertools
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from seqkeras import catalog
+from seqkeras.errors import SpecError, unknown_choice
+from seqkeras.spec.checks import check_references, check_run, check_sections
+from seqkeras.spec.runs import Experiment, ResolvedComponent, RunSpec, make_run_id
+from seqkeras.spec.sections import SECTIONS_WITH_COMPONENTS, EvaluateSpec, ExperimentSpec, TrainSpec
+from seqkeras.spec.validation import translate_validation_error
+
+# --------------------------------------------------------------------------- #
+# Loading
+# --------------------------------------------------------------------------- #
+
+
+def load_yaml(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise SpecError(f"cannot read the file: {error.strerror}", file=str(path)) from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        raise SpecError(f"{where}malformed YAML: {error.problem}", file=str(path)) from None
+    except yaml.YAMLError as error:
+        raise SpecError(f"malformed YAML: {error}", file=str(path)) from None
+
+
+def load_experiment(path: Path | str, overrides: list[str] | None = None) -> Experiment:
+    path = Path(path)
+    raw = load_yaml(path)
+    try:
+        return build_experiment(raw, source=str(path), overrides=overrides or [])
+    except SpecError as error:
+        raise error.located(file=str(path)) from None
+
+
+def build_experiment(raw: Any, *, source: str, overrides: list[str]) -> Experiment:
+    if raw is None:
+        raise SpecError("the file is empty; an experiment needs at least version, name and a task/model or probe")
+    if not isinstance(raw, dict):
+        raise SpecError(f"an experiment is a mapping of keys (version, name, ...), not a {type(raw).__name__}")
+    raw = copy.deepcopy(raw)
+    set_keys = apply_overrides(raw, overrides)
+    spec = _validate(ExperimentSpec, raw, path=None)
+    check_sections(spec)
+    runs = list(_expand_runs(spec, raw, set_keys))
+    matrix_columns = _matrix_columns(spec.matrix)
+    check_references(spec, matrix_columns)
+    for run in runs:
+        run.matrix_values = {key: lookup(run.resolved, key) for key in matrix_columns}
+    return Experiment(spec=spec, source=source, runs=runs, matrix_columns=matrix_columns)
+
+
+def _validate(model: type[BaseModel], raw: Any, *, path: str | None) -> Any:
+    try:
+        return model.model_validate(raw)
+    except ValidationError as error:
+        raise translate_validation_error(error, model, raw, path_prefix=path) from None
+
+
+# --------------------------------------------------------------------------- #
+# --set overrides and dotted keys
+# --------------------------------------------------------------------------- #
+
+
+def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> set[str]:
+    """Apply `KEY=VALUE` overrides; return the keys that were set.
+
+    Setting a key that is a matrix axis replaces the axis with that single value
+    (or with the list given).
+    """
+    set_keys = set()
+    for item in overrides:
+        key, sep, text = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise SpecError(f"--set expects KEY=VALUE, got {item!r}")
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*", key):
+            raise SpecError(f"--set key {key!r} is not a dotted key path like model.units")
+        try:
+            value = yaml.safe_load(text) if text.strip() else None
+        except yaml.YAMLError:
+            raise SpecError(f"--set {key}: cannot read {text!r} as a YAML value") from None
+        matrix = raw.get("matrix")
+        if isinstance(matrix, dict) and key in matrix:
+            matrix[key] = value if isinstance(value, list) else [value]
+        else:
+            _check_override_target(raw, key)
+            set_dotted(raw, key, value)
+        set_keys.add(key)
+    return set_keys
+
+
+def _check_override_target(raw: dict[str, Any], key: str) -> None:
+    """Refuse --set paths into sections the spec does not have (a typo would create one)."""
+    head = key.split(".")[0]
+    top_level = set(ExperimentSpec.model_fields)
+    if head not in top_level:
+        raise SpecError(unknown_choice("top-level key", head, top_level), path=f"--set {key}")
+    if "." in key and head in SECTIONS_WITH_COMPONENTS and not isinstance(raw.get(head), dict):
+        present = [s for s in SECTIONS_WITH_COMPONENTS if isinstance(raw.get(s), dict)]
+        raise SpecError(
+            f"this experiment has no {head!r} section (it has: {', '.join(present) or 'none'})",
+            path=f"--set {key}",
+        )
+
+
+def set_dotted(target: dict[str, Any], key: str, value: Any) -> None:
+    """Set `a.b.c` in nested mappings; a mapping value is merged into a mapping."""
+    parts = key.split(".")
+    node = target
+    for part in parts[:-1]:
+        child = node.get(part)
+        if not isinstance(child, dict):
+            child = {}
+            node[part] = child
+        node = child
+    last = parts[-1]
+    if isinstance(value, dict) and isinstance(node.get(last), dict):
+        node[last] = {**node[last], **copy.deepcopy(value)}
+    else:
+        node[last] = copy.deepcopy(value)
+
+
+def lookup(mapping: dict[str, Any], key: str, default: Any = None) -> Any:
+    node: Any = mapping
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return default
+        node = node[part]
+    return node
+
+
+# --------------------------------------------------------------------------- #
+# Matrix expansion
+# --------------------------------------------------------------------------- #
+
+
+def _matrix_columns(matrix: dict[str, list[Any]]) -> list[str]:
+    """The dotted leaf keys a matrix varies; a mapping-valued axis contributes each of its keys."""
+    columns: list[str] = []
+    for key, values in matrix.items():
+        for value in values:
+            leaves = _leaf_keys(value, key) if isinstance(value, dict) else [key]
+            columns.extend(leaf for leaf in leaves if leaf not in columns)
+    return columns
+
+
+def _leaf_keys(value: dict[str, Any], prefix: str) -> list[str]:
+    keys = []
+    for name, item in value.items():
+        dotted = f"{prefix}.{name}"
+        keys.extend(_leaf_keys(item, dotted) if isinstance(item, dict) else [dotted])
+    return keys
+
+
+def _expand_runs(spec: ExperimentSpec, raw: dict[str, Any], set_keys: set[str]):
+    axes = list(spec.matrix.items())
+    base = {k: v for k, v in raw.items() if k not in ("matrix", "seeds", "table", "expect")}
+    for point in itertools.product(*(values for _, values in axes)):
+        run_raw = copy.deepcopy(base)
+        for (key, _), value in zip(axes, point):
+            if key.split(".")[0] not in ("task", "model", "train", "evaluate", "probe"):
+                raise SpecError(
+                    "a matrix key must start with task, model, train, evaluate or probe",
+                    path=f"matrix.{key}",
+                )
+            set_dotted(run_raw, key, value)
+        label_values = dict(zip((key for key, _ in axes), point))
+        try:
+            resolved = resolve_run(spec, run_raw)
+        except SpecError as error:
+            raise _attribute_error(error, label_values, set_keys) from None
+        for seed in spec.seeds:
+            yield _make_run(spec, resolved, label_values, seed)
+
+
+def _attribute_error(error: SpecError, point: dict[str, Any], set_keys: set[str]) -> SpecError:
+    """Say when an invalid value came from a matrix axis or from --set."""
+    path = error.path or ""
+    for key, value in point.items():
+        if path == key or path.startswith(key + "."):
+            return SpecError(f"{error.message} (from matrix value {value!r})", path=f"matrix.{key}")
+    for key in set_keys:
+        if path == key or path.startswith(key + "."):
+            return SpecError(f"{error.message} (from --set {key})", path=path)
+    return error
+
+
+@dataclass
+class _Resolved:
+    resolved: dict[str, Any]
+    components: dict[str, ResolvedComponent]
+    train: TrainSpec | None
+    metrics: list[str]
+    decoders: list[Any]
+
+
+def resolve_run(spec: ExperimentSpec, run_raw: dict[str, Any]) -> _Resolved:
+    components = {}
+    resolved: dict[str, Any] = {"version": spec.version, "name": spec.name}
+    for section, key in SECTIONS_WITH_COMPONENTS.items():
+        section_raw = run_raw.get(section)
+        if section_raw is None:
+            continue
+        component = resolve_component(section, section_raw, key)
+        components[section] = component
+        resolved[section] = {key: component.name, **component.params.model_dump(mode="json")}
+    train = evaluate = None
+    if "task" in components:
+        train = _validate(TrainSpec, run_raw.get("train") or {}, path="train")
+        evaluate = _validate(EvaluateSpec, run_raw.get("evaluate") or {}, path="evaluate")
+        resolved["train"] = train.model_dump(mode="json")
+    metrics = check_run(components, evaluate)
+    decoders = list(evaluate.decoders) if evaluate else []
+    if "task" in components:
+        resolved["evaluate"] = {"metrics": metrics}
+        if decoders:
+            resolved["evaluate"]["decoders"] = [d.model_dump(mode="json") for d in decoders]
+        if evaluate.generate is not None:
+            if components["task"].component.problem != "language_modeling":
+                raise SpecError("generate applies only to language-modelling tasks", path="evaluate.generate")
+            resolved["evaluate"]["generate"] = evaluate.generate.model_dump(mode="json")
+    return _Resolved(resolved, components, train, metrics, decoders)
+
+
+def resolve_component(section: str, raw: Any, key: str) -> ResolvedComponent:
+    registry = catalog.REGISTRY_OF_SECTION[section]
+    if not isinstance(raw, dict):
+        raise SpecError(f"expected a mapping with a {key!r} key, got {raw!r}", path=section)
+    if key not in raw:
+        raise SpecError(
+            f"missing {key!r}. Allowed: {', '.join(registry.names())}.", path=section
+        )
+    component = registry.get(raw[key], path=f"{section}.{key}")
+    params_raw = {k: v for k, v in raw.items() if k != key}
+    params = _validate(component.params, params_raw, path=section)
+    return ResolvedComponent(component, params)
+
+
+def _make_run(spec: ExperimentSpec, resolved: _Resolved, point: dict[str, Any], seed: int) -> RunSpec:
+    document = {**resolved.resolved, "seed": seed}
+    digest = hashlib.sha256(json.dumps(document, sort_keys=True, default=str).encode()).hexdigest()[:8]
+    return RunSpec(
+        experiment=spec.name,
+        run_id=make_run_id(point, seed, digest),
+        seed=seed,
+        matrix_values={},
+        resolved=document,
+        task=resolved.components.get("task"),
+        model=resolved.components.get("model"),
+        probe=resolved.components.get("probe"),
+        train=resolved.train,
+        metrics=resolved.metrics,
+        decoders=resolved.decoders,
+    )
+
+

@@ -1,0 +1,88 @@
+"""Runs: what one expanded matrix point and seed resolve to, and the run id that names its folder."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+
+from seqkeras.decoding.decoders import decoder_label
+from seqkeras.registry import Component
+from seqkeras.spec.sections import ExperimentSpec, TrainSpec
+
+
+@dataclass(frozen=True)
+class ResolvedComponent:
+    component: Component
+    params: BaseModel
+
+    @property
+    def name(self) -> str:
+        return self.component.name
+
+
+@dataclass
+class RunSpec:
+    """One run: a matrix point and a seed, fully validated."""
+
+    experiment: str
+    run_id: str
+    seed: int
+    matrix_values: dict[str, Any]  # dotted key → value, for runs.csv
+    resolved: dict[str, Any]  # the whole resolved spec, written as spec.yaml
+    task: ResolvedComponent | None = None
+    model: ResolvedComponent | None = None
+    probe: ResolvedComponent | None = None
+    train: TrainSpec | None = None
+    metrics: list[str] = field(default_factory=list)
+    decoders: list[Any] = field(default_factory=list)  # DecoderChoice objects
+
+    @property
+    def is_probe(self) -> bool:
+        return self.probe is not None
+
+
+@dataclass
+class Experiment:
+    spec: ExperimentSpec
+    source: str  # the file it came from, for messages
+    runs: list[RunSpec]
+    matrix_columns: list[str]  # leaf keys that vary, in order
+
+
+def make_run_id(point: dict[str, Any], seed: int, digest: str) -> str:
+    """Readable and stable: `cell=lstm_lag=50_seed=0_1a2b3c4d`."""
+    parts = []
+    for key, value in point.items():
+        if isinstance(value, dict):
+            parts.extend(f"{k}={_slug(v)}" for k, v in value.items())
+        else:
+            parts.append(f"{key.split('.')[-1]}={_slug(value)}")
+    parts += [f"seed={seed}", digest]
+    return "_".join(parts)
+
+
+def _slug(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True) if isinstance(value, (dict, list)) else str(value)
+    text = re.sub(r"[^A-Za-z0-9_.+-]+", "-", text).strip("-")
+    return text[:40] or "none"
+
+
+def decoder_columns(spec: ExperimentSpec) -> list[str]:
+    """`decoder` (a label such as 'beam(width=5)') and `decoder.<parameter>` for each decoder given."""
+    decoders = spec.evaluate.decoders if spec.evaluate else []
+    if not decoders:
+        return []
+    columns = ["decoder"]
+    for choice in decoders:
+        columns += [f"decoder.{key}" for key in choice.model_dump() if f"decoder.{key}" not in columns]
+    return columns
+
+
+def decoder_keys(choice: Any) -> dict[str, Any]:
+    """The row-identifying columns of one decoder's results."""
+    return {"decoder": decoder_label(choice), **{f"decoder.{k}": v for k, v in choice.model_dump().items()}}
+

@@ -1,0 +1,238 @@
+"""The sections of an experiment file, as pydantic schemas: its fixed structure.
+
+A leaf of the package: training, evaluation and reporting read these classes,
+and they import nothing of seqkeras's but the registry's `Params`, the decoder
+choices and the generation section. The components inside `task`, `model` and
+`probe` stay raw mappings here; `seqkeras.spec.loader` resolves them against the
+catalog.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from seqkeras.decoding.decoders import DecoderChoice
+from seqkeras.evaluation.generation import GenerateSpec
+from seqkeras.registry import Params
+
+SECTIONS_WITH_COMPONENTS = {"task": "name", "model": "kind", "probe": "name"}
+
+
+NAME_PATTERN = r"^[a-z0-9][a-z0-9._-]*$"
+
+
+class OptimizerSpec(Params):
+    name: Literal["adam", "adamw", "sgd", "rmsprop", "adagrad"] = Field(
+        "adam", description="Keras optimizer by name."
+    )
+    learning_rate: float = Field(1e-3, gt=0, le=10, description="Step size.")
+    clipnorm: float | None = Field(
+        None, gt=0, description="Rescale each gradient whose norm exceeds this (tames exploding gradients)."
+    )
+    clipvalue: float | None = Field(None, gt=0, description="Clip each gradient element to ±this.")
+    momentum: float | None = Field(None, ge=0, lt=1, description="Momentum for sgd and rmsprop.")
+
+
+class EarlyStoppingSpec(Params):
+    monitor: str = Field("val_loss", description="Quantity Keras watches, e.g. val_loss or val_accuracy.")
+    patience: int = Field(2, ge=1, description="Epochs without improvement before stopping.")
+    restore_best_weights: bool = Field(True, description="Evaluate the best epoch's weights, not the last.")
+
+
+class TrainSpec(Params):
+    epochs: int = Field(5, ge=1, le=10_000, description="Passes over the training set.")
+    batch_size: int = Field(32, ge=1, le=1_000_000, description="Examples per gradient step.")
+    optimizer: OptimizerSpec = Field(default_factory=OptimizerSpec)
+    validation_split: float = Field(
+        0.0, ge=0, lt=0.5, description="Share of the training set held out for val_* curves and early stopping."
+    )
+    early_stopping: EarlyStoppingSpec | None = Field(None, description="Stop when the monitored value stalls.")
+    verbose: Literal[0, 1, 2] = Field(2, description="Keras progress: 0 silent, 1 bar, 2 one line per epoch.")
+    distribution: Literal["none", "mirrored"] = Field(
+        "none",
+        description="mirrored: data-parallel over all local GPUs (tf.distribute.MirroredStrategy); "
+        "on a machine without GPUs it runs on the CPU and says so.",
+    )
+
+    @model_validator(mode="after")
+    def _early_stopping_needs_validation(self) -> "TrainSpec":
+        if self.early_stopping and self.early_stopping.monitor.startswith("val_") and self.validation_split == 0:
+            raise ValueError(
+                f"early_stopping monitors {self.early_stopping.monitor!r}, which needs "
+                "train.validation_split > 0"
+            )
+        return self
+
+
+class EvaluateSpec(Params):
+    metrics: list[str] = Field(
+        default_factory=list,
+        description="Metrics to compute on the test set; empty means the model kind's defaults.",
+    )
+    decoders: list[DecoderChoice] = Field(
+        default_factory=list,
+        description="Decoders applied to one trained model (seq2seq, generation): each gives its own row, "
+        "labelled in the `decoder` column; the model is trained once.",
+    )
+    generate: GenerateSpec | None = Field(
+        None,
+        description="Language models: continue these prompts with each decoder (greedy when none is given) and "
+        "measure the samples (distinct-1/2, repetition rate, their perplexity); samples.csv lists them.",
+    )
+
+
+class TableSpec(Params):
+    rows: str | list[str] = Field(description="Matrix key(s) (or 'seed') along the rows.")
+    columns: str | list[str] | None = Field(None, description="Matrix key(s) along the columns.")
+    value: str = Field(description="The metric shown in the cells (mean ± std over seeds).")
+    where: dict[str, Any] = Field(default_factory=dict, description="Only runs with these matrix values.")
+    title: str | None = None
+
+
+class CompareTo(Params):
+    where: dict[str, Any] = Field(description="The other selection of runs.")
+    by: float = Field(0.0, ge=0, description="Required margin.")
+
+
+# Checks that compare the selected runs with another selection of runs.
+COMPARISONS = ("greater_than", "less_than", "close_to")
+
+
+class ExpectSpec(Params):
+    claim: str = Field(description="The lesson's claim, in words.")
+    where: dict[str, Any] = Field(default_factory=dict, description="Matrix values selecting the runs.")
+    metric: str = Field(description="Metric compared (mean over the selected runs).")
+    value: float | None = Field(None, description="Expected value (with abs_tol / rel_tol / sig_digits / decimals).")
+    abs_tol: float | None = Field(None, ge=0)
+    rel_tol: float | None = Field(None, ge=0)
+    sig_digits: int | None = Field(
+        None, ge=1, le=17, description="Holds when the measured value prints like `value` with this many significant digits (e.g. 2 for 6.5e-01)."
+    )
+    decimals: int | None = Field(
+        None, ge=0, le=17, description="Holds when the measured value rounds to `value` at this many decimals (e.g. 3 for 0.487)."
+    )
+    equals: str | None = Field(None, description="Expected text (e.g. a decoded sequence).")
+    at_least: float | None = None
+    at_most: float | None = None
+    greater_than: CompareTo | None = Field(None, description="Measured > the other selection's mean + by.")
+    less_than: CompareTo | None = Field(None, description="Measured < the other selection's mean − by.")
+    close_to: CompareTo | None = Field(
+        None, description="|measured − the other selection's mean| ≤ by (e.g. 'similar accuracy')."
+    )
+
+    @model_validator(mode="after")
+    def _one_kind_of_check(self) -> "ExpectSpec":
+        kinds = [k for k in ("value", "equals", *COMPARISONS) if getattr(self, k) is not None]
+        has_bounds = self.at_least is not None or self.at_most is not None
+        if len(kinds) + has_bounds != 1:
+            raise ValueError(
+                "give exactly one of: value (with a tolerance), equals, at_least/at_most, greater_than, less_than, "
+                "close_to"
+            )
+        if self.close_to is not None and self.close_to.by <= 0:
+            raise ValueError("close_to needs by > 0: how far apart the two may be")
+        tolerances = [t for t in ("abs_tol", "rel_tol", "sig_digits", "decimals") if getattr(self, t) is not None]
+        if self.value is None and tolerances:
+            raise ValueError(f"{tolerances[0]} only applies to value")
+        if self.value is not None and not tolerances:
+            raise ValueError("value needs a tolerance: abs_tol, rel_tol, sig_digits or decimals")
+        return self
+
+    @property
+    def comparison(self) -> tuple[str, CompareTo] | None:
+        """(kind, the other selection) for greater_than / less_than / close_to, else None."""
+        for kind in COMPARISONS:
+            other = getattr(self, kind)
+            if other is not None:
+                return kind, other
+        return None
+
+
+FILE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]*$"
+
+
+class PlotSpec(Params):
+    """One declared plot: a metric of runs.csv against a matrix key."""
+
+    x: str = Field(description="Matrix key (or 'seed') along the x axis.")
+    y: str | list[str] = Field(description="Metric(s) on the y axis; several metrics give one series each.")
+    hue: str | None = Field(None, description="Matrix key: one series (colour) per value.")
+    facet: str | None = Field(None, description="Matrix key: one panel per value.")
+    kind: Literal["line", "bar", "scatter"] = Field(
+        "line", description="line: mean over seeds joined by lines; bar: grouped bars; scatter: every run as a point."
+    )
+    logx: bool = Field(False, description="Logarithmic x axis (numeric x only).")
+    logy: bool = Field(False, description="Logarithmic y axis.")
+    errorbars: bool = Field(True, description="Error bars of ± one standard deviation over seeds (line and bar).")
+    where: dict[str, Any] = Field(default_factory=dict, description="Only runs with these matrix values.")
+    title: str | None = Field(None, description="Figure title; default '<y> by <x>'.")
+    file: str | None = Field(
+        None, pattern=FILE_PATTERN, max_length=100,
+        description="PNG file name in the results folder, without .png; default from y, x and hue.",
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "PlotSpec":
+        if isinstance(self.y, list) and not self.y:
+            raise ValueError("y needs at least one metric")
+        if self.kind == "bar" and self.logx:
+            raise ValueError("logx does not apply to bar plots (their x axis is categorical)")
+        return self
+
+    def metrics(self) -> list[str]:
+        return [self.y] if isinstance(self.y, str) else list(self.y)
+
+    def default_title(self) -> str:
+        return self.title or f"{', '.join(self.metrics())} by {self.x}" + (f" and {self.hue}" if self.hue else "")
+
+    def default_file(self) -> str:
+        name = f"{'-'.join(self.metrics())}_by_{self.x}" + (f"_by_{self.hue}" if self.hue else "")
+        return self.file or _file_slug(name + ("" if self.kind == "line" else f"_{self.kind}"))
+
+
+def _file_slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", text).strip("-")[:100] or "plot"
+
+
+class ExperimentSpec(Params):
+    """The top level of an experiment file (components still raw)."""
+
+    version: Literal[1] = Field(description="Spec format version; only 1 exists.")
+    name: str = Field(pattern=NAME_PATTERN, max_length=100, description="Results go to results/<name>/.")
+    description: str = ""
+    task: dict[str, Any] | None = None
+    model: dict[str, Any] | None = None
+    train: TrainSpec | None = None
+    evaluate: EvaluateSpec | None = None
+    probe: dict[str, Any] | None = None
+    matrix: dict[str, list[Any]] = Field(default_factory=dict)
+    seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
+    table: TableSpec | list[TableSpec] | None = None
+    expect: list[ExpectSpec] = Field(default_factory=list)
+    plots: list[PlotSpec] = Field(default_factory=list, description="Figures drawn from runs.csv into the results folder.")
+
+    @field_validator("seeds")
+    @classmethod
+    def _seeds_unique_and_natural(cls, seeds: list[int]) -> list[int]:
+        if any(s < 0 for s in seeds):
+            raise ValueError("seeds must be ≥ 0")
+        if len(set(seeds)) != len(seeds):
+            raise ValueError("seeds must not repeat")
+        return seeds
+
+    @field_validator("matrix")
+    @classmethod
+    def _axes_not_empty(cls, matrix: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        for key, values in matrix.items():
+            if not values:
+                raise ValueError(f"matrix axis {key!r} has no values")
+        return matrix
+
+    def tables(self) -> list[TableSpec]:
+        if self.table is None:
+            return []
+        return self.table if isinstance(self.table, list) else [self.table]
+
