@@ -172,14 +172,8 @@ PROBES = Registry(
 
 DECODERS = Registry(
     "decoder",
-    [
-        Component("greedy", "The most probable token at each step.", decoders.GreedyParams,
-                  "seqkeras.decoding.decoders:build_decoder"),
-        Component("beam", "Keep the `width` most probable partial outputs; optional GNMT length penalty.",
-                  decoders.BeamParams, "seqkeras.decoding.decoders:build_decoder"),
-        Component("sample", "Draw from the distribution with temperature, top-k and/or top-p (nucleus).",
-                  decoders.SampleParams, "seqkeras.decoding.decoders:build_decoder"),
-    ],
+    [Component(name, decoder.summary, decoder.params_class, "seqkeras.decoding.decoders:build_decoder")
+     for name, decoder in decoders.DECODERS.items()],
 )
 
 REGISTRY_OF_SECTION = {"task": TASKS, "model": MODELS, "probe": PROBES}

@@ -14,7 +14,14 @@ import sys
 import threading
 from pathlib import Path
 
+import yaml
+
+from seqkeras.backends.runtime import select_backend
 from seqkeras.errors import SpecError
+from seqkeras.execution import sweep
+from seqkeras.execution.executors import ProcessExecutor, RayExecutor, SerialExecutor
+from seqkeras.spec.reference import components_markdown, describe_params
+from seqkeras.spec.sections import TableSpec
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
 
@@ -27,13 +34,14 @@ def main(argv: list[str] | None = None) -> int:
     with sigterm_as_ctrl_c():
         try:
             if args.command != "run":  # `run` picks its backend from --backend first
-                from seqkeras.backends.runtime import select_backend
-
                 select_backend(load=False)  # these commands read specs and results: no Keras needed
             return args.handler(args)
         except SpecError as error:
             print(f"error: {error}", file=sys.stderr)
             return EXIT_INVALID
+        except BrokenPipeError:  # `seqkeras list | head`: the reader has all it wanted
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return EXIT_OK
         except KeyboardInterrupt:
             print("\ninterrupted: finished runs are recorded; run again to continue where it stopped", file=sys.stderr)
             return 130
@@ -74,6 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--backend", choices=["tensorflow", "jax", "torch"], default=None,
                      help="Keras backend (default: $KERAS_BACKEND or tensorflow)")
     run.add_argument("--force", action="store_true", help="rerun runs that already have a finished record")
+    run.add_argument("--dry-run", action="store_true",
+                     help="validate and list the runs it would make (and reuse); train and write nothing")
     run.add_argument("--jobs", type=positive_int, default=1, metavar="N",
                      help="run N runs at once in separate processes (default 1)")
     run.add_argument("--executor", choices=["local", "ray"], default="local",
@@ -99,6 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     table.set_defaults(handler=command_table)
 
     listing = commands.add_parser("list", help="every task, model kind, cell, decoder, probe and metric")
+    listing.add_argument("--markdown", action="store_true", help="as Markdown: the page docs/components.md is")
     listing.set_defaults(handler=command_list)
 
     compare = commands.add_parser("compare", help="compare two results (folders or runs.csv) run by run and over seeds")
@@ -134,8 +145,6 @@ def positive_int(text: str) -> int:
 
 
 def make_executor(args, backend: str):
-    from seqkeras.execution.executors import ProcessExecutor, RayExecutor, SerialExecutor
-
     if args.executor == "ray":
         return RayExecutor(args.address, backend, args.cpus_per_run, args.gpus_per_run)
     if args.address:
@@ -143,56 +152,24 @@ def make_executor(args, backend: str):
     return ProcessExecutor(args.jobs, backend) if args.jobs > 1 else SerialExecutor()
 
 
-def spec_files(paths: list[str]) -> list[Path]:
-    files: list[Path] = []
-    for text in paths:
-        path = Path(text)
-        if path.is_dir():
-            found = sorted(path.rglob("*.yaml"))
-            if not found:
-                raise SpecError(f"{path} holds no *.yaml files")
-            files.extend(found)
-        elif path.is_file():
-            files.append(path)
-        else:
-            raise SpecError(f"{path}: no such file or folder")
-    return files
-
-
-def load_all(paths: list[str], overrides: list[str]):
-    """Validate every spec first: one bad file means nothing runs."""
-    from seqkeras.spec.loader import load_experiment
-
-    experiments, errors = [], []
-    for file in spec_files(paths):
-        try:
-            experiments.append(load_experiment(file, overrides))
-        except SpecError as error:
-            errors.append(str(error))
-    if errors:
-        raise SpecError("\n".join(errors) if len(errors) == 1 else f"{len(errors)} invalid specs:\n" + "\n".join(errors))
-    names = [e.spec.name for e in experiments]
-    duplicates = sorted({n for n in names if names.count(n) > 1})
-    if duplicates:
-        raise SpecError(f"two specs share the experiment name {duplicates[0]!r}; names decide results folders")
-    return experiments
-
-
 def command_validate(args) -> int:
-    for experiment in load_all(args.paths, args.overrides):
+    for experiment in sweep.load_all(args.paths, args.overrides):
         print(f"ok  {experiment.source}  ({experiment.spec.name}: {len(experiment.runs)} runs)")
     return EXIT_OK
 
 
 def command_run(args) -> int:
-    from seqkeras.backends.runtime import select_backend
-
     backend = select_backend(args.backend, load=False)
+    out_root = Path(args.out)
+    if args.dry_run:
+        sweep.plan(sweep.load_all(args.paths, args.overrides), out_root, force=args.force)
+        return EXIT_OK
     executor = make_executor(args, backend)
     try:
         # Worker processes import their backend (seconds) while this one reads the specs.
         executor.start()
-        all_verdicts, failed_runs = run_all(args, executor)
+        experiments = sweep.load_all(args.paths, args.overrides)
+        all_verdicts, failed_runs = sweep.run_all(experiments, out_root, executor, force=args.force)
     finally:
         executor.close()  # worker processes serve every experiment, then stop
     failed_expectations = sum(not v.holds for _, v in all_verdicts)
@@ -202,54 +179,13 @@ def command_run(args) -> int:
     return EXIT_OK
 
 
-def run_all(args, executor) -> tuple[list, int]:
-    """Every experiment of the command, in turn: (experiment name, verdict) pairs and the failed runs."""
-    from seqkeras.backends.runtime import select_backend
-    from seqkeras.execution.executors import SerialExecutor
-
-    experiments = load_all(args.paths, args.overrides)
-    if isinstance(executor, SerialExecutor):  # runs here: import the backend (chosen above) now, quietly
-        select_backend()
-    from seqkeras.execution.experiment import run_experiment
-    from seqkeras.reporting.tables import to_markdown, verdict_frame
-
-    out_root = Path(args.out)
-    try:
-        out_root.mkdir(parents=True, exist_ok=True)
-        probe = out_root / ".seqkeras-write-test"
-        probe.write_text("")
-        probe.unlink()
-    except OSError as error:
-        raise SpecError(f"cannot write results to {out_root}: {error.strerror}") from None
-
-    total_runs = sum(len(e.runs) for e in experiments)
-    print(f"{len(experiments)} experiment(s), {total_runs} run(s) → {out_root}/")
-    all_verdicts, failed_runs = [], 0
-    for experiment in experiments:
-        outcome = run_experiment(experiment, out_root, force=args.force, executor=executor)
-        page = (out_root / experiment.spec.name / "table.md").read_text(encoding="utf-8")
-        print("\n" + page)
-        failed_runs += outcome.failed_runs
-        all_verdicts += [(experiment.spec.name, v) for v in outcome.verdicts]
-    if len(experiments) > 1 and all_verdicts:
-        frame = verdict_frame([v for _, v in all_verdicts])
-        frame.insert(0, "experiment", [name for name, _ in all_verdicts])
-        held = sum(v.holds for _, v in all_verdicts)
-        print(f"# All expectations: {held} of {len(all_verdicts)} reproduced\n")
-        print(to_markdown(frame))
-    return all_verdicts, failed_runs
-
-
 def command_table(args) -> int:
-    import yaml
-
     from seqkeras.reporting.tables import pivot, summary_tables, to_markdown
     from seqkeras.results.folder import read_runs
-    from seqkeras.spec.sections import TableSpec
 
     results_dir = Path(args.results_dir)
     if args.rebuild:
-        rebuild(results_dir)
+        sweep.rebuild(results_dir)
     runs = read_runs(results_dir)
     if args.rows or args.columns or args.value:
         if not (args.rows and args.value):
@@ -272,29 +208,12 @@ def command_table(args) -> int:
     return EXIT_OK
 
 
-def rebuild(folder: Path) -> None:
-    """runs.csv from the run folders' metrics.json, then table.md and the plots, under the saved spec."""
-    from seqkeras.execution.experiment import summarize
-    from seqkeras.results.folder import read_runs, rebuild_runs
-    from seqkeras.spec.loader import load_experiment
-
-    saved = folder / "experiment.yaml"
-    experiment = load_experiment(saved) if saved.is_file() else None
-    order = [run.run_id for run in experiment.runs] if experiment else None
-    rebuilt, damaged = rebuild_runs(folder, order)
-    print(f"rebuilt {folder / 'runs.csv'} from {rebuilt} run folder(s)")
-    for path in damaged:
-        print(f"skipped damaged record: {path}", file=sys.stderr)
-    if experiment is None:
-        print(f"no {saved}: table.md and the plots left as they were", file=sys.stderr)
-        return
-    summarize(folder, experiment, read_runs(folder))
-    print(f"rewrote {folder / 'table.md'} and the plots")
-
-
 def command_list(args) -> int:
     from seqkeras import catalog
 
+    if args.markdown:
+        sys.stdout.write(components_markdown(catalog.ALL))
+        return EXIT_OK
     for kind, registry in catalog.ALL.items():
         print(f"{kind}s:".upper())
         for component in registry:
@@ -303,31 +222,6 @@ def command_list(args) -> int:
                 print(f"      {line}")
         print()
     return EXIT_OK
-
-
-def type_name(annotation) -> str:
-    import types
-    import typing
-
-    if typing.get_origin(annotation) is typing.Literal:
-        return "one of " + "|".join(str(a) for a in typing.get_args(annotation))
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        # Optional[X] reads as 'X | None'; a union of parameter models as their class names.
-        return " | ".join(type_name(a) for a in typing.get_args(annotation)).replace("NoneType", "None")
-    name = getattr(annotation, "__name__", None)
-    return name if name and typing.get_origin(annotation) is None else str(annotation).replace("typing.", "")
-
-
-def describe_params(model) -> list[str]:
-    lines = []
-    for name, field in model.model_fields.items():
-        annotation = type_name(field.annotation)
-        default = "required" if field.is_required() else f"default {field.get_default(call_default_factory=True)!r}"
-        bounds = [f"{label} {getattr(m, attr)}" for m in field.metadata
-                  for attr, label in (("ge", "≥"), ("gt", ">"), ("le", "≤"), ("lt", "<")) if hasattr(m, attr)]
-        detail = ", ".join([annotation, default, *bounds])
-        lines.append(f"{name} ({detail}): {field.description or ''}".rstrip(": "))
-    return lines
 
 
 def command_compare(args) -> int:

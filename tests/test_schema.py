@@ -35,6 +35,26 @@ def test_committed_schema_is_up_to_date():
     )
 
 
+def test_committed_component_reference_is_up_to_date():
+    from seqkeras.spec.reference import components_markdown
+
+    committed = (REPO / "docs" / "components.md").read_text(encoding="utf-8")
+    assert committed == components_markdown(catalog.ALL), (
+        "docs/components.md is stale: regenerate it with `.venv/bin/seqkeras list --markdown > docs/components.md`"
+    )
+
+
+def test_component_reference_names_every_component_and_parameter():
+    from seqkeras.spec.reference import components_markdown
+
+    page = components_markdown(catalog.ALL)
+    for registry in catalog.ALL.values():
+        for component in registry:
+            assert f"### `{component.name}`" in page
+            for name in component.params.model_fields:
+                assert f"- {name} (" in page, (component.name, name)
+
+
 def test_schema_command_prints_the_schema(capsys):
     assert main(["schema"]) == 0
     assert json.loads(capsys.readouterr().out) == build_schema()

@@ -1,1 +1,6 @@
-"""TODO"""
+"""Backend-specific code: process set-up (`runtime`: which Keras backend, a quiet TensorFlow start, seeds) and, in `backends/torch/`, every module that imports torch.
+
+The rest of the package is backend-neutral Keras 3. It may import errors and
+its own modules; `runtime` must stay importable without Keras, because the
+backend has to be chosen before Keras is imported.
+"""

@@ -13,6 +13,7 @@ import importlib.util
 import os
 import sys
 
+from seqkeras.backends.torch.memory import reuse_freed_memory
 from seqkeras.errors import SpecError
 
 BACKEND_PACKAGES = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch"}
@@ -62,8 +63,6 @@ def select_backend(name: str | None = None, *, load: bool = True) -> str:
     if not load:
         return backend
     if backend == "torch":
-        from seqkeras.backends.torch.memory import reuse_freed_memory
-
         reuse_freed_memory()
     with hidden_from_import(KERAS_EXTRAS):
         if backend == "tensorflow":

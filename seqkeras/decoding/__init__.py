@@ -4,7 +4,9 @@ One implementation serves the lesson's toy next-word table and trained models
 (language models, seq2seq encoder-decoders): a model is seen through the small
 `StepModel` protocol, and every strategy (greedy, sampling, beam search) works
 on that protocol alone. Nothing here imports TensorFlow until a model is built
-or a decoder runs.
+or a decoder runs. It may import errors and registry only; `DECODERS` is the
+one list of decoders that the spec's union, the catalog and `seqkeras list`
+derive from.
 """
 
 from seqkeras.decoding.decoders import (

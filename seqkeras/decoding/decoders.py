@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, ClassVar, Literal, Union
 
 import numpy as np
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, create_model
 
 from seqkeras.decoding.step_model import StepModel
 from seqkeras.errors import SpecError, unknown_choice
@@ -199,6 +199,7 @@ class GreedyDecoder(Decoder):
 
     params_class = GreedyParams
     name = "greedy"
+    summary = "The most probable token at each step."
 
     def make_sampler(self, vocab_size: int):
         import keras_hub
@@ -223,6 +224,7 @@ class SampleDecoder(Decoder):
 
     params_class = SampleParams
     name = "sample"
+    summary = "Draw from the distribution with temperature, top-k and/or top-p (nucleus)."
 
     def make_sampler(self, vocab_size: int):
         import keras_hub
@@ -317,6 +319,7 @@ class BeamDecoder(Decoder):
 
     params_class = BeamParams
     name = "beam"
+    summary = "Keep the `width` most probable partial outputs; optional GNMT length penalty."
 
     def decode(
         self, step_model: StepModel, batch_size: int = 1, max_length: int = 50, all_hypotheses: bool = True
@@ -474,20 +477,34 @@ def score_sequences(step_model: StepModel, sequences: Sequence[Sequence[int]]) -
 
 
 # A decoder as written in a spec: its name and its parameters in one mapping,
-# e.g. {name: beam, width: 5, length_penalty: 0.6}.
-class GreedyChoice(GreedyParams):
-    name: Literal["greedy"] = "greedy"
+# e.g. {name: beam, width: 5, length_penalty: 0.6}. One choice class per entry
+# of DECODERS, derived from it: the spec's union, `seqkeras list` and the catalog
+# all read that one dictionary.
+CHOICES: dict[str, type[BaseModel]] = {
+    name: create_model(f"{name.capitalize()}Choice", __base__=decoder.params_class,
+                       name=(Literal[name], name))  # type: ignore[call-overload]
+    for name, decoder in DECODERS.items()
+}
+GreedyChoice, BeamChoice, SampleChoice = CHOICES["greedy"], CHOICES["beam"], CHOICES["sample"]
+
+DecoderChoice = Annotated[Union[tuple(CHOICES.values())], Field(discriminator="name")]
+
+# A run's seed moves every sampling decoder's own seed by this much, so that the
+# seeds of one experiment draw different samples; the i-th input of a run (a
+# prompt) adds i, so that inputs do not share their draws. 1,000 keeps the inputs
+# of one run seed from reaching the next one's.
+SEED_STRIDE = 1000
 
 
-class BeamChoice(BeamParams):
-    name: Literal["beam"] = "beam"
+def seeded(choice: BaseModel, run_seed: int, index: int = 0) -> BaseModel:
+    """The decoder `choice` as run seed `run_seed` uses it for its `index`-th input.
 
-
-class SampleChoice(SampleParams):
-    name: Literal["sample"] = "sample"
-
-
-DecoderChoice = Annotated[Union[GreedyChoice, BeamChoice, SampleChoice], Field(discriminator="name")]
+    Only sampling draws random numbers: its seed becomes
+    seed + SEED_STRIDE·run_seed + index. Other decoders come back as they are.
+    """
+    if "seed" not in type(choice).model_fields:
+        return choice
+    return choice.model_copy(update={"seed": choice.seed + SEED_STRIDE * run_seed + index})
 
 
 def decoder_label(choice: BaseModel) -> str:

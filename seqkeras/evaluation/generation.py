@@ -46,9 +46,10 @@ from dataclasses import dataclass
 import numpy as np
 from pydantic import Field
 
-from seqkeras.decoding.decoders import SampleParams, build_decoder
+from seqkeras.decoding.decoders import build_decoder, seeded
 from seqkeras.decoding.step_model import PrefixStepModel
 from seqkeras.errors import SpecError
+from seqkeras.evaluation.metrics import perplexity_of
 from seqkeras.registry import Params
 
 DEFAULT_PROMPTS = [
@@ -145,18 +146,15 @@ def text_of(data, ids: Sequence[int]) -> str:
     return detokenize(tokens) if detokenize else "".join(tokens)
 
 
-def generate(model, data, decoder, spec: GenerateSpec, window: int, seed_offset: int = 0) -> list[Sample]:
+def generate(model, data, decoder, spec: GenerateSpec, window: int, run_seed: int = 0) -> list[Sample]:
     """Continue every prompt with `decoder`, a decoder choice as a spec gives it ({name: sample, ...}).
 
     A sampling decoder draws each prompt's continuation with its own seed
-    (its seed + `seed_offset` + the prompt's index), so prompts do not share random draws.
+    (`decoders.seeded`: the run's seed and the prompt's index), so prompts do not share random draws.
     """
-
     samples = []
     for index, prompt in enumerate(spec.prompts):
-        choice = decoder
-        if isinstance(decoder, SampleParams):
-            choice = decoder.model_copy(update={"seed": decoder.seed + seed_offset + index})
+        choice = seeded(decoder, run_seed, index)
         step_model = PromptStepModel(model, prompt_ids(data, prompt), len(data.vocabulary), window)
         result = build_decoder(choice.name, choice).decode(step_model, 1, spec.length)
         samples.append(Sample(prompt, [int(t) for t in result.tokens[0]], float(result.log_probs[0])))
@@ -205,6 +203,6 @@ def sample_metrics(samples: Sequence[Sample], spec: GenerateSpec, greedy: Sequen
         "distinct_1": distinct(tokens, 1),
         "distinct_2": distinct(tokens, 2),
         "repetition_rate": repetition_rate(tokens, spec.repetition_n),
-        "sample_perplexity": math.exp(-log_prob / count) if count else math.nan,
+        "sample_perplexity": perplexity_of(-log_prob / count) if count else math.nan,
         "greedy_prefix": float(np.mean(prefixes)) if prefixes else math.nan,
     }

@@ -24,7 +24,7 @@ import pandas as pd
 
 from seqkeras.decoding.decoders import GreedyChoice, decoder_label
 from seqkeras.evaluation.generation import GenerateSpec, generate, sample_metrics, text_of
-from seqkeras.evaluation.metrics import EPSILON
+from seqkeras.evaluation.metrics import EPSILON, perplexity_of
 from seqkeras.evaluation.rows import EvaluationRow
 from seqkeras.results.folder import write_csv
 from seqkeras.spec.runs import decoder_keys
@@ -54,7 +54,7 @@ def token_metrics(probabilities: np.ndarray, predicted: np.ndarray, targets: np.
     cross_entropy = float(np.sum(nll * mask) / real)
     return {
         "cross_entropy": cross_entropy,
-        "perplexity": float(np.exp(cross_entropy)),
+        "perplexity": perplexity_of(cross_entropy),
         "token_accuracy": float(np.sum((predicted == targets) & mask) / real),
     }
 
@@ -84,7 +84,7 @@ def evaluate(model, data, run, folder: Path) -> list[EvaluationRow]:
     greedy = generate(model, data, GreedyChoice(), spec, window)  # the reference of greedy_prefix
     for choice in run.decoders or [GreedyChoice()]:
         started = time.perf_counter()
-        samples = generate(model, data, choice, spec, window, seed_offset=1000 * run.seed)
+        samples = generate(model, data, choice, spec, window, run_seed=run.seed)
         seconds = time.perf_counter() - started
         label = decoder_label(choice)
         row = {**metrics, **sample_metrics(samples, spec, greedy), "seconds_per_sample": seconds / len(samples)}
@@ -95,7 +95,7 @@ def evaluate(model, data, run, folder: Path) -> list[EvaluationRow]:
                 "prompt": sample.prompt,
                 "continuation": text_of(data, sample.tokens),
                 "log_prob": sample.log_prob,
-                "perplexity": math.exp(-sample.log_prob / len(sample.tokens)) if sample.tokens else math.nan,
+                "perplexity": perplexity_of(-sample.log_prob / len(sample.tokens)) if sample.tokens else math.nan,
             }
             for sample in samples
         ]

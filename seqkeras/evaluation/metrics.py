@@ -55,7 +55,12 @@ def cross_entropy(p: Predictions) -> float:
 
 def perplexity(p: Predictions) -> float:
     """exp(cross-entropy): a uniform model over V tokens scores exactly V."""
-    return float(np.exp(cross_entropy(p)))
+    return perplexity_of(cross_entropy(p))
+
+
+def perplexity_of(nats_per_token: float) -> float:
+    """Perplexity from a cross-entropy in nats per token: the one definition every evaluator uses."""
+    return float(np.exp(nats_per_token))
 
 
 def tag_sequences(p: Predictions) -> tuple[list[list[str]], list[list[str]]]:

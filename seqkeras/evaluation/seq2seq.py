@@ -23,7 +23,7 @@ import pandas as pd
 from keras import ops
 
 from seqkeras import catalog
-from seqkeras.decoding.decoders import GreedyChoice, SampleChoice, build_decoder, decoder_label
+from seqkeras.decoding.decoders import GreedyChoice, build_decoder, decoder_label, seeded
 from seqkeras.evaluation.rows import EvaluationRow
 from seqkeras.evaluation.seq2seq_metrics import DecodedOutputs, bucket_metric_name, length_buckets
 from seqkeras.models.seq2seq import Seq2SeqModel
@@ -49,10 +49,7 @@ def evaluate(model: Seq2SeqModel, data: Seq2SeqData, run, folder: Path) -> list[
     rows, length_rows, shown = [], [], []
     choices = run.decoders or [GreedyChoice()]
     for choice in choices:
-        used = choice
-        if isinstance(choice, SampleChoice):  # each seed of the experiment draws its own samples
-            used = choice.model_copy(update={"seed": choice.seed + run.seed})
-        outputs = decode(model, data, used, max_length)
+        outputs = decode(model, data, seeded(choice, run.seed), max_length)  # each run seed samples its own
         outputs.teacher_forced_hits = teacher_forced_hits
         label = decoder_label(choice)
         metrics = {name: function(outputs) for name, function in functions.items()}

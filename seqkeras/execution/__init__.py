@@ -1,1 +1,10 @@
-"""TODO"""
+"""The execution stage: runs are executed and recorded.
+
+`single_run` trains and evaluates (or probes) one run and writes its folder;
+`executors` decide where runs execute (this process, N worker processes, Ray),
+each run under its lock; `workers` sets up a worker process; `experiment` runs
+an experiment's runs, rewriting runs.csv after each, then summarizes; `sweep`
+is what a command does with its spec files (validate all, plan, run all,
+rebuild). It may import every stage below it: spec, training, evaluation,
+results and reporting.
+"""

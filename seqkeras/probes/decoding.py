@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 from pydantic import Field, ValidationInfo, field_validator
 
-from seqkeras.decoding.decoders import DecoderChoice, GreedyChoice, SampleChoice, build_decoder
+from seqkeras.decoding.decoders import DecoderChoice, GreedyChoice, build_decoder, seeded
 from seqkeras.decoding.table_model import LESSON_TABLE, TableLanguageModel, check_table
 from seqkeras.errors import SpecError
 from seqkeras.probes.base import ProbeResult
@@ -79,9 +79,7 @@ def run(params: Params, seed: int = 0) -> ProbeResult:
     except SpecError as error:
         raise error.located(path_prefix="probe") from None
 
-    choice = params.decoder
-    if isinstance(choice, SampleChoice):
-        choice = choice.model_copy(update={"seed": choice.seed + seed})
+    choice = seeded(params.decoder, seed)
     decoder = build_decoder(choice.name, choice)
     batch_size = params.samples if choice.name == "sample" else 1
     result = decoder.decode(language_model.step_model, batch_size=batch_size, max_length=params.max_length)

@@ -1,0 +1,118 @@
+"""A command's experiments: the spec files it names, each validated before any runs, then run in turn.
+
+`seqkeras run`, `validate` and `table --rebuild` all go through here; the
+command line only parses arguments and maps outcomes to exit codes.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from seqkeras.backends.runtime import select_backend
+from seqkeras.errors import SpecError
+from seqkeras.execution.executors import SerialExecutor, finished_record
+
+
+def spec_files(paths: list[str]) -> list[Path]:
+    files: list[Path] = []
+    for text in paths:
+        path = Path(text)
+        if path.is_dir():
+            found = sorted(path.rglob("*.yaml"))
+            if not found:
+                raise SpecError(f"{path} holds no *.yaml files")
+            files.extend(found)
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise SpecError(f"{path}: no such file or folder")
+    return files
+
+
+def load_all(paths: list[str], overrides: list[str]):
+    """Validate every spec first: one bad file means nothing runs."""
+    from seqkeras.spec.loader import load_experiment
+
+    experiments, errors = [], []
+    for file in spec_files(paths):
+        try:
+            experiments.append(load_experiment(file, overrides))
+        except SpecError as error:
+            errors.append(str(error))
+    if errors:
+        raise SpecError("\n".join(errors) if len(errors) == 1 else f"{len(errors)} invalid specs:\n" + "\n".join(errors))
+    names = [e.spec.name for e in experiments]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise SpecError(f"two specs share the experiment name {duplicates[0]!r}; names decide results folders")
+    return experiments
+
+
+def run_all(experiments, out_root: Path, executor, *, force: bool) -> tuple[list, int]:
+    """Every experiment of the command, in turn: (experiment name, verdict) pairs and the failed runs."""
+    if isinstance(executor, SerialExecutor):  # runs here: import the backend (chosen above) now, quietly
+        select_backend()
+    from seqkeras.execution.experiment import run_experiment
+    from seqkeras.reporting.tables import to_markdown, verdict_frame
+
+    try:
+        out_root.mkdir(parents=True, exist_ok=True)
+        probe = out_root / ".seqkeras-write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as error:
+        raise SpecError(f"cannot write results to {out_root}: {error.strerror}") from None
+
+    total_runs = sum(len(e.runs) for e in experiments)
+    print(f"{len(experiments)} experiment(s), {total_runs} run(s) → {out_root}/")
+    all_verdicts, failed_runs = [], 0
+    for experiment in experiments:
+        outcome = run_experiment(experiment, out_root, force=force, executor=executor)
+        page = (out_root / experiment.spec.name / "table.md").read_text(encoding="utf-8")
+        print("\n" + page)
+        failed_runs += outcome.failed_runs
+        all_verdicts += [(experiment.spec.name, v) for v in outcome.verdicts]
+    if len(experiments) > 1 and all_verdicts:
+        frame = verdict_frame([v for _, v in all_verdicts])
+        frame.insert(0, "experiment", [name for name, _ in all_verdicts])
+        held = sum(v.holds for _, v in all_verdicts)
+        print(f"# All expectations: {held} of {len(all_verdicts)} reproduced\n")
+        print(to_markdown(frame))
+    return all_verdicts, failed_runs
+
+
+def plan(experiments, out_root: Path, *, force: bool, echo: Callable[[str], None] = print) -> None:
+    """What `run` would do, run by run, without training or writing anything (`run --dry-run`)."""
+    total = sum(len(e.runs) for e in experiments)
+    echo(f"{len(experiments)} experiment(s), {total} run(s) → {out_root}/ (dry run: nothing is trained or written)")
+    for experiment in experiments:
+        folder = out_root / experiment.spec.name
+        reused = 0
+        echo(f"{experiment.spec.name} ({experiment.source}):")
+        for run in experiment.runs:
+            done = not force and finished_record(folder / run.run_id) is not None
+            reused += done
+            echo(f"  {'reuse' if done else 'run  '}  {run.run_id}")
+        echo(f"  {len(experiment.runs) - reused} to run, {reused} reused")
+
+
+def rebuild(folder: Path) -> None:
+    """runs.csv from the run folders' metrics.json, then table.md and the plots, under the saved spec."""
+    from seqkeras.execution.experiment import summarize
+    from seqkeras.results.folder import read_runs, rebuild_runs
+    from seqkeras.spec.loader import load_experiment
+
+    saved = folder / "experiment.yaml"
+    experiment = load_experiment(saved) if saved.is_file() else None
+    order = [run.run_id for run in experiment.runs] if experiment else None
+    rebuilt, damaged = rebuild_runs(folder, order)
+    print(f"rebuilt {folder / 'runs.csv'} from {rebuilt} run folder(s)")
+    for path in damaged:
+        print(f"skipped damaged record: {path}", file=sys.stderr)
+    if experiment is None:
+        print(f"no {saved}: table.md and the plots left as they were", file=sys.stderr)
+        return
+    summarize(folder, experiment, read_runs(folder))
+    print(f"rewrote {folder / 'table.md'} and the plots")
