@@ -1,12 +1,14 @@
 # make run   — the lesson suite: every number of the lesson, reproduced and checked
-# make test  — the test suite (fast; slow tests are marked and included)
+# make test  — the test suite (fast; slow tests are marked and included), in two pytest processes:
+#              tests/ on TensorFlow, then tests/torch_backend/ on PyTorch
+# make test-fast — the same two, without the tests marked slow
 # make bench — throughput and scaling measurements (not timed tests)
 PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench validate clean-venv browser
+.PHONY: run test test-fast bench validate clean-venv browser
 
 $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found; set PYTHON=python3"; exit 1; }
@@ -20,8 +22,17 @@ $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
 run: $(STAMP)
 	$(BIN)/seqkeras run experiments/lesson --force
 
+# Keras picks its backend once per process: the torch backend's tests run in a second pytest
+# process (tests/conftest.py leaves tests/torch_backend/ out of the first). Both must pass.
+TORCH_TESTS := KERAS_BACKEND=torch $(BIN)/python -m pytest -q tests/torch_backend
+
 test: $(STAMP) $(VENV)/.ray $(VENV)/.torch browser
 	$(BIN)/python -m pytest -q
+	$(TORCH_TESTS)
+
+test-fast: $(STAMP) $(VENV)/.ray $(VENV)/.torch browser
+	$(BIN)/python -m pytest -q -m "not slow"
+	$(TORCH_TESTS) -m "not slow"
 
 # Ray is optional for users; the tests check the Ray executor, so they install it.
 $(VENV)/.ray: requirements-ray.txt $(STAMP)

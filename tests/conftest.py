@@ -1,4 +1,13 @@
-"""One pytest process for everything: TensorFlow is imported once, quietly, on the CPU."""
+"""Two pytest processes, one per Keras backend, each imported once, quietly, on the CPU.
+
+    .venv/bin/python -m pytest -q                                        # tests/, Keras on TensorFlow
+    KERAS_BACKEND=torch .venv/bin/python -m pytest -q tests/torch_backend  # Keras on PyTorch
+
+A process cannot switch backends once Keras is imported, so the main process
+leaves tests/torch_backend/ out, and a process started with KERAS_BACKEND=torch
+leaves out the files here, which expect TensorFlow (tests/torch_backend/conftest.py
+selects torch). `make test` runs both.
+"""
 
 from __future__ import annotations
 
@@ -8,12 +17,16 @@ from pathlib import Path
 
 import pytest
 
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ["CUDA_VISIBLE_DEVICES"] = ""  # tests never rely on a GPU
 
 from seqkeras.backends.runtime import select_backend
 
-select_backend("tensorflow")
+TORCH_PROCESS = os.environ.get("KERAS_BACKEND") == "torch"
+if TORCH_PROCESS:
+    collect_ignore_glob = ["test_*.py"]
+else:
+    select_backend("tensorflow")
+    collect_ignore = ["torch_backend"]
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import keras
 import numpy as np
 import pytest
 
 from seqkeras.layers.attention import BahdanauAttention, LuongAttention
+from tests.helpers import assert_config_round_trip
 
 RNG = np.random.default_rng(0)
 VALUES = RNG.normal(size=(3, 5, 8)).astype("float32")
@@ -61,16 +61,12 @@ def test_padding_values_do_not_change_the_result():
 def test_get_config_round_trip(make):
     layer = make()
     context, weights = layer(QUERY, VALUES, source_mask=MASK)
-    config = layer.get_config()
-    clone = type(layer).from_config(config)
-    assert clone.get_config() == config
+    # from_config's copy and, registered, the deserialized one: the same class and config.
+    clone, _ = assert_config_round_trip(layer)
     clone(QUERY, VALUES, source_mask=MASK)
     clone.set_weights(layer.get_weights())
     context2, weights2 = clone(QUERY, VALUES, source_mask=MASK)
     np.testing.assert_allclose(np.asarray(weights2), np.asarray(weights), atol=1e-6)
-    # Registered: a serialized layer comes back as the same class.
-    restored = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(layer))
-    assert type(restored) is type(layer) and restored.get_config() == config
 
 
 def test_bad_arguments_name_what_was_received():

@@ -7,13 +7,7 @@ import json
 import pandas as pd
 import pytest
 
-from seqkeras.cli import main
-
-
-def run_cli(capsys, *args):
-    code = main([str(a) for a in args])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+from tests.helpers import run_cli
 
 
 def test_tiny_end_to_end_run_writes_every_file(tiny_spec, tmp_path, capsys):

@@ -8,9 +8,9 @@ import math
 import pandas as pd
 import pytest
 
-from seqkeras.cli import main
 from seqkeras.reporting.compare import compare_paths, compare_runs, key_text, paired_test
 from tests.conftest import REPO
+from tests.helpers import run_cli
 
 COLUMNS = ["experiment", "run_id", "status", "model.cell", "task.lag", "seed", "accuracy", "output",
            "params", "train_seconds", "backend", "error"]
@@ -49,12 +49,6 @@ def folders(tmp_path):
     a = write_results(tmp_path / "a", "cells", runs_table(A_ROWS))
     b = write_results(tmp_path / "b", "cells", runs_table(B_ROWS))
     return a, b
-
-
-def run_cli(capsys, *args):
-    code = main([str(a) for a in args])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def test_rows_join_on_matrix_keys_and_seed_with_differences(folders):

@@ -19,6 +19,7 @@ from seqkeras.models.recurrent import (
 )
 from seqkeras.tasks import bio_toy, delayed_recall
 from seqkeras.tasks.base import SequenceData, Vocabulary
+from tests.helpers import assert_config_round_trip
 
 
 def tiny_data(problem="classification", vocabulary=20, classes=3) -> SequenceData:
@@ -98,9 +99,8 @@ def test_forget_bias_sets_only_the_forget_slice_and_serializes():
     model = build_classifier(ClassifierParams(cell="lstm", units=3, forget_bias=5.0), tiny_data())
     bias = model.get_layer("lstm_0").get_weights()[2]
     np.testing.assert_array_equal(bias, [0, 0, 0, 5, 5, 5, 0, 0, 0, 0, 0, 0])
-    config = keras.saving.serialize_keras_object(ForgetGateBias(2.5))
-    restored = keras.saving.deserialize_keras_object(config)
-    assert isinstance(restored, ForgetGateBias) and restored.get_config() == {"value": 2.5}
+    _, restored = assert_config_round_trip(ForgetGateBias(2.5))
+    assert restored.get_config() == {"value": 2.5}
 
 
 def test_task_generators_are_seeded():

@@ -23,6 +23,7 @@ from seqkeras.spec.sections import TrainSpec
 from seqkeras.tasks import delayed_recall
 from seqkeras.training import trainer
 from tests.conftest import TINY_TRAINING_SPEC as TINY_SPEC_TEXT
+from tests.helpers import run_cli
 
 RESUMABLE_SPEC = """
     version: 1
@@ -237,7 +238,7 @@ def test_parallel_workers_start_before_the_specs_are_read_and_stop_on_a_spec_err
         started.extend(multiprocessing.active_children())
         raise cli_module.SpecError("tiny.yaml: model.units: must be at least 1")
 
-    monkeypatch.setattr(cli_module, "load_all", invalid_specs)
+    monkeypatch.setattr(cli_module.sweep, "load_all", invalid_specs)
     assert main(["run", str(tiny_spec), "--jobs", "2"]) == 2
     assert "model.units: must be at least 1" in capsys.readouterr().err
     assert len(started) == 2, started
@@ -308,12 +309,6 @@ def test_estimated_parameters_match_the_built_model(bidirectional):
     assert estimated_parameters(params, len(data.vocabulary), data.num_outputs) == model.count_params()
 
 
-def run_cli(capsys, *args):
-    code = main([str(a) for a in args])
-    out = capsys.readouterr()
-    return code, out.out + out.err
-
-
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
@@ -329,8 +324,8 @@ def test_bad_input_exits_2_without_touching_results(write_spec, tmp_path, capsys
     from tests.conftest import TINY_TRAINING_SPEC
 
     path = write_spec(edit(TINY_TRAINING_SPEC))
-    code, output = run_cli(capsys, "run", path, "--out", tmp_path / "results")
-    assert code == 2 and message in output and "Traceback" not in output
+    run = run_cli(capsys, "run", path, "--out", tmp_path / "results")
+    assert run.code == 2 and message in run.output and "Traceback" not in run.output
     assert not (tmp_path / "results").exists() or not any((tmp_path / "results").iterdir())
     assert not (tmp_path / "escape").exists()
 
@@ -339,46 +334,46 @@ def test_huge_model_names_its_estimated_size(write_spec, tmp_path, capsys):
     from tests.conftest import TINY_TRAINING_SPEC
 
     path = write_spec(TINY_TRAINING_SPEC.replace("units: 4", "units: 60000"))
-    code, output = run_cli(capsys, "validate", path)
-    assert code == 2 and "about 3.6e+09 parameters" in output and "GB" in output
+    run = run_cli(capsys, "validate", path)
+    assert run.code == 2 and "about 3.6e+09 parameters" in run.output and "GB" in run.output
 
 
 def test_unwritable_output_folder(tiny_spec, tmp_path, capsys):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
-    code, output = run_cli(capsys, "run", tiny_spec, "--out", blocker / "results")
-    assert code == 2 and "cannot write results" in output
+    run = run_cli(capsys, "run", tiny_spec, "--out", blocker / "results")
+    assert run.code == 2 and "cannot write results" in run.output
 
 
 def test_damaged_records_are_rerun_and_runs_csv_rebuilt(tiny_spec, tmp_path, capsys):
     out = tmp_path / "r"
-    assert run_cli(capsys, "run", tiny_spec, "--out", out, "--set", "seeds=[0]")[0] == 0
+    assert run_cli(capsys, "run", tiny_spec, "--out", out, "--set", "seeds=[0]").code == 0
     folder = out / "tiny"
     first_run = sorted(p for p in folder.iterdir() if p.is_dir())[0]
     (first_run / "metrics.json").write_text("{ half-writ")
     (folder / "runs.csv").write_text('"unclosed,quote\n1,2,3\n')
-    code, output = run_cli(capsys, "table", folder)
-    assert code == 2 and "runs.csv" in output and "Traceback" not in output
+    run = run_cli(capsys, "table", folder)
+    assert run.code == 2 and "runs.csv" in run.output and "Traceback" not in run.output
     (folder / "table.md").unlink()
-    code, output = run_cli(capsys, "table", folder, "--rebuild")
-    assert code == 0 and "skipped damaged record" in output and "rebuilt" in output
+    run = run_cli(capsys, "table", folder, "--rebuild")
+    assert run.code == 0 and "skipped damaged record" in run.output and "rebuilt" in run.output
     # table.md is written again from the rebuilt runs.csv: the one intact run, not the damaged one.
-    assert "rewrote" in output and "1 runs: 1 ok, 0 failed." in (folder / "table.md").read_text()
-    code, output = run_cli(capsys, "run", tiny_spec, "--out", out, "--set", "seeds=[0]")
-    assert code == 0 and "damaged metrics.json, running it again" in output
+    assert "rewrote" in run.output and "1 runs: 1 ok, 0 failed." in (folder / "table.md").read_text()
+    run = run_cli(capsys, "run", tiny_spec, "--out", out, "--set", "seeds=[0]")
+    assert run.code == 0 and "damaged metrics.json, running it again" in run.output
     assert len(pd.read_csv(folder / "runs.csv")) == 2
 
 
 def test_ray_missing_is_a_clear_error(tiny_spec, tmp_path, capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # as if not installed
-    code, output = run_cli(capsys, "run", tiny_spec, "--out", tmp_path, "--executor", "ray")
-    assert code == 2 and "pip install -r requirements-ray.txt" in output
+    run = run_cli(capsys, "run", tiny_spec, "--out", tmp_path, "--executor", "ray")
+    assert run.code == 2 and "pip install -r requirements-ray.txt" in run.output
 
 
 def test_mirrored_distribution_runs_on_the_cpu_and_says_so(tiny_spec, tmp_path, capsys):
-    code, output = run_cli(capsys, "run", tiny_spec, "--out", tmp_path, "--set", "train.distribution=mirrored",
-                           "--set", "seeds=[0]")
-    assert code == 0 and "no GPU found, running on the CPU" in output
+    run = run_cli(capsys, "run", tiny_spec, "--out", tmp_path, "--set", "train.distribution=mirrored",
+                  "--set", "seeds=[0]")
+    assert run.code == 0 and "no GPU found, running on the CPU" in run.output
     record = json.loads(next((tmp_path / "tiny").glob("*/metrics.json")).read_text())
     assert record["devices"] == "/cpu:0"
 

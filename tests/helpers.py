@@ -1,0 +1,55 @@
+"""Helpers the test modules share: the command line in-process, and a layer's config round trip."""
+
+from __future__ import annotations
+
+import json
+from typing import NamedTuple
+
+
+class CliRun(NamedTuple):
+    code: int
+    out: str
+    err: str
+
+    @property
+    def output(self) -> str:
+        """stdout then stderr, for checks that do not care which of the two a message went to."""
+        return self.out + self.err
+
+
+def run_cli(capsys, *args) -> CliRun:
+    """`seqkeras ARGS...` in this process (paths and numbers as text): its exit code, stdout and stderr.
+
+    Unpacks as `code, out, err = run_cli(capsys, "validate", path)`.
+    """
+    from seqkeras.cli import main
+
+    code = main([str(a) for a in args])
+    captured = capsys.readouterr()
+    return CliRun(code, captured.out, captured.err)
+
+
+def assert_config_round_trip(instance, custom_objects=None):
+    """get_config → from_config, and serialize → deserialize: both copies of the same class, with the same config.
+
+    Modelled on Keras's own TestCase.run_class_serialization_test
+    (keras/src/testing/test_case.py): the config must be plain JSON (a .keras
+    file stores it so), the class's from_config must rebuild it, and the
+    serialized form (through JSON, as in a file) must deserialize to the same
+    class, which is registered. Unlike Keras's, it does not compare dir() of
+    the copies: the instances here are often built, their copies not yet.
+    Returns (from_config's copy, deserialize's copy) for checks of their own.
+    """
+    import keras
+
+    cls = type(instance)
+    config = instance.get_config()
+    json.dumps(config)  # plain JSON
+    serialized = json.loads(json.dumps(keras.saving.serialize_keras_object(instance)))
+    with keras.saving.custom_object_scope(custom_objects or {}):
+        clone = cls.from_config(config)
+        restored = keras.saving.deserialize_keras_object(serialized)
+    for copy, how in [(clone, "from_config"), (restored, "deserialize_keras_object")]:
+        assert type(copy) is cls, f"{how} gave a {type(copy).__name__}, not a {cls.__name__}"
+        assert copy.get_config() == config, f"{how}: {copy.get_config()} != {config}"
+    return clone, restored

@@ -1,0 +1,439 @@
+"""The documentation: README.md, docs/**/*.md and benchmarks/README.md.
+
+What is checked:
+- every include block holds exactly the text of the file (or section) it names,
+  so results tables in the docs are copies of the committed ones, never retyped;
+- README.md is a front page: at most 200 lines, showing `make run` and `make test`;
+- every relative Markdown link and image points to a file that exists (and a
+  `#anchor` into a Markdown file to one of its headings);
+- every `seqkeras ...` command shown in a fenced code block runs and exits as the
+  docs say (0 unless the line ends in a comment `# exit N`): `run` as a dry run
+  (`--dry-run` appended), the others on copies of the results they read, with
+  their output folders in a temporary folder; nothing is written in the repository;
+- every complete experiment shown in a ```yaml block (one with `version:`) validates.
+
+Include blocks (paths relative to the repository root):
+
+    <!-- include: results/<name>/table.md -->             the whole file
+    <!-- include: results/<name>/table.md#<heading> -->   one section: the lines under the
+                                                          heading `## <heading>` up to the next
+                                                          heading, without the heading itself
+    <!-- include: benchmarks/results/<file>.csv -->       a benchmark CSV, as `make bench` prints it
+    (the included text)
+    <!-- end include -->
+
+`python tests/test_docs.py --update` rewrites every block from the file it names
+(and points the benchmark table at the newest CSV); never edit a block by hand.
+
+This file imports neither TensorFlow nor Keras: commands run in subprocesses.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+README = REPO / "README.md"
+BENCH_RESULTS = REPO / "benchmarks" / "results"
+BENCH_COLUMNS = ["benchmark", "figure", "value", "unit", "baseline", "ratio", "goal", "met"]
+MAX_README_LINES = 200
+
+
+def doc_files() -> list[Path]:
+    """README.md, every Markdown file under docs/, and benchmarks/README.md."""
+    files = [README, *sorted((REPO / "docs").rglob("*.md")), REPO / "benchmarks" / "README.md"]
+    return [f for f in files if f.is_file()]
+
+
+def rel(path: Path) -> str:
+    return path.relative_to(REPO).as_posix()
+
+
+def fenced_lines(text: str) -> list[tuple[int, str, str]]:
+    """(line number, info string of the block, line) for every line inside a fenced code block."""
+    found, fence, info = [], None, ""
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if fence is None:
+            opening = re.match(r"(`{3,}|~{3,})\s*([\w+-]*)", stripped)
+            if opening:
+                fence, info = opening[1], opening[2]
+        elif stripped.startswith(fence) and not stripped.strip(fence[0]):
+            fence = None
+        else:
+            found.append((number, info, line))
+    return found
+
+
+# --------------------------------------------------------------------------- #
+# Include blocks
+# --------------------------------------------------------------------------- #
+
+INCLUDE = re.compile(
+    r"^<!-- include: (?P<target>[^#\n]+?)(?:#(?P<section>[^\n]+?))? -->\n(?P<body>.*?)^<!-- end include -->$",
+    re.MULTILINE | re.DOTALL,
+)
+HEADING = re.compile(r"^#{1,6} ")
+
+
+@dataclass
+class Include:
+    doc: Path
+    line: int
+    target: str
+    section: str | None
+    body: str
+
+    @property
+    def label(self) -> str:
+        return f"{rel(self.doc)}:{self.line} ({self.target}{'#' + self.section if self.section else ''})"
+
+
+def include_matches(text: str) -> list[re.Match]:
+    """The include blocks of a Markdown text; one shown inside a code block is an example, not a block."""
+    fenced = {number for number, _, _ in fenced_lines(text)}
+    return [m for m in INCLUDE.finditer(text) if text.count("\n", 0, m.start()) + 1 not in fenced]
+
+
+def includes(doc: Path) -> list[Include]:
+    text = doc.read_text(encoding="utf-8")
+    return [
+        Include(doc, text.count("\n", 0, m.start()) + 1, m["target"].strip(), m["section"], m["body"].strip("\n"))
+        for m in include_matches(text)
+    ]
+
+
+def render(target: str, section: str | None) -> str:
+    """The text an include block must hold."""
+    path = (REPO / target).resolve()
+    if REPO not in path.parents or not path.is_file():
+        raise FileNotFoundError(f"{target}: no such file in the repository")
+    if path.suffix == ".csv":
+        if section:
+            raise ValueError(f"{target}: a CSV include takes no #section")
+        return benchmark_table(path)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    if section is None:
+        return "\n".join(lines).strip("\n")
+    try:
+        start = lines.index(f"## {section}") + 1
+    except ValueError:
+        found = [line[3:] for line in lines if line.startswith("## ")]
+        raise ValueError(f"{target}: no section '## {section}'; its sections: {found}") from None
+    end = next((i for i in range(start, len(lines)) if HEADING.match(lines[i])), len(lines))
+    return "\n".join(lines[start:end]).strip("\n")
+
+
+def benchmark_table(path: Path) -> str:
+    """A bench-*.csv as benchmarks/run_all.py prints it (blanks, not nan), under the machine and time it names."""
+    import pandas as pd
+
+    frame = pd.read_csv(path)
+    table = frame[BENCH_COLUMNS]
+    caption = f"`{rel(path)}`: {frame['machine'].iloc[0]}; measured {frame['measured_at'].iloc[0]}."
+    return caption + "\n\n" + table.astype(object).where(table.notna(), "").to_markdown(index=False)
+
+
+def newest_benchmark_csv() -> Path:
+    return max(p for p in BENCH_RESULTS.glob("bench-*.csv") if not p.name.startswith("bench-tiny"))
+
+
+ALL_INCLUDES = [inc for doc in doc_files() for inc in includes(doc)]
+
+
+def test_docs_have_include_blocks():
+    assert ALL_INCLUDES, "no include blocks found: results tables must be included, not pasted"
+
+
+@pytest.mark.parametrize("block", ALL_INCLUDES, ids=lambda b: b.label)
+def test_include_block_matches_its_file(block: Include):
+    expected = render(block.target, block.section)
+    assert block.body == expected, (
+        f"{block.label} differs from the file it names; run `python tests/test_docs.py --update`"
+    )
+
+
+def test_benchmark_table_is_the_newest():
+    bench_readme = REPO / "benchmarks" / "README.md"
+    if not bench_readme.is_file():
+        pytest.skip("no benchmarks/README.md")
+    shown = [inc.target for inc in includes(bench_readme) if inc.target.endswith(".csv")]
+    assert shown == [rel(newest_benchmark_csv())], (
+        f"benchmarks/README.md shows {shown}; the newest table is {rel(newest_benchmark_csv())} "
+        "(`python tests/test_docs.py --update` points it there)"
+    )
+
+
+def update() -> None:
+    """Rewrite every include block from its file; the benchmark CSV include moves to the newest CSV."""
+    newest = rel(newest_benchmark_csv()) if BENCH_RESULTS.is_dir() else None
+
+    def fill(match: re.Match) -> str:
+        target, section = match["target"].strip(), match["section"]
+        if newest and target.startswith("benchmarks/results/bench-") and target.endswith(".csv"):
+            target = newest
+        head = f"<!-- include: {target}{'#' + section if section else ''} -->"
+        return f"{head}\n\n{render(target, section)}\n\n<!-- end include -->"
+
+    for doc in doc_files():
+        text = doc.read_text(encoding="utf-8")
+        new = text
+        for match in reversed(include_matches(text)):
+            new = new[: match.start()] + fill(match) + new[match.end():]
+        if new != text:
+            doc.write_text(new, encoding="utf-8")
+            print(f"updated {rel(doc)}")
+
+
+# --------------------------------------------------------------------------- #
+# The front page
+# --------------------------------------------------------------------------- #
+
+
+def test_readme_is_a_front_page():
+    text = README.read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= MAX_README_LINES, f"README.md has {len(text.splitlines())} lines"
+    shown = "\n".join(line for _, _, line in fenced_lines(text))
+    for command in ("make run", "make test"):
+        assert command in shown, f"README.md shows no `{command}` in a code block"
+
+
+# --------------------------------------------------------------------------- #
+# Links
+# --------------------------------------------------------------------------- #
+
+LINK = re.compile(r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+
+
+def prose(text: str) -> str:
+    """The text outside fenced code blocks and inline code spans."""
+    inside = {number for number, _, _ in fenced_lines(text)}
+    lines = [line for number, line in enumerate(text.splitlines(), 1) if number not in inside]
+    return re.sub(r"`[^`\n]*`", "", "\n".join(lines))
+
+
+def anchors(doc: Path) -> set[str]:
+    """GitHub's anchors for the headings of a Markdown file."""
+    seen: dict[str, int] = {}
+    result = set()
+    text = doc.read_text(encoding="utf-8")
+    fenced = {number for number, _, _ in fenced_lines(text)}
+    for number, line in enumerate(text.splitlines(), 1):
+        if number in fenced or not HEADING.match(line):
+            continue
+        slug = re.sub(r"[^\w\- ]", "", line.lstrip("#").strip().lower()).replace(" ", "-")
+        count = seen.get(slug, 0)
+        seen[slug] = count + 1
+        result.add(slug if count == 0 else f"{slug}-{count}")
+    return result
+
+
+def links() -> list[tuple[Path, str]]:
+    return [(doc, target) for doc in doc_files() for target in LINK.findall(prose(doc.read_text(encoding="utf-8")))]
+
+
+@pytest.mark.parametrize("doc, target", links(), ids=lambda v: rel(v) if isinstance(v, Path) else v)
+def test_relative_link_points_to_a_file(doc: Path, target: str):
+    if re.match(r"[a-z][a-z0-9+.-]*:", target):  # https:, mailto:
+        return
+    path_part, _, anchor = target.partition("#")
+    destination = (doc.parent / path_part).resolve() if path_part else doc
+    assert destination.exists(), f"{rel(doc)}: link to {target}: no such file"
+    assert REPO in destination.parents or destination == REPO, f"{rel(doc)}: link to {target} leaves the repository"
+    if anchor and destination.suffix == ".md":
+        assert anchor in anchors(destination), f"{rel(doc)}: link to {target}: no such heading"
+
+
+# --------------------------------------------------------------------------- #
+# Shown commands
+# --------------------------------------------------------------------------- #
+
+EXIT_NOTE = re.compile(r"#.*\bexit(?: status)? (\d+)")
+
+
+@dataclass
+class Shown:
+    doc: Path
+    line: int
+    text: str
+    argv: list[str]
+    exit_status: int
+
+    @property
+    def label(self) -> str:
+        return f"{rel(self.doc)}:{self.line}: {self.text}"
+
+
+def shown_commands() -> list[Shown]:
+    """Every line of a fenced code block that starts with `seqkeras ` (after an optional `$ `)."""
+    commands = []
+    for doc in doc_files():
+        for number, _, line in fenced_lines(doc.read_text(encoding="utf-8")):
+            text = line.strip()
+            if text.startswith("$ "):
+                text = text[2:].lstrip()
+            if not text.startswith("seqkeras "):
+                continue
+            note = EXIT_NOTE.search(text)
+            argv = shlex.split(text, comments=True)
+            commands.append(Shown(doc, number, text.split(" #")[0].rstrip(), argv, int(note[1]) if note else 0))
+    return commands
+
+
+SHOWN = shown_commands()
+
+
+def option_value(argv: list[str], option: str) -> str | None:
+    for i, arg in enumerate(argv):
+        if arg == option and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith(option + "="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def experiment_names(paths: list[str]) -> list[str]:
+    """The `name:` of every spec a run's PATHs name (read as plain YAML)."""
+    import yaml
+
+    names = []
+    for arg in paths:
+        path = REPO / arg
+        files = sorted(path.rglob("*.yaml")) if path.is_dir() else [path] if path.suffix == ".yaml" else []
+        for file in files:
+            spec = yaml.safe_load(file.read_text(encoding="utf-8"))
+            if isinstance(spec, dict) and "name" in spec:
+                names.append(spec["name"])
+    return names
+
+
+def dry_run_outputs() -> dict[str, list[str]]:
+    """The --out folder of each shown run, with the experiments it would write there.
+
+    A dry run writes nothing, so a later shown command that reads such a folder
+    reads a stand-in: the committed results of those experiments, which a real
+    run reproduces.
+    """
+    outputs: dict[str, list[str]] = {}
+    for shown in SHOWN:
+        out = option_value(shown.argv, "--out") if shown.argv[1] == "run" else None
+        if out:
+            paths = [a for a in shown.argv[2:] if not a.startswith("-") and (REPO / a).exists()]
+            outputs.setdefault(Path(out).as_posix(), []).extend(experiment_names(paths))
+    return outputs
+
+
+def stand_in(arg: str, sandbox: Path) -> str | None:
+    """The stand-in path for `arg` when it lies in a dry run's output folder, else None."""
+    for out, names in dry_run_outputs().items():
+        if arg.rstrip("/") == out.rstrip("/") or arg.startswith(out.rstrip("/") + "/"):
+            root = sandbox / "stand-in" / re.sub(r"[^\w.-]+", "_", out.strip("/"))
+            for name in names:
+                if not (root / name).exists() and (REPO / "results" / name).is_dir():
+                    shutil.copytree(REPO / "results" / name, root / name)
+            root.mkdir(parents=True, exist_ok=True)
+            return str(root) + arg[len(out.rstrip("/")):]
+    return None
+
+
+def sandboxed(argv: list[str], sandbox: Path) -> list[str]:
+    """The command as the test runs it: nothing it writes may land in the repository."""
+    command, args = argv[1], list(argv[2:])
+    if command == "run":
+        return [command, *args] + ([] if "--dry-run" in args else ["--dry-run"])
+    result, previous = [], None
+    for arg in args:
+        if previous == "--out":
+            arg = str(sandbox / "out" / Path(arg).name)
+        elif (replacement := stand_in(arg, sandbox)) is not None:
+            arg = replacement
+        elif not arg.startswith("-") and (REPO / arg).exists() and Path(arg).parts[0] == "results":
+            copy = sandbox / arg
+            if not copy.exists():
+                copy.parent.mkdir(parents=True, exist_ok=True)
+                (shutil.copytree if (REPO / arg).is_dir() else shutil.copy2)(REPO / arg, copy)
+            arg = str(copy) + ("/" if arg.endswith("/") else "")
+        result.append(arg)
+        previous = arg if arg.startswith("-") else None
+    return [command, *result]
+
+
+def snapshot() -> dict[str, tuple[int, int]]:
+    """Size and modification time of the files a command could write to by mistake."""
+    files = [p for p in REPO.iterdir() if p.is_file()]
+    for folder in ("results", "experiments", "docs"):
+        files += [p for p in (REPO / folder).rglob("*") if p.is_file()]
+    return {rel(p): (p.stat().st_size, p.stat().st_mtime_ns) for p in files if p.exists()}
+
+
+def run_cli(args: list[str], timeout: int = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "seqkeras", *args], cwd=REPO, capture_output=True, text=True, timeout=timeout,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+    )
+
+
+def test_docs_show_commands():
+    assert any(c.argv[1] == "run" for c in SHOWN) and len(SHOWN) >= 5
+
+
+@pytest.mark.parametrize("shown", SHOWN, ids=lambda c: c.label)
+def test_shown_command_runs(shown: Shown, tmp_path: Path):
+    assert shown.argv[0] == "seqkeras" and len(shown.argv) > 1
+    args = sandboxed(shown.argv, tmp_path)
+    before = snapshot()
+    done = run_cli(args)
+    changed = sorted(k for k, v in snapshot().items() if before.get(k) != v)
+    assert done.returncode == shown.exit_status, (
+        f"{shown.label}\nran: seqkeras {shlex.join(args)}\nexit status {done.returncode}, "
+        f"the docs say {shown.exit_status}\n--- stdout\n{done.stdout[-3000:]}\n--- stderr\n{done.stderr[-3000:]}"
+    )
+    assert not changed, f"{shown.label} wrote into the repository: {changed[:10]}"
+
+
+# --------------------------------------------------------------------------- #
+# Shown experiments
+# --------------------------------------------------------------------------- #
+
+
+def shown_specs() -> list:
+    """Every ```yaml block that is a whole experiment (it has a top-level `version:`)."""
+    specs = []
+    for doc in doc_files():
+        blocks: dict[int, list[str]] = {}
+        lines = fenced_lines(doc.read_text(encoding="utf-8"))
+        start = None
+        for i, (number, info, line) in enumerate(lines):
+            if i == 0 or lines[i - 1][0] != number - 1:
+                start = number
+            if info == "yaml":
+                blocks.setdefault(start, []).append(line)
+        for start, body in blocks.items():
+            text = textwrap.dedent("\n".join(body)) + "\n"
+            if re.search(r"^version:", text, re.MULTILINE):
+                specs.append(pytest.param(doc, start, text, id=f"{rel(doc)}:{start}"))
+    return specs
+
+
+@pytest.mark.parametrize("doc, line, text", shown_specs())
+def test_shown_experiment_validates(doc: Path, line: int, text: str, tmp_path: Path):
+    spec = tmp_path / "shown.yaml"
+    spec.write_text(text, encoding="utf-8")
+    done = run_cli(["validate", str(spec)])
+    assert done.returncode == 0, f"{rel(doc)}:{line}: the experiment shown does not validate:\n{done.stderr}"
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["--update"]:
+        sys.exit("usage: python tests/test_docs.py --update   (rewrites every include block in the docs)")
+    update()
