@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from seqkeras.evaluation.tagging import entity_scores
-from seqkeras.evaluation.tagging import invalid_transitions as count
+from seqkeras.evaluation.tagging import invalid_transitions as count_invalid_transitions
 
 # Probabilities are clipped before the log so a confident wrong prediction
 # gives a large but finite loss instead of inf.
@@ -97,4 +97,4 @@ def entity_f1(p: Predictions) -> float:
 def invalid_transitions(p: Predictions) -> float:
     """How many predicted I-X tags BIO forbids (after O, after another type, or first), over the test set."""
 
-    return float(count(tag_sequences(p)[1]))
+    return float(count_invalid_transitions(tag_sequences(p)[1]))
