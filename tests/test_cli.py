@@ -147,3 +147,29 @@ def test_validate_and_list(tiny_spec, capsys):
 def test_missing_path_is_a_clear_error(tmp_path, capsys):
     code, _, stderr = run_cli(capsys, "validate", tmp_path / "nope.yaml")
     assert code == 2 and "no such file or folder" in stderr
+
+
+def test_dry_run_lists_what_would_run_and_reuse_and_writes_nothing(write_spec, tmp_path, capsys):
+    path = write_spec(
+        """
+        version: 1
+        name: planned
+        probe: {name: memory, cell: simple_rnn}
+        matrix:
+          probe.recurrent_weight: [0.5, 0.9]
+        """
+    )
+    out = tmp_path / "results"
+
+    def plan(*extra):
+        code, stdout, _ = run_cli(capsys, "run", path, "--out", out, "--dry-run", *extra)
+        assert code == 0
+        return [line.split()[0] for line in stdout.splitlines() if line.startswith("  ") and "_seed=" in line]
+
+    assert plan() == ["run", "run"]
+    assert not out.exists()
+    assert run_cli(capsys, "run", path, "--out", out)[0] == 0
+    written = sorted(out.rglob("*"))
+    assert plan() == ["reuse", "reuse"]
+    assert plan("--force") == ["run", "run"]
+    assert sorted(out.rglob("*")) == written

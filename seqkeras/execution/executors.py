@@ -54,11 +54,16 @@ def finished_record(folder: Path) -> dict[str, Any] | None:
     return record
 
 
+def reusable_record(folder: Path, force: bool) -> dict[str, Any] | None:
+    """The finished record a run may reuse instead of running: none under --force."""
+    return None if force else finished_record(folder)
+
+
 def execute_once(run: RunSpec, folder: Path, force: bool) -> dict[str, Any]:
     from seqkeras.execution.single_run import execute
 
     with file_lock(folder / ".lock"):
-        previous = None if force else finished_record(folder)
+        previous = reusable_record(folder, force)
         if previous is not None:  # another process finished it while we waited
             return {**previous, "reused": True}
         return execute(run, folder)

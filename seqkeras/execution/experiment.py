@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from seqkeras.execution.executors import Job, SerialExecutor, file_lock, finished_record
+from seqkeras.execution.executors import Job, SerialExecutor, file_lock, reusable_record
 from seqkeras.reporting.expectations import Verdict, check
 from seqkeras.reporting.plots import import_matplotlib, write_plots
 from seqkeras.reporting.tables import render_page, summary_tables
@@ -57,7 +57,7 @@ def run_experiment(
     pending: list[Job] = []
     for index, run in enumerate(experiment.runs):
         run_folder = folder / run.run_id
-        previous = None if force else finished_record(run_folder)
+        previous = reusable_record(run_folder, force)
         if previous is not None:
             records[index] = previous
         else:

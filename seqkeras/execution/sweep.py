@@ -12,7 +12,7 @@ from pathlib import Path
 
 from seqkeras.backends.runtime import select_backend
 from seqkeras.errors import SpecError
-from seqkeras.execution.executors import SerialExecutor, finished_record
+from seqkeras.execution.executors import SerialExecutor, reusable_record
 
 
 def spec_files(paths: list[str]) -> list[Path]:
@@ -50,6 +50,11 @@ def load_all(paths: list[str], overrides: list[str]):
     return experiments
 
 
+def headline(experiments, out_root: Path) -> str:
+    """The line that opens a run command's output: how much work, and where it goes."""
+    return f"{len(experiments)} experiment(s), {sum(len(e.runs) for e in experiments)} run(s) → {out_root}/"
+
+
 def run_all(experiments, out_root: Path, executor, *, force: bool) -> tuple[list, int]:
     """Every experiment of the command, in turn: (experiment name, verdict) pairs and the failed runs."""
     if isinstance(executor, SerialExecutor):  # runs here: import the backend (chosen above) now, quietly
@@ -65,8 +70,7 @@ def run_all(experiments, out_root: Path, executor, *, force: bool) -> tuple[list
     except OSError as error:
         raise SpecError(f"cannot write results to {out_root}: {error.strerror}") from None
 
-    total_runs = sum(len(e.runs) for e in experiments)
-    print(f"{len(experiments)} experiment(s), {total_runs} run(s) → {out_root}/")
+    print(headline(experiments, out_root))
     all_verdicts, failed_runs = [], 0
     for experiment in experiments:
         outcome = run_experiment(experiment, out_root, force=force, executor=executor)
@@ -85,14 +89,13 @@ def run_all(experiments, out_root: Path, executor, *, force: bool) -> tuple[list
 
 def plan(experiments, out_root: Path, *, force: bool, echo: Callable[[str], None] = print) -> None:
     """What `run` would do, run by run, without training or writing anything (`run --dry-run`)."""
-    total = sum(len(e.runs) for e in experiments)
-    echo(f"{len(experiments)} experiment(s), {total} run(s) → {out_root}/ (dry run: nothing is trained or written)")
+    echo(headline(experiments, out_root) + " (dry run: nothing is trained or written)")
     for experiment in experiments:
         folder = out_root / experiment.spec.name
         reused = 0
         echo(f"{experiment.spec.name} ({experiment.source}):")
         for run in experiment.runs:
-            done = not force and finished_record(folder / run.run_id) is not None
+            done = reusable_record(folder / run.run_id, force) is not None
             reused += done
             echo(f"  {'reuse' if done else 'run  '}  {run.run_id}")
         echo(f"  {len(experiment.runs) - reused} to run, {reused} reused")
