@@ -14,8 +14,6 @@ import sys
 import threading
 from pathlib import Path
 
-import yaml
-
 from seqkeras.backends.runtime import select_backend
 from seqkeras.errors import SpecError
 from seqkeras.execution import sweep
@@ -78,6 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("paths", nargs="+", metavar="PATH", help="a YAML file or a folder of them")
     run.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                      help="override a spec value, e.g. --set model.units=32 (repeatable)")
+    run.add_argument("--only", action="append", default=[], metavar="KEY=VALUE",
+                     help="run only the matrix's runs with this value, e.g. --only task.lag=10 (repeatable: "
+                          "one key twice means either value)")
     run.add_argument("--out", default="results", help="results root (default: results/)")
     run.add_argument("--backend", choices=["tensorflow", "jax", "torch"], default=None,
                      help="Keras backend (default: $KERAS_BACKEND or tensorflow)")
@@ -96,6 +97,8 @@ def build_parser() -> argparse.ArgumentParser:
     validate = commands.add_parser("validate", help="check specs without running anything")
     validate.add_argument("paths", nargs="+", metavar="PATH")
     validate.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    validate.add_argument("--only", action="append", default=[], metavar="KEY=VALUE",
+                          help="only the matrix's runs with this value (as run --only)")
     validate.set_defaults(handler=command_validate)
 
     table = commands.add_parser("table", help="print a pivot table of an experiment's runs")
@@ -103,6 +106,9 @@ def build_parser() -> argparse.ArgumentParser:
     table.add_argument("--rows", nargs="+", help="matrix key(s) along the rows")
     table.add_argument("--columns", nargs="+", help="matrix key(s) along the columns")
     table.add_argument("--value", help="metric in the cells")
+    table.add_argument("--pool", nargs="+", default=[], metavar="KEY",
+                       help="matrix or decoder key(s) to average over, as over seeds (else a key that varies "
+                            "within a cell is an error)")
     table.add_argument("--format", choices=["md", "csv"], default="md")
     table.add_argument("--rebuild", action="store_true",
                        help="rebuild runs.csv from every run folder's metrics.json, then table.md and the plots")
@@ -119,6 +125,12 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--metric", nargs="+", metavar="M", help="metrics to compare (default: all in both)")
     compare.add_argument("--tolerance", type=float, metavar="T",
                          help="exit 1 when any |B - A| > T, a text differs, or a row is on one side only")
+    compare.add_argument("--unpaired", action="store_true",
+                         help="compare each matrix point's seeds as two samples (Welch's t-test), not seed by seed; "
+                              "automatic when the sides share no seed")
+    compare.add_argument("--common", action="store_true",
+                         help="compare only what both sides have: rows and experiments on one side only are "
+                              "noted, not failures (a partial rerun)")
     compare.add_argument("--format", choices=["md", "csv"], default="md")
     compare.set_defaults(handler=command_compare)
 
@@ -149,12 +161,22 @@ def make_executor(args, backend: str):
         return RayExecutor(args.address, backend, args.cpus_per_run, args.gpus_per_run)
     if args.address:
         raise SpecError("--address only applies to --executor ray")
-    return ProcessExecutor(args.jobs, backend) if args.jobs > 1 else SerialExecutor()
+    # Each worker holds a backend (hundreds of MB) and wants a core: more workers than cores only
+    # slows every run and can exhaust memory. (Two stay allowed, so that a small machine can still
+    # check that runs go in parallel.)
+    cores = os.cpu_count() or 1
+    jobs = min(args.jobs, max(cores, 2))
+    if jobs < args.jobs:
+        print(f"note: --jobs {args.jobs} is more than this machine's {cores} cores; running {jobs} at once",
+              file=sys.stderr)
+    return ProcessExecutor(jobs, backend) if jobs > 1 else SerialExecutor()
 
 
 def command_validate(args) -> int:
-    for experiment in sweep.load_all(args.paths, args.overrides):
+    for experiment in sweep.load_all(args.paths, args.overrides, args.only):
         print(f"ok  {experiment.source}  ({experiment.spec.name}: {len(experiment.runs)} runs)")
+        for note in experiment.notes:
+            print(f"    {note}")
     return EXIT_OK
 
 
@@ -162,13 +184,16 @@ def command_run(args) -> int:
     backend = select_backend(args.backend, load=False)
     out_root = Path(args.out)
     if args.dry_run:
-        sweep.plan(sweep.load_all(args.paths, args.overrides), out_root, force=args.force)
+        experiments = sweep.load_all(args.paths, args.overrides, args.only)
+        sweep.check_out_root(out_root, args.paths, experiments)
+        sweep.plan(experiments, out_root, force=args.force)
         return EXIT_OK
     executor = make_executor(args, backend)
     try:
         # Worker processes import their backend (seconds) while this one reads the specs.
         executor.start()
-        experiments = sweep.load_all(args.paths, args.overrides)
+        experiments = sweep.load_all(args.paths, args.overrides, args.only)
+        sweep.check_out_root(out_root, args.paths, experiments)
         all_verdicts, failed_runs = sweep.run_all(experiments, out_root, executor, force=args.force)
     finally:
         executor.close()  # worker processes serve every experiment, then stop
@@ -180,8 +205,8 @@ def command_run(args) -> int:
 
 
 def command_table(args) -> int:
-    from seqkeras.reporting.tables import pivot, summary_tables, to_markdown
-    from seqkeras.results.folder import read_runs
+    from seqkeras.reporting.tables import declared_tables, pivot, summary_tables, to_markdown
+    from seqkeras.results.folder import is_matrix_column, print_warning, read_runs, read_saved_spec
 
     results_dir = Path(args.results_dir)
     if args.rebuild:
@@ -190,16 +215,13 @@ def command_table(args) -> int:
     if args.rows or args.columns or args.value:
         if not (args.rows and args.value):
             raise SpecError("give --rows and --value (and optionally --columns), or none of them")
-        table = TableSpec(rows=args.rows, columns=args.columns, value=args.value)
+        table = TableSpec(rows=args.rows, columns=args.columns, value=args.value, pool=args.pool)
         frames = [("", pivot(runs, table))]
     else:
         folder = results_dir if results_dir.is_dir() else results_dir.parent
-        saved = folder / "experiment.yaml"
-        spec = yaml.safe_load(saved.read_text(encoding="utf-8")) if saved.exists() else {}
-        tables = spec.get("table") or []
-        tables = [TableSpec(**t) for t in (tables if isinstance(tables, list) else [tables])]
-        matrix_columns = [c for c in runs.columns if "." in c]
-        frames = summary_tables(runs, tables, matrix_columns)
+        tables = declared_tables(read_saved_spec(folder, warn=print_warning), folder / "experiment.yaml")
+        matrix_columns = [c for c in runs.columns if is_matrix_column(c)]
+        frames = summary_tables(runs, tables, matrix_columns, pool=args.pool)
     for title, frame in frames:
         if title and args.format == "md":
             print(f"## {title}\n")
@@ -225,11 +247,17 @@ def command_list(args) -> int:
 
 
 def command_compare(args) -> int:
-    from seqkeras.reporting.compare import compare_paths, render_csv, render_markdown, tolerance_summary
+    from seqkeras.reporting.compare import (compare_paths, render_csv, render_markdown, spec_change_lines,
+                                            tolerance_summary)
 
-    report = compare_paths(Path(args.a), Path(args.b), on=args.on, metrics=args.metric, tolerance=args.tolerance)
+    report = compare_paths(Path(args.a), Path(args.b), on=args.on, metrics=args.metric, tolerance=args.tolerance,
+                           unpaired=args.unpaired, common=args.common)
     if args.format == "csv":
         sys.stdout.write(render_csv(report))
+        for comparison in report.comparisons:  # the CSV is one table: what the specs differ in goes beside it
+            for line in spec_change_lines(comparison):
+                if line:
+                    print(f"{comparison.name}: {line}", file=sys.stderr)
         if args.tolerance is not None:
             print(tolerance_summary(report), file=sys.stderr)
     else:

@@ -12,11 +12,14 @@ of importing a module.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterator
+import types
+import typing
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic_core import PydanticCustomError
 
 from seqkeras.errors import SpecError, unknown_choice
 
@@ -24,7 +27,28 @@ from seqkeras.errors import SpecError, unknown_choice
 class Params(BaseModel):
     """Base of every component's parameters: strict, immutable, no unknown keys."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: `units: true` or `units: "5"` is a mistake to point at, not 1 or 5 units
+    # (an int still fills a float field: `learning_rate: 1`); allow_inf_nan: no
+    # hyperparameter is meant to be .inf or .nan.
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_bool_for_a_number_choice(cls, data: Any) -> Any:
+        # Strict mode refuses true for int and float fields, but a Literal field compares
+        # with ==, and True == 1: `version: true` would read as version 1. (A model
+        # validator: a field validator on "*" would also land on union discriminators,
+        # which pydantic forbids.) `field` tells translate_validation_error the key.
+        if isinstance(data, dict):
+            for name, value in data.items():
+                if isinstance(value, bool) and name in cls.model_fields:
+                    choices = _literal_choices(cls.model_fields[name].annotation)
+                    if choices and not any(isinstance(choice, bool) for choice in choices):
+                        raise PydanticCustomError(
+                            "bool_for_number", "expected one of {choices}, got {value}",
+                            {"field": name, "choices": ", ".join(map(str, choices)), "value": str(value).lower()},
+                        )
+        return data
 
     def only_with(self, option: str, field: str, value: str) -> None:
         """Refuse `option`, when it is set, unless `field` is `value`: an option of that variant alone.
@@ -33,6 +57,17 @@ class Params(BaseModel):
         """
         if getattr(self, option) is not None and getattr(self, field) != value:
             raise ValueError(f"{option} applies only to {field} {value}, not {getattr(self, field)!r}")
+
+
+def _literal_choices(annotation: Any) -> list[Any]:
+    """The values of a Literal (or optional Literal) annotation; [] for any other."""
+    if typing.get_origin(annotation) is typing.Literal:
+        return list(typing.get_args(annotation))
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        members = [member for member in typing.get_args(annotation) if member is not type(None)]
+        if members and all(typing.get_origin(member) is typing.Literal for member in members):
+            return [choice for member in members for choice in typing.get_args(member)]
+    return []
 
 
 @dataclass(frozen=True)
@@ -50,6 +85,9 @@ class Component:
     # For model kinds: "module:function" that evaluates a trained model on the
     # test set and returns one or more `seqkeras.evaluation.rows.EvaluationRow`.
     evaluator: str = "seqkeras.evaluation.rows:evaluate_predictions"
+    # For probes: "module:function" giving the metric names a run reports for its parameters
+    # (`*` matches data-dependent parts), so tables and claims are checked before it runs.
+    metric_names: str | None = None
 
     def load(self) -> Callable[..., Any]:
         return load_path(self.builder)

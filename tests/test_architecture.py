@@ -160,7 +160,7 @@ def _catalog_paths():
     for registry_name, registry in vars(catalog).items():
         if isinstance(registry, Registry):
             for component in registry:
-                for role in ("builder", "evaluator"):
+                for role in ("builder", "evaluator", "metric_names"):
                     path = getattr(component, role, None)
                     if path:
                         yield pytest.param(path, id=f"{registry_name}.{component.name}.{role}")

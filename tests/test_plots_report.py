@@ -226,8 +226,19 @@ def test_run_writes_plots_and_a_failing_plot_loses_no_result(write_spec, tmp_pat
     spec = write_spec(TINY_TRAINING_SPEC + textwrap.indent(textwrap.dedent("""\
         plots:
           - {x: model.cell, y: accuracy, kind: bar}
-          - {x: model.cell, y: not_a_metric}
+          - {x: model.cell, y: accuracy, title: breaks}
     """), "    "))
+    import seqkeras.reporting.plots
+
+    # A misspelt metric is refused by validation; a plot can still fail while it is drawn.
+    draw = seqkeras.reporting.plots.draw_declared
+
+    def draw_or_break(plot, *args):
+        if plot.title == "breaks":
+            raise ValueError("this plot breaks")
+        return draw(plot, *args)
+
+    monkeypatch.setattr(seqkeras.reporting.plots, "draw_declared", draw_or_break)
     out = tmp_path / "results"
     code = main(["run", str(spec), "--out", str(out), "--set", "seeds=[0]", "--set", "model.cell=[lstm]"])
     captured = capsys.readouterr()
@@ -235,9 +246,8 @@ def test_run_writes_plots_and_a_failing_plot_loses_no_result(write_spec, tmp_pat
     folder = out / "tiny"
     assert_drawn_png(folder / "accuracy_by_model-cell_bar.png")
     assert_drawn_png(folder / "learning_curves.png")
-    assert "plot not_a_metric_by_model-cell.png" in captured.err and "plots: accuracy_by_model-cell_bar.png" in captured.out
-
-    import seqkeras.reporting.plots
+    assert "plot accuracy_by_model-cell.png" in captured.err and "this plot breaks" in captured.err
+    assert "plots: accuracy_by_model-cell_bar.png" in captured.out
 
     def broken(*args, **kwargs):
         raise RuntimeError("no fonts today")

@@ -125,8 +125,14 @@ def test_de_en_parser_aligns_sub_entries_and_variants_and_drops_labels(tmp_path)
 
 
 def test_de_en_missing_file_says_how_to_install(tmp_path):
+    # The default path (the Debian package's) is not checked by validation: where it is not
+    # installed, building the task says how to install it.
+    missing_default = de_en.Params.model_construct(**{**de_en.Params().model_dump(), "path": str(tmp_path / "nowhere")})
     with pytest.raises(SpecError, match="apt-get install trans-de-en"):
-        de_en.build(de_en.Params(path=str(tmp_path / "nowhere")), seed=0)
+        de_en.build(missing_default, seed=0)
+    # A path the spec names is checked before anything runs.
+    with pytest.raises(SpecError, match="no such file"):
+        de_en.Params(path=str(tmp_path / "nowhere"))
 
 
 @pytest.mark.slow
@@ -321,7 +327,10 @@ def test_beam_on_the_step_model_gives_the_same_outputs_when_it_stops_early(small
 
     full = BeamDecoder(width=3).decode(step_model(), len(source), max_length=9)
     early = BeamDecoder(width=3).decode(step_model(), len(source), max_length=9, all_hypotheses=False)
-    assert early.tokens == full.tokens and np.array_equal(early.log_probs, full.log_probs)
+    assert early.tokens == full.tokens
+    # Dropping finished rows changes the batch the matmuls see, hence the float summation
+    # order (oneDNN): the same log-probabilities to rounding, not always to the last bit.
+    np.testing.assert_allclose(early.log_probs, full.log_probs, rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(score_sequences(step_model(), full.tokens), full.log_probs, atol=1e-4)
     assert BeamDecoder(width=1).decode(step_model(), len(source), 9).tokens == \
         GreedyDecoder().decode(step_model(), len(source), 9).tokens

@@ -159,6 +159,7 @@ def test_matrix_times_seeds_expansion():
     raw = spec_dict()
     raw["matrix"] = {"model.cell": ["simple_rnn", "lstm", "gru"], "task.lag": [2, 4]}
     raw["seeds"] = [0, 1, 2]
+    raw["table"]["columns"] = "task.lag"  # rows model.cell alone would average over the lags
     experiment = build_experiment(raw, source="x", overrides=[])
     assert len(experiment.runs) == 3 * 2 * 3
     assert len({run.run_id for run in experiment.runs}) == 18

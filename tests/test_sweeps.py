@@ -234,7 +234,7 @@ def test_parallel_workers_start_before_the_specs_are_read_and_stop_on_a_spec_err
 
     started = []
 
-    def invalid_specs(paths, overrides):
+    def invalid_specs(paths, overrides, only=()):
         started.extend(multiprocessing.active_children())
         raise cli_module.SpecError("tiny.yaml: model.units: must be at least 1")
 
@@ -360,7 +360,7 @@ def test_damaged_records_are_rerun_and_runs_csv_rebuilt(tiny_spec, tmp_path, cap
     # table.md is written again from the rebuilt runs.csv: the one intact run, not the damaged one.
     assert "rewrote" in run.output and "1 runs: 1 ok, 0 failed." in (folder / "table.md").read_text()
     run = run_cli(capsys, "run", tiny_spec, "--out", out, "--set", "seeds=[0]")
-    assert run.code == 0 and "damaged metrics.json, running it again" in run.output
+    assert run.code == 0 and "its metrics.json is damaged; running it again" in run.output
     assert len(pd.read_csv(folder / "runs.csv")) == 2
 
 

@@ -37,6 +37,17 @@ from seqkeras.registry import Params
 IMPOSSIBLE_LOG_PROB = math.log(np.finfo(np.float64).tiny)
 
 
+# A run's seed moves every sampling decoder's own seed by this much, so that the
+# seeds of one experiment draw different samples; the i-th input of a run (a
+# prompt) adds i, so that inputs do not share their draws. 1,000 keeps the inputs
+# of one run seed from reaching the next one's.
+SEED_STRIDE = 1000
+# Seeds stay below 2**31, which every backend's seed generator accepts: a decoder's own
+# seed plus SEED_STRIDE times the largest run seed plus the input index.
+MAX_RUN_SEED = 999_999
+MAX_DECODER_SEED = 999_999_999
+
+
 class GreedyParams(Params):
     """Greedy decoding has no parameters: it always takes the most probable token."""
 
@@ -76,7 +87,8 @@ class SampleParams(Params):
             "probability first exceeds p (none or 1: no limit)."
         ),
     )
-    seed: int = Field(0, description="Seed of the sampler's random stream; the same seed gives the same tokens.")
+    seed: int = Field(0, ge=0, le=MAX_DECODER_SEED,
+                      description="Seed of the sampler's random stream; the same seed gives the same tokens.")
 
 
 @dataclass
@@ -488,13 +500,6 @@ CHOICES: dict[str, type[BaseModel]] = {
 GreedyChoice, BeamChoice, SampleChoice = CHOICES["greedy"], CHOICES["beam"], CHOICES["sample"]
 
 DecoderChoice = Annotated[Union[tuple(CHOICES.values())], Field(discriminator="name")]
-
-# A run's seed moves every sampling decoder's own seed by this much, so that the
-# seeds of one experiment draw different samples; the i-th input of a run (a
-# prompt) adds i, so that inputs do not share their draws. 1,000 keeps the inputs
-# of one run seed from reaching the next one's.
-SEED_STRIDE = 1000
-
 
 def seeded(choice: BaseModel, run_seed: int, index: int = 0) -> BaseModel:
     """The decoder `choice` as run seed `run_seed` uses it for its `index`-th input.

@@ -193,6 +193,12 @@ def shared_prefix(tokens: Sequence[int], reference: Sequence[int]) -> int:
     return count
 
 
+# The columns a generating run adds to its rows: sample_metrics's, and the time per sample.
+SAMPLE_METRICS = ("distinct_1", "distinct_2", "repetition_rate", "sample_perplexity", "greedy_prefix")
+SECONDS_PER_SAMPLE = "seconds_per_sample"
+GENERATION_METRICS = (*SAMPLE_METRICS, SECONDS_PER_SAMPLE)
+
+
 def sample_metrics(samples: Sequence[Sample], spec: GenerateSpec, greedy: Sequence[Sample]) -> dict[str, float]:
     """The samples' metrics; `greedy` holds greedy decoding's continuations of the same prompts."""
     tokens = [sample.tokens for sample in samples]

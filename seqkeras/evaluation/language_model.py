@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from seqkeras.decoding.decoders import GreedyChoice, decoder_label
-from seqkeras.evaluation.generation import GenerateSpec, generate, sample_metrics, text_of
+from seqkeras.evaluation.generation import SECONDS_PER_SAMPLE, GenerateSpec, generate, sample_metrics, text_of
 from seqkeras.evaluation.metrics import EPSILON, perplexity_of
 from seqkeras.evaluation.rows import EvaluationRow
 from seqkeras.results.folder import write_csv
@@ -87,7 +87,7 @@ def evaluate(model, data, run, folder: Path) -> list[EvaluationRow]:
         samples = generate(model, data, choice, spec, window, run_seed=run.seed)
         seconds = time.perf_counter() - started
         label = decoder_label(choice)
-        row = {**metrics, **sample_metrics(samples, spec, greedy), "seconds_per_sample": seconds / len(samples)}
+        row = {**metrics, **sample_metrics(samples, spec, greedy), SECONDS_PER_SAMPLE: seconds / len(samples)}
         rows.append(EvaluationRow(row, keys=decoder_keys(choice) if run.decoders else {}))
         shown += [
             {

@@ -207,3 +207,8 @@ def length_buckets(
 def bucket_metric_name(metric: str, row: dict[str, object]) -> str:
     """'bleu_len_41_60': a bucket's metric as a column of runs.csv."""
     return f"{metric}_len_{row['length_min']}_{row['length_max']}"
+
+
+def bucket_metric_pattern(metric: str) -> str:
+    """Every bucket's column of `metric` (which buckets exist depends on the test set's lengths)."""
+    return f"{metric}_len_*"

@@ -1,6 +1,7 @@
 """The execution stage: runs are executed and recorded.
 
 `single_run` trains and evaluates (or probes) one run and writes its folder;
+`identity` says what a finished record must match to be reused;
 `executors` decide where runs execute (this process, N worker processes, Ray),
 each run under its lock; `workers` sets up a worker process; `experiment` runs
 an experiment's runs, rewriting runs.csv after each, then summarizes; `sweep`

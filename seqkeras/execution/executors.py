@@ -21,13 +21,11 @@ from typing import TYPE_CHECKING, Any
 # Only light imports at the top: the parent of `--jobs N` imports this module to
 # start its workers, and pandas or the spec models (0.7 s) would delay that.
 from seqkeras.errors import SpecError
+from seqkeras.execution.identity import identity_changes
 from seqkeras.execution.workers import setup_pool_worker, setup_worker, worker_ready
 
 if TYPE_CHECKING:
     from seqkeras.spec.runs import RunSpec
-
-CODE_VERSION_KEY = "seqkeras"
-
 
 @contextlib.contextmanager
 def file_lock(path: Path) -> Iterator[None]:
@@ -41,32 +39,39 @@ def file_lock(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def finished_record(folder: Path) -> dict[str, Any] | None:
-    """The run's record when it finished with this version of the code; else None (run it)."""
-    from seqkeras.execution.single_run import code_version
+def examine_record(folder: Path, run: RunSpec) -> tuple[dict[str, Any] | None, str | None]:
+    """(the run's finished record, None) when it may be reused; else (None, why not, or None with no record)."""
     from seqkeras.results.folder import OK, read_record
 
-    record = read_record(folder / "metrics.json")
-    if record is None or record.get("status") != OK:
-        return None
-    if record.get("versions", {}).get(CODE_VERSION_KEY) != code_version():
-        return None
-    return record
+    path = folder / "metrics.json"
+    record = read_record(path)
+    if record is None:
+        return None, ("its metrics.json is damaged" if path.exists() else None)
+    if record.get("status") != OK:
+        return None, None  # a failed run is simply run again
+    changes = identity_changes(record, run)
+    if changes:
+        return None, "recorded under a different " + "; ".join(changes)
+    return record, None
 
 
-def reusable_record(folder: Path, force: bool) -> dict[str, Any] | None:
+def reusable_record(folder: Path, run: RunSpec, force: bool) -> dict[str, Any] | None:
     """The finished record a run may reuse instead of running: none under --force."""
-    return None if force else finished_record(folder)
+    return None if force else examine_record(folder, run)[0]
 
 
 def execute_once(run: RunSpec, folder: Path, force: bool) -> dict[str, Any]:
-    from seqkeras.execution.single_run import execute
+    from seqkeras.execution.single_run import execute, failure, new_record
 
-    with file_lock(folder / ".lock"):
-        previous = reusable_record(folder, force)
-        if previous is not None:  # another process finished it while we waited
-            return {**previous, "reused": True}
-        return execute(run, folder)
+    try:
+        with file_lock(folder / ".lock"):
+            previous = reusable_record(folder, run, force)
+            if previous is not None:  # another process finished it while we waited
+                return {**previous, "reused": True}
+            return execute(run, folder)
+    except OSError as error:  # its folder cannot be written (read-only, a file in the way, disk full)
+        message = f"cannot write the run folder {folder}: {error.strerror or error}"
+        return {**new_record(run), **failure(OSError(message)), "seconds": 0.0}
 
 
 @dataclass
@@ -218,7 +223,10 @@ def _result_or_failure(get, job: Job) -> dict[str, Any]:
         return get()
     except Exception as error:
         record = {**new_record(job.run), **failure(error), "seconds": 0.0}
-        write_json(job.folder / "metrics.json", record)
+        try:
+            write_json(job.folder / "metrics.json", record)
+        except OSError:
+            pass  # the folder cannot be written: the record still reaches runs.csv
         return record
 
 

@@ -14,11 +14,12 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from seqkeras.execution.executors import Job, SerialExecutor, file_lock, reusable_record
+from seqkeras.execution.executors import Job, SerialExecutor, examine_record, file_lock, reusable_record
+from seqkeras.execution.identity import reused_under
 from seqkeras.reporting.expectations import Verdict, check
 from seqkeras.reporting.plots import import_matplotlib, write_plots
 from seqkeras.reporting.tables import render_page, summary_tables
-from seqkeras.results.folder import OK, read_record, run_counts, runs_frame, write_atomic, write_csv, write_yaml
+from seqkeras.results.folder import OK, run_counts, runs_frame, write_atomic, write_csv, write_yaml
 from seqkeras.spec.runs import Experiment
 
 
@@ -52,25 +53,31 @@ def run_experiment(
     folder = out_root / experiment.spec.name
     folder.mkdir(parents=True, exist_ok=True)
     write_yaml(folder / "experiment.yaml", experiment.spec.model_dump(mode="json", exclude_none=True))
+    for note in experiment.notes:
+        echo(f"{experiment.spec.name}: {note}")
     total = len(experiment.runs)
     records: dict[int, dict[str, Any]] = {}
     pending: list[Job] = []
+    # Runs left out by --only keep their finished records in runs.csv: a subset never erases the rest.
+    kept = [record for run in experiment.unselected
+            if (record := reusable_record(folder / run.run_id, run, force=False)) is not None]
     for index, run in enumerate(experiment.runs):
         run_folder = folder / run.run_id
-        previous = reusable_record(run_folder, force)
+        previous, why_not = (None, None) if force else examine_record(run_folder, run)
         if previous is not None:
             records[index] = previous
         else:
-            if (run_folder / "metrics.json").exists() and read_record(run_folder / "metrics.json") is None:
-                echo(f"{run.run_id}: damaged metrics.json, running it again")
+            if why_not:
+                echo(f"{run.run_id}: {why_not}; running it again")
             pending.append(Job(index, run, run_folder))
     if records:
-        echo(f"{experiment.spec.name}: {len(records)} of {total} runs done before, reused (--force reruns them)")
+        echo(f"{experiment.spec.name}: {len(records)} of {total} runs done before, reused: {reused_under()} "
+             "(--force reruns them)")
     if pending:
         echo(f"{experiment.spec.name}: {len(pending)} run(s) {executor.describe()}")
 
     def write_runs() -> pd.DataFrame:
-        ordered = [records[i] for i in sorted(records)]
+        ordered = [records[i] for i in sorted(records)] + kept
         frame = runs_frame(ordered, experiment.matrix_columns)
         with file_lock(folder / ".runs.lock"):
             write_csv(folder / "runs.csv", frame)

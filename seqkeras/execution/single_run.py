@@ -6,8 +6,6 @@ knows about the other runs of the sweep.
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import platform
 import time
 import traceback
@@ -17,13 +15,12 @@ from typing import Any
 
 import numpy
 
-from seqkeras import __version__
 from seqkeras.backends import runtime
+from seqkeras.execution.identity import code_version, run_identity
 from seqkeras.results.folder import FAILED, OK, write_csv, write_json, write_yaml
 from seqkeras.spec.checks import check_model_size
 from seqkeras.spec.runs import RunSpec
 
-PACKAGE = Path(__file__).resolve().parents[1]  # the whole package's source goes into the code version
 
 
 def execute(run: RunSpec, folder: Path) -> dict[str, Any]:
@@ -69,6 +66,7 @@ def new_record(run: RunSpec) -> dict[str, Any]:
         "params": None,
         "train_seconds": None,
         "backend": keras.backend.backend(),
+        "identity": run_identity(run),  # what a rerun must match to reuse this record (execution.identity)
         "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "versions": versions(),
     }
@@ -88,7 +86,8 @@ def run_training(run: RunSpec, folder: Path, record: dict[str, Any]) -> None:
 
     data = run.task.component.load()(run.task.params, run.seed)
     data.vocabulary.save(folder / "vocabulary.json")
-    check_model_size(run.model.params, vocabulary=len(data.vocabulary), outputs=data.num_outputs)
+    longest = data.x_train.shape[1] if hasattr(data.x_train, "shape") else 0  # a Transformer's position table
+    check_model_size(run.model.params, vocabulary=len(data.vocabulary), outputs=data.num_outputs, max_length=longest)
     # Variables, compile and fit all belong inside the strategy's scope.
     with trainer.distribution_scope(run.train.distribution) as devices:
         if devices:
@@ -104,15 +103,6 @@ def run_training(run: RunSpec, folder: Path, record: dict[str, Any]) -> None:
         record["metrics"] = rows[0].metrics
     else:  # one trained model, several evaluations (e.g. one per decoder)
         record["rows"] = [{"keys": row.keys, "metrics": row.metrics} for row in rows]
-
-
-@functools.cache
-def code_version() -> str:
-    """The package version plus a hash of its source: any code change means rerun, not reuse."""
-    digest = hashlib.sha256()
-    for path in sorted(PACKAGE.rglob("*.py")):
-        digest.update(path.read_bytes())
-    return f"{__version__}+{digest.hexdigest()[:10]}"
 
 
 def versions() -> dict[str, str]:

@@ -12,10 +12,16 @@ from pathlib import Path
 
 from seqkeras.backends.runtime import select_backend
 from seqkeras.errors import SpecError
-from seqkeras.execution.executors import SerialExecutor, reusable_record
+from seqkeras.execution.executors import SerialExecutor, examine_record
 
 
 def spec_files(paths: list[str]) -> list[Path]:
+    """The spec files named, folders searched for *.yaml.
+
+    Anything that exists but is not a regular file (a FIFO, a device, a folder
+    named x.yaml) is kept, so that the loader, which never opens such a file,
+    refuses it by name alongside every other invalid spec.
+    """
     files: list[Path] = []
     for text in paths:
         path = Path(text)
@@ -24,21 +30,21 @@ def spec_files(paths: list[str]) -> list[Path]:
             if not found:
                 raise SpecError(f"{path} holds no *.yaml files")
             files.extend(found)
-        elif path.is_file():
+        elif path.exists():
             files.append(path)
         else:
             raise SpecError(f"{path}: no such file or folder")
     return files
 
 
-def load_all(paths: list[str], overrides: list[str]):
+def load_all(paths: list[str], overrides: list[str], only: list[str] = ()):
     """Validate every spec first: one bad file means nothing runs."""
     from seqkeras.spec.loader import load_experiment
 
     experiments, errors = [], []
     for file in spec_files(paths):
         try:
-            experiments.append(load_experiment(file, overrides))
+            experiments.append(load_experiment(file, overrides, list(only)))
         except SpecError as error:
             errors.append(str(error))
     if errors:
@@ -48,6 +54,24 @@ def load_all(paths: list[str], overrides: list[str]):
     if duplicates:
         raise SpecError(f"two specs share the experiment name {duplicates[0]!r}; names decide results folders")
     return experiments
+
+
+def check_out_root(out_root: Path, paths: list[str], experiments) -> None:
+    """Refuse a results root that the command would read back as specs, or whose folders are files."""
+    root = out_root.resolve()
+    for text in paths:
+        folder = Path(text).resolve()
+        if Path(text).is_dir() and (root == folder or folder in root.parents):
+            raise SpecError(
+                f"--out {out_root} is inside the spec folder {text}: the spec.yaml files of its runs would be "
+                "read as experiments next time; write results elsewhere (default: results/)"
+            )
+    if out_root.exists() and not out_root.is_dir():
+        raise SpecError(f"--out {out_root} is a file, not a folder")
+    for experiment in experiments:
+        folder = out_root / experiment.spec.name
+        if folder.exists() and not folder.is_dir():
+            raise SpecError(f"cannot write the results of {experiment.spec.name}: {folder} is a file, not a folder")
 
 
 def headline(experiments, out_root: Path) -> str:
@@ -94,10 +118,12 @@ def plan(experiments, out_root: Path, *, force: bool, echo: Callable[[str], None
         folder = out_root / experiment.spec.name
         reused = 0
         echo(f"{experiment.spec.name} ({experiment.source}):")
+        for note in experiment.notes:
+            echo(f"  {note}")
         for run in experiment.runs:
-            done = reusable_record(folder / run.run_id, force) is not None
-            reused += done
-            echo(f"  {'reuse' if done else 'run  '}  {run.run_id}")
+            record, why_not = (None, None) if force else examine_record(folder / run.run_id, run)
+            reused += record is not None
+            echo(f"  {'reuse' if record is not None else 'run  '}  {run.run_id}" + (f"  ({why_not})" if why_not else ""))
         echo(f"  {len(experiment.runs) - reused} to run, {reused} reused")
 
 
@@ -109,11 +135,14 @@ def rebuild(folder: Path) -> None:
 
     saved = folder / "experiment.yaml"
     experiment = load_experiment(saved) if saved.is_file() else None
-    order = [run.run_id for run in experiment.runs] if experiment else None
-    rebuilt, damaged = rebuild_runs(folder, order)
+    if experiment is None:
+        rebuilt, skipped = rebuild_runs(folder)
+    else:  # the spec decides which runs belong here and which matrix columns runs.csv has
+        rebuilt, skipped = rebuild_runs(folder, [run.run_id for run in experiment.runs],
+                                        experiment=experiment.spec.name, matrix_columns=experiment.matrix_columns)
     print(f"rebuilt {folder / 'runs.csv'} from {rebuilt} run folder(s)")
-    for path in damaged:
-        print(f"skipped damaged record: {path}", file=sys.stderr)
+    for skip in skipped:
+        print(f"skipped {skip.kind}: {skip.path}: {skip.why}", file=sys.stderr)
     if experiment is None:
         print(f"no {saved}: table.md and the plots left as they were", file=sys.stderr)
         return

@@ -63,6 +63,19 @@ class TransformerParams(Params):
         return self
 
 
+def estimated_parameters(params: TransformerParams, vocabulary: int, outputs: int, max_length: int = 0) -> int:
+    """The parameter count the model will have, before building it: embeddings, blocks, output layer.
+
+    Each block: attention's query, key, value and output projections (4·(d² + d)),
+    the feed-forward layer (2·d·f + f + d) and two layer normalizations (4·d).
+    """
+    d, f = params.embedding_dim, params.intermediate_dim
+    block = 4 * (d * d + d) + 2 * d * f + f + d + 4 * d
+    positions = d * (params.max_length or max_length) if params.positions == "learned" else 0
+    final_norm = 2 * d if params.normalize_first else 0
+    return vocabulary * d + positions + params.layers * block + final_norm + d * outputs + outputs
+
+
 def embed(params: TransformerParams, vocabulary: int, max_length: int, inputs):
     """Token ids → vectors with (or without) position information."""
     import keras

@@ -67,6 +67,12 @@ class Params(BaseParams):
         return table
 
 
+def metric_names(params: Params) -> list[str]:
+    """The metrics `run` reports for these parameters, known before it runs (tables and claims are checked against them)."""
+    names = ["output", "probability", "log_probability", "length"]
+    return names + (["samples", "distinct_outputs", "mean_log_probability"] if params.decoder.name == "sample" else [])
+
+
 def run(params: Params, seed: int = 0) -> ProbeResult:
     """Decode the table once (or `samples` times) and report the output and its probability.
 

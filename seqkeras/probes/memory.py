@@ -180,6 +180,13 @@ def _run_lstm(params: Params) -> ProbeResult:
     return ProbeResult(metrics=metrics, curves={"memory": curve})
 
 
+def metric_names(params: Params) -> list[str]:
+    """The metrics `run` reports for these parameters, known before it runs (tables and claims are checked against them)."""
+    if params.cell == "lstm":
+        return ["forget_gate", "cell", "hidden", "retention", "half_life_steps"]
+    return ["memory", "decay_per_step", "half_life_steps"]
+
+
 def run(params: Params, seed: int) -> ProbeResult:
     # Every weight is fixed by the parameters; the seed has nothing to draw.
     del seed

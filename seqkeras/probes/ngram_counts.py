@@ -100,6 +100,12 @@ def metric_word(word: str) -> str:
     return re.sub(r"\W", "_", word)
 
 
+def metric_names(params: Params) -> list[str]:
+    """The metrics `run` reports; which words follow the context is known only from the counts (`p_next_*`)."""
+    return ["p_next_*", "next_word_1", "distinct_next", "unseen_test_bigrams", "zero_probability_sentences",
+            "vocabulary_size"]
+
+
 def run(params: Params, seed: int) -> ProbeResult:
     del seed  # counting is deterministic
     training = [tokenize(sentence) for sentence in params.corpus]

@@ -243,6 +243,17 @@ def agreement_accuracy(params: Params, measure: Agreement, seed: int) -> dict[st
     }
 
 
+def metric_names(params: Params) -> list[str]:
+    """The metrics `run` reports for these parameters, known before it runs (tables and claims are checked against them)."""
+    measured = {
+        StepTime: ["step_ms", "us_per_token"],
+        Agreement: ["accuracy", "final_train_loss"],
+        Order: ["order_sensitivity"],
+        GradientPath: ["grad_norm", "grad_norm_relative"],
+    }[type(params.measure)]
+    return measured + ["body_parameters"]
+
+
 def run(params: Params, seed: int) -> ProbeResult:
     measure = params.measure
     if isinstance(measure, StepTime):

@@ -1,24 +1,33 @@
-"""`seqkeras compare A B`: two results tables side by side, run by run and over seeds.
+"""`seqkeras compare A B`: two results of one experiment side by side, run by run and over seeds.
 
 A and B are an experiment's results folder (or its runs.csv), or a results root
-holding several experiment folders, which are then matched by name. Rows are
-joined on the matrix keys and the seed (or on `--on KEY...`); for every metric
-the comparison gives A, B, the difference B − A and the relative difference
-(B − A) / |A|. Text metrics (a decoded sentence) are equal or different.
+holding several experiment folders; experiments are matched by name, and two
+different experiments are never compared. When both sides have their
+experiment.yaml, the comparison opens with what differs between the two specs
+(dotted key: A value → B value).
+
+Rows are joined on the matrix keys and the seed (or on `--on KEY...`); for every
+metric the comparison gives A, B, the difference B − A and the relative
+difference (B − A) / |A|. Text metrics (a decoded sentence) are equal or different.
 
 Over seeds, each matrix point gets the mean difference ± its standard
 deviation; with three or more paired seeds a paired t-test (and its 95%
 interval for the mean difference) says whether the difference is larger than
-what reseeding alone produces.
+what reseeding alone produces. When the runs cannot be paired (the two sides
+share no seed, or `--unpaired`), each matrix point's mean over A's seeds is
+compared with the mean over B's, and Welch's t-test (unequal variances, from
+three seeds a side) replaces the paired test.
 
 A row present on one side only is listed, never dropped. With a tolerance,
 `outside_tolerance` lists every numeric difference larger than it, every text
 that differs, every value present on one side only and every unmatched row: a
-rerun that lost a row does not reproduce its reference.
+rerun that lost a row does not reproduce its reference. With `common`, rows and
+experiments on one side only are counted in a note instead (a partial rerun).
 """
 
 from __future__ import annotations
 
+import json
 import math
 import warnings
 from dataclasses import dataclass, field
@@ -31,9 +40,10 @@ import pandas as pd
 from seqkeras.errors import SpecError, unknown_choice
 from seqkeras.reporting.formatting import format_number
 from seqkeras.reporting.tables import NON_METRIC_COLUMNS
-from seqkeras.results.folder import read_runs
+from seqkeras.results.folder import FAILED, OK, print_warning, read_runs, read_saved_spec
 
-ALPHA = 0.05  # two-sided level of the paired test over seeds
+ALPHA = 0.05  # two-sided level of the tests over seeds
+PAIRED, WELCH = "paired t", "Welch t"
 MIN_SEEDS_FOR_TEST = 3
 MISSING = "-"
 
@@ -51,6 +61,9 @@ class Comparison:
     only_in_b: pd.DataFrame
     notes: list[str] = field(default_factory=list)
     tolerance: float | None = None
+    paired: bool = True  # False: per matrix point, means over each side's seeds (Welch's t-test)
+    common: bool = False  # rows on one side only are a note, not a failure
+    spec_changes: list[str] | None = None  # "train.epochs: 5 → 10"; None when a side has no experiment.yaml
 
     def outside_tolerance(self) -> list[str]:
         """Every reason this comparison fails the tolerance (empty without a tolerance)."""
@@ -65,6 +78,8 @@ class Comparison:
                 reasons.append(f"{row['metric']} at {where}: a value on one side only")
             else:
                 reasons.append(f"{row['metric']} at {where}: |difference| {abs(row['difference']):.3g} > {self.tolerance:g}")
+        if self.common:
+            return reasons
         for side, frame in (("A", self.only_in_a), ("B", self.only_in_b)):
             for _, row in frame.iterrows():
                 reasons.append(f"row only in {side}: " + ", ".join(f"{k}={row[k]}" for k in self.keys))
@@ -81,12 +96,15 @@ class Report:
     experiments_only_in_a: list[str] = field(default_factory=list)
     experiments_only_in_b: list[str] = field(default_factory=list)
     tolerance: float | None = None
+    common: bool = False  # experiments on one side only are a note, not a failure
 
     def outside_tolerance(self) -> list[str]:
         if self.tolerance is None:
             return []
         reasons = [f"{c.name}: {reason}" if len(self.comparisons) > 1 else reason
                    for c in self.comparisons for reason in c.outside_tolerance()]
+        if self.common:
+            return reasons
         reasons += [f"experiment only in A: {name}" for name in self.experiments_only_in_a]
         reasons += [f"experiment only in B: {name}" for name in self.experiments_only_in_b]
         return reasons
@@ -97,23 +115,61 @@ class Report:
 # --------------------------------------------------------------------------- #
 
 
-def load_side(path: Path) -> dict[str, pd.DataFrame]:
-    """{experiment name: runs} from a results folder, a runs.csv, or a root of results folders."""
+@dataclass
+class Side:
+    """One side's results of one experiment, and the folder that holds them (with its experiment.yaml)."""
+
+    runs: pd.DataFrame
+    folder: Path
+
+
+def load_side(path: Path) -> tuple[dict[str, Side], bool]:
+    """({experiment name: its results}, whether `path` is a results root) from a results folder, a runs.csv or a root."""
     if not path.exists():
         raise SpecError(f"{path}: no such file or folder")
     if path.is_file() or (path / "runs.csv").is_file():
         runs = read_runs(path)
         folder = path.parent if path.is_file() else path
-        return {_experiment_name(runs, folder): runs}
+        return {_experiment_name(runs, folder): Side(runs, folder)}, False
     found = sorted(p.parent for p in path.glob("*/runs.csv"))
     if not found:
         raise SpecError(f"{path} holds no runs.csv, neither itself nor in its experiment folders")
-    return {_experiment_name(runs, folder): runs for folder in found for runs in [read_runs(folder)]}
+    return {_experiment_name(runs, folder): Side(runs, folder) for folder in found for runs in [read_runs(folder)]}, True
 
 
 def _experiment_name(runs: pd.DataFrame, folder: Path) -> str:
     names = runs["experiment"].dropna().unique() if "experiment" in runs else []
     return str(names[0]) if len(names) == 1 else folder.name
+
+
+def spec_changes(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    """What differs between two experiment.yaml, as resolved dotted keys: `train.epochs: 5 → 10`."""
+    flat_a, flat_b = _flatten(a), _flatten(b)
+    changes = []
+    for key in [*flat_a, *(k for k in flat_b if k not in flat_a)]:
+        if key not in flat_b:
+            changes.append(f"{key}: {_spec_value(flat_a[key])} → (absent)")
+        elif key not in flat_a:
+            changes.append(f"{key}: (absent) → {_spec_value(flat_b[key])}")
+        elif flat_a[key] != flat_b[key]:
+            changes.append(f"{key}: {_spec_value(flat_a[key])} → {_spec_value(flat_b[key])}")
+    return changes
+
+
+def _flatten(mapping: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in mapping.items():
+        if isinstance(value, dict) and value:
+            flat.update(_flatten(value, f"{prefix}{key}."))
+        else:  # lists (matrix axes, seeds) are one value: [0, 1, 2] → [0, 1]
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def _spec_value(value: Any, limit: int = 60) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str) if isinstance(value, (list, dict)) else str(value)
+    text = " ".join(text.split())  # a multi-line description on one line
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 # --------------------------------------------------------------------------- #
@@ -123,44 +179,58 @@ def _experiment_name(runs: pd.DataFrame, folder: Path) -> str:
 
 def compare_paths(
     a: Path, b: Path, *, on: list[str] | None = None, metrics: list[str] | None = None,
-    tolerance: float | None = None,
+    tolerance: float | None = None, unpaired: bool = False, common: bool = False,
 ) -> Report:
     if tolerance is not None and not (tolerance >= 0 and math.isfinite(tolerance)):
         raise SpecError(f"--tolerance must be a finite number ≥ 0, got {tolerance}")
-    side_a, side_b = load_side(a), load_side(b)
-    if len(side_a) == 1 and len(side_b) == 1:
-        pairs = [(next(iter(side_a)), next(iter(side_a.values())), next(iter(side_b.values())))]
-    else:
-        pairs = [(name, side_a[name], side_b[name]) for name in side_a if name in side_b]
-        if not pairs:
+    (side_a, root_a), (side_b, root_b) = load_side(a), load_side(b)
+    pairs = [(name, side_a[name], side_b[name]) for name in side_a if name in side_b]
+    if not pairs:
+        if not root_a and not root_b:
             raise SpecError(
-                f"no experiment is in both {a} and {b} (A has: {', '.join(side_a)}; B has: {', '.join(side_b)})"
+                f"A ({a}) holds experiment {next(iter(side_a))!r} and B ({b}) holds {next(iter(side_b))!r}: "
+                "compare sets two results of one experiment side by side (a rerun and its reference), "
+                "never two different experiments"
             )
+        raise SpecError(
+            f"no experiment is in both {a} and {b} (A has: {', '.join(side_a)}; B has: {', '.join(side_b)})"
+        )
     if metrics:
-        everywhere = [set(_metric_columns(x, _default_keys(x, y))) & set(_metric_columns(y, _default_keys(x, y)))
-                      for _, x, y in pairs]
+        everywhere = [set(_metric_columns(x.runs, keys)) & set(_metric_columns(y.runs, keys))
+                      for _, x, y in pairs for keys in [_default_keys(x.runs, y.runs)]]
         known = sorted(set().union(*everywhere))
         for metric in metrics:
             if metric not in known:
                 raise SpecError(unknown_choice("metric (in both A and B)", metric, known))
     comparisons = []
-    for name, runs_a, runs_b in pairs:
-        chosen = [m for m in metrics if m in runs_a.columns and m in runs_b.columns] if metrics else None
+    for name, side_x, side_y in pairs:
+        x, y = side_x.runs, side_y.runs
+        chosen = [m for m in metrics if m in x.columns and m in y.columns] if metrics else None
         if metrics and not chosen:
             continue
-        comparisons.append(compare_runs(runs_a, runs_b, name=name, on=on, metrics=chosen, tolerance=tolerance))
-    many = len(side_a) > 1 or len(side_b) > 1
+        comparison = compare_runs(x, y, name=name, on=on, metrics=chosen, tolerance=tolerance,
+                                  unpaired=unpaired, common=common)
+        comparison.spec_changes = _spec_changes_between(side_x.folder, side_y.folder)
+        comparisons.append(comparison)
+    # Experiments on one side only matter when both sides are whole results roots.
+    roots = root_a and root_b
     return Report(
         str(a), str(b), comparisons,
-        experiments_only_in_a=[n for n in side_a if n not in side_b] if many else [],
-        experiments_only_in_b=[n for n in side_b if n not in side_a] if many else [],
-        tolerance=tolerance,
+        experiments_only_in_a=[n for n in side_a if n not in side_b] if roots else [],
+        experiments_only_in_b=[n for n in side_b if n not in side_a] if roots else [],
+        tolerance=tolerance, common=common,
     )
+
+
+def _spec_changes_between(a: Path, b: Path) -> list[str] | None:
+    spec_a, spec_b = read_saved_spec(a, warn=print_warning), read_saved_spec(b, warn=print_warning)
+    return spec_changes(spec_a, spec_b) if spec_a and spec_b else None
 
 
 def compare_runs(
     a: pd.DataFrame, b: pd.DataFrame, *, name: str = "", on: list[str] | None = None,
-    metrics: list[str] | None = None, tolerance: float | None = None,
+    metrics: list[str] | None = None, tolerance: float | None = None, unpaired: bool = False,
+    common: bool = False,
 ) -> Comparison:
     notes: list[str] = []
     keys = list(on) if on else _default_keys(a, b)
@@ -172,7 +242,6 @@ def compare_runs(
         lacking = [k for k in keys if k not in a.columns or k not in b.columns]
         if lacking:
             notes.append(f"matrix key(s) {', '.join(lacking)} exist on one side only; rows differ in them")
-    a, b = _with_join_key(a, keys, "A"), _with_join_key(b, keys, "B")
 
     metrics_a, metrics_b = _metric_columns(a, keys), _metric_columns(b, keys)
     if metrics is None:
@@ -185,18 +254,34 @@ def compare_runs(
             if metric not in metrics_a or metric not in metrics_b:
                 both = [m for m in metrics_a if m in metrics_b]
                 raise SpecError(unknown_choice("metric (in both A and B)", metric, both))
+    kinds = {m: _kind(a[m], b[m]) for m in metrics}
+
+    paired = not unpaired and "seed" in keys
+    if paired:
+        seeds_a, seeds_b = _seeds(a), _seeds(b)
+        if seeds_a and seeds_b and not set(seeds_a) & set(seeds_b):
+            paired = False
+            notes.append(f"A's seeds ({', '.join(seeds_a)}) and B's ({', '.join(seeds_b)}) have none in common: "
+                         "runs cannot be paired, so each matrix point's mean over A's seeds is compared with "
+                         "the mean over B's (Welch's t-test)")
+        elif seeds_a and seeds_b and set(seeds_a) != set(seeds_b):
+            notes.append("seeds on one side only are not paired; --unpaired compares every seed of each side")
+    samples_a, samples_b = a, b
+    if not paired and "seed" in keys:  # one row per matrix point: its means over seeds
+        keys = [k for k in keys if k != "seed"]
+        a, b = _per_point(a, keys, metrics, kinds), _per_point(b, keys, metrics, kinds)
+    a, b = _with_join_key(a, keys, "A"), _with_join_key(b, keys, "B")
 
     merged = a.merge(b, on="_join", how="outer", suffixes=("_a", "_b"), indicator=True)
     # Keep A's row order (then B's rows), not the merge's lexicographic one ("10" before "5").
     merged = merged.sort_values(["_row_a", "_row_b"], na_position="last", kind="stable").reset_index(drop=True)
     key_view = {k: merged[f"_key_{k}_a"].where(merged["_merge"] != "right_only", merged[f"_key_{k}_b"])
                 for k in keys}
-    keys_frame = pd.DataFrame(key_view)
+    keys_frame = pd.DataFrame(key_view, index=merged.index)
     only_a = _one_side(keys_frame, merged, "left_only", "_a", keys)
     only_b = _one_side(keys_frame, merged, "right_only", "_b", keys)
     both = merged[merged["_merge"] == "both"]
 
-    kinds = {m: _kind(a[m], b[m]) for m in metrics}
     rows = []
     for index, row in both.iterrows():
         status_a, status_b = row.get("status_a"), row.get("status_b")
@@ -216,8 +301,43 @@ def compare_runs(
                 rows.append({**base, **_number_row(metric, number_a, number_b, tolerance)})
     columns = keys + ["metric", "kind", "a", "b", "difference", "relative", "outside"]
     per_run = pd.DataFrame(rows, columns=columns)
-    over_seeds = _over_seeds(per_run, keys)
-    return Comparison(name, keys, metrics, per_run, over_seeds, only_a, only_b, notes, tolerance)
+    if paired:
+        over_seeds = _over_seeds(per_run, keys)
+    else:
+        over_seeds = _welch_over_seeds(samples_a, samples_b, keys, [m for m in metrics if kinds[m] == "number"])
+    if common and (len(only_a) or len(only_b)):
+        notes.append(f"--common: {len(only_a)} row(s) only in A and {len(only_b)} only in B are left out")
+    return Comparison(name, keys, metrics, per_run, over_seeds, only_a, only_b, notes, tolerance,
+                      paired=paired, common=common)
+
+
+def _seeds(frame: pd.DataFrame) -> list[str]:
+    return sorted(set(frame["seed"].map(key_text)), key=lambda s: (len(s), s)) if "seed" in frame else []
+
+
+def _point_labels(frame: pd.DataFrame, keys: list[str]) -> pd.Series:
+    """Each row's matrix point as one text (the same rule as the join), for grouping seeds."""
+    texts = pd.DataFrame({k: frame[k].map(key_text) if k in frame else MISSING for k in keys}, index=frame.index)
+    return pd.Series(["\x1f".join(row) for row in texts.itertuples(index=False)], index=frame.index, dtype=object)
+
+
+def _per_point(frame: pd.DataFrame, keys: list[str], metrics: list[str], kinds: dict[str, str]) -> pd.DataFrame:
+    """One row per matrix point: each number's mean over the finished seeds, each text's distinct values."""
+    rows = []
+    for _, part in frame.groupby(_point_labels(frame, keys), sort=False):
+        finished = part[part["status"] == OK]
+        row = {k: part[k].iloc[0] for k in keys if k in part}
+        row["run_id"] = " ".join(part["run_id"].astype(str))
+        row["status"] = (OK if len(finished) == len(part) else FAILED if finished.empty
+                         else f"{len(finished)} of {len(part)} ok")
+        for metric in metrics:
+            if kinds[metric] == "number":
+                numbers = pd.to_numeric(finished[metric], errors="coerce").dropna()
+                row[metric] = float(numbers.mean()) if len(numbers) else math.nan
+            else:
+                row[metric] = " / ".join(sorted({str(v) for v in finished[metric] if not _missing(v)}))
+        rows.append(row)
+    return pd.DataFrame(rows, columns=[*(k for k in keys if k in frame), "run_id", "status", *metrics])
 
 
 def _default_keys(a: pd.DataFrame, b: pd.DataFrame) -> list[str]:
@@ -247,10 +367,10 @@ def _with_join_key(frame: pd.DataFrame, keys: list[str], side: str) -> pd.DataFr
     for key in keys:
         frame[f"_key_{key}"] = texts[key]
     frame["_row"] = range(len(frame))
-    frame["_join"] = texts.apply(lambda row: "\x1f".join(row), axis=1) if keys else ""
+    frame["_join"] = _point_labels(frame, keys)
     duplicated = frame["_join"].duplicated(keep=False)
     if duplicated.any():
-        example = frame.loc[duplicated, keys].iloc[0].to_dict()
+        example = {k: frame.loc[duplicated, f"_key_{k}"].iloc[0] for k in keys}
         raise SpecError(
             f"rows of {side} are not unique on {', '.join(keys)} (e.g. {example}); "
             "join on more keys with --on (usually the seed and every matrix key)"
@@ -326,12 +446,13 @@ def _text_row(metric: str, a: Any, b: Any, tolerance: float | None) -> dict[str,
             "outside": (not same) and tolerance is not None}
 
 
+OVER_SEEDS_COLUMNS = ["metric", "test", "seeds", "mean_a", "mean_b", "mean_difference", "std_difference",
+                      "p_value", "ci_low", "ci_high", "beyond_seed_noise"]
+
+
 def _over_seeds(per_run: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """Per matrix point and metric: mean difference ± std over seeds, and a paired t-test from 3 seeds on."""
-    columns = [k for k in keys if k != "seed"] + [
-        "metric", "seeds", "mean_a", "mean_b", "mean_difference", "std_difference",
-        "p_value", "ci_low", "ci_high", "beyond_seed_noise",
-    ]
+    columns = [k for k in keys if k != "seed"] + OVER_SEEDS_COLUMNS
     if "seed" not in keys or per_run.empty:
         return pd.DataFrame(columns=columns)
     group_keys = [k for k in keys if k != "seed"] + ["metric"]
@@ -358,7 +479,7 @@ def _over_seeds(per_run: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
         row["std_difference"] = float(differences.std(ddof=1)) if len(differences) > 1 else math.nan
         if len(differences) >= MIN_SEEDS_FOR_TEST:
             p_value, low, high = paired_test(differences)
-            row.update(p_value=p_value, ci_low=low, ci_high=high,
+            row.update(test=PAIRED, p_value=p_value, ci_low=low, ci_high=high,
                        beyond_seed_noise="yes" if p_value < ALPHA else "no")
         else:
             row["beyond_seed_noise"] = f"n/a (< {MIN_SEEDS_FOR_TEST} seeds)"
@@ -386,6 +507,63 @@ def paired_test(differences: np.ndarray) -> tuple[float, float, float]:
     return p_value, mean - half_width, mean + half_width
 
 
+def _welch_over_seeds(a: pd.DataFrame, b: pd.DataFrame, keys: list[str], metrics: list[str]) -> pd.DataFrame:
+    """Per matrix point and metric: A's seeds against B's as two samples (Welch's t-test from 3 seeds a side)."""
+    points_a, points_b = _finished_by_point(a, keys), _finished_by_point(b, keys)
+    rows = []
+    for point, part_a in points_a.items():
+        if point not in points_b:
+            continue
+        base = dict(zip(keys, point.split("\x1f"))) if keys else {}
+        for metric in metrics:
+            values_a, values_b = _finite(part_a[metric]), _finite(points_b[point][metric])
+            if not len(values_a) or not len(values_b):
+                continue
+            row = {**base, "metric": metric, "test": "", "seeds": f"{len(values_a)} vs {len(values_b)}",
+                   "mean_a": values_a.mean(), "mean_b": values_b.mean(),
+                   "mean_difference": values_b.mean() - values_a.mean()}
+            if min(len(values_a), len(values_b)) >= MIN_SEEDS_FOR_TEST:
+                p_value, low, high = welch_test(values_a, values_b)
+                row.update(test=WELCH, p_value=p_value, ci_low=low, ci_high=high,
+                           beyond_seed_noise="yes" if p_value < ALPHA else "no")
+            else:
+                row["beyond_seed_noise"] = f"n/a (< {MIN_SEEDS_FOR_TEST} seeds a side)"
+            rows.append(row)
+    return pd.DataFrame(rows, columns=keys + OVER_SEEDS_COLUMNS)
+
+
+def _finished_by_point(frame: pd.DataFrame, keys: list[str]) -> dict[str, pd.DataFrame]:
+    finished = frame[frame["status"] == OK]
+    return dict(tuple(finished.groupby(_point_labels(finished, keys), sort=False)))
+
+
+def _finite(values: pd.Series) -> np.ndarray:
+    numbers = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float)
+    return numbers[np.isfinite(numbers)]
+
+
+def welch_test(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float]:
+    """Two-sided Welch's t-test of equal means (variances may differ), and the 95% interval of mean(B) − mean(A).
+
+    As in the paired test, no spread on either side makes the difference either
+    exactly zero (p = 1) or a systematic shift (p = 0).
+    """
+    from scipy import stats
+
+    difference = float(b.mean() - a.mean())
+    share_a, share_b = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)  # each mean's squared standard error
+    error_squared = float(share_a + share_b)
+    if error_squared == 0 or not math.isfinite(error_squared):
+        return (1.0 if difference == 0 else 0.0), difference, difference
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        p_value = float(stats.ttest_ind(b, a, equal_var=False).pvalue)
+    # Welch–Satterthwaite degrees of freedom, as ttest_ind uses.
+    freedom = error_squared**2 / (share_a**2 / (len(a) - 1) + share_b**2 / (len(b) - 1))
+    half_width = float(stats.t.ppf(1 - ALPHA / 2, freedom)) * math.sqrt(error_squared)
+    return p_value, difference - half_width, difference + half_width
+
+
 # --------------------------------------------------------------------------- #
 # Output
 # --------------------------------------------------------------------------- #
@@ -399,7 +577,8 @@ def render_markdown(report: Report) -> str:
         lines += _markdown_comparison(comparison)
     for side, names in (("A", report.experiments_only_in_a), ("B", report.experiments_only_in_b)):
         if names:
-            lines += [f"Experiments only in {side}: {', '.join(names)}", ""]
+            left_out = " (left out: --common)" if report.common else ""
+            lines += [f"Experiments only in {side}{left_out}: {', '.join(names)}", ""]
     lines += [tolerance_summary(report), ""]
     return "\n".join(lines).rstrip() + "\n"
 
@@ -414,19 +593,40 @@ def tolerance_summary(report: Report) -> str:
     return f"OUTSIDE tolerance {report.tolerance:g} ({len(reasons)}):\n" + "\n".join(f"- {r}" for r in shown)
 
 
+def spec_change_lines(c: Comparison) -> list[str]:
+    """What differs between the two experiment.yaml, for the top of a comparison."""
+    if c.spec_changes is None:
+        return []
+    if not c.spec_changes:
+        return ["Spec: the same experiment.yaml on both sides.", ""]
+    return [f"Spec changes, A → B (experiment.yaml, {len(c.spec_changes)}):", "",
+            *(f"- {change}" for change in c.spec_changes), ""]
+
+
 def _markdown_comparison(c: Comparison) -> list[str]:
-    lines = [f"Joined on: {', '.join(c.keys) or '(nothing: one row each)'}. "
-             f"Metrics: {', '.join(c.metrics) or 'none'}. Difference = B − A, relative = (B − A) / |A|.", ""]
+    lines = spec_change_lines(c)
+    lines += [f"Joined on: {', '.join(c.keys) or '(nothing: one row each)'}. "
+              f"Metrics: {', '.join(c.metrics) or 'none'}. Difference = B − A, relative = (B − A) / |A|.", ""]
     lines += [f"Note: {note}" for note in c.notes]
     if c.notes:
         lines.append("")
-    lines += ["### Per run", "", _md(_display_per_run(c)), ""]
+    if c.paired:
+        lines += ["### Per run", "", _md(_display_per_run(c)), ""]
+    else:
+        lines += ["### Per matrix point (mean over each side's seeds; runs not paired)", "",
+                  _md(_display_per_run(c)), ""]
     if not c.over_seeds.empty:
-        lines += [f"### Over seeds (mean difference ± std; paired t-test from {MIN_SEEDS_FOR_TEST} seeds, "
-                  f"95% interval of the mean difference)", "", _md(_display_over_seeds(c)), ""]
-    for side, frame in (("A", c.only_in_a), ("B", c.only_in_b)):
-        if not frame.empty:
-            lines += [f"### Only in {side} ({len(frame)} row(s))", "", _md(frame), ""]
+        if c.paired:
+            heading = (f"### Over seeds (mean difference ± std; paired t-test from {MIN_SEEDS_FOR_TEST} seeds, "
+                       "95% interval of the mean difference)")
+        else:
+            heading = (f"### Over seeds (unpaired: Welch's t-test of A's seeds against B's, from "
+                       f"{MIN_SEEDS_FOR_TEST} seeds a side; 95% interval of the difference of means)")
+        lines += [heading, "", _md(_display_over_seeds(c)), ""]
+    if not c.common:
+        for side, frame in (("A", c.only_in_a), ("B", c.only_in_b)):
+            if not frame.empty:
+                lines += [f"### Only in {side} ({len(frame)} row(s))", "", _md(frame), ""]
     return lines
 
 
@@ -459,6 +659,7 @@ def _display_over_seeds(c: Comparison) -> pd.DataFrame:
             **{k: row[k] for k in c.keys if k != "seed"},
             "metric": row["metric"],
             "seeds": row["seeds"],
+            "test": row["test"] if isinstance(row["test"], str) else "",
             "A (mean)": _fmt(row["mean_a"]),
             "B (mean)": _fmt(row["mean_b"]),
             "difference": difference,
@@ -470,11 +671,11 @@ def _display_over_seeds(c: Comparison) -> pd.DataFrame:
 
 
 def render_csv(report: Report) -> str:
-    """One CSV: per-run rows (level=run) and over-seed rows (level=over_seeds), every experiment."""
+    """One CSV: per-run rows (level=run, or point when unpaired) and over-seed rows (level=over_seeds)."""
     frames = []
     for c in report.comparisons:
         per_run = c.per_run.drop(columns=["kind"]).rename(columns={"outside": "outside_tolerance"})
-        per_run.insert(0, "level", "run")
+        per_run.insert(0, "level", "run" if c.paired else "point")  # unpaired: means over each side's seeds
         over = c.over_seeds.copy()
         over.insert(0, "level", "over_seeds")
         only = [frame.assign(level=f"only_in_{side}") for side, frame in (("a", c.only_in_a), ("b", c.only_in_b))

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from seqkeras.reporting.selection import select
+from seqkeras.results.folder import OK
 from seqkeras.spec.sections import ExpectSpec
 
 REPRODUCED, NOT_REPRODUCED = "reproduced", "NOT reproduced"
@@ -38,10 +39,17 @@ def format_measured(value: float, expect: ExpectSpec) -> str:
 
 
 def check(expect: ExpectSpec, runs: pd.DataFrame) -> Verdict:
-    chosen = select(runs, expect.where)
     where_text = ", ".join(f"{k}={v}" for k, v in expect.where.items())
+    if not (runs["status"] == OK).any():
+        return Verdict(expect.claim, _expected_text(expect), "no finished run", False)
     if expect.metric not in runs.columns:
         return Verdict(expect.claim, _expected_text(expect), f"no metric {expect.metric!r}", False)
+    # A column no run wrote (every run failed, or a damaged runs.csv): the claim is not measured.
+    other_where = expect.comparison[1].where if expect.comparison else {}
+    absent = [key for key in [*expect.where, *other_where] if key not in runs.columns]
+    if absent:
+        return Verdict(expect.claim, _expected_text(expect), f"no column {absent[0]!r} in the runs", False)
+    chosen = select(runs, expect.where)
     if chosen.empty:
         return Verdict(expect.claim, _expected_text(expect), f"no finished run with {where_text or 'any values'}", False)
     values = chosen[expect.metric]

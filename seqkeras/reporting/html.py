@@ -15,6 +15,7 @@ import html
 import os
 import re
 import shutil
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,10 +25,11 @@ import pandas as pd
 import yaml
 
 from seqkeras.errors import SpecError
-from seqkeras.results.folder import FAILED, read_runs, run_counts, write_atomic
+from seqkeras.results.folder import FAILED, is_matrix_column, read_runs, run_counts, write_atomic
 from seqkeras.spec.sections import ExperimentSpec
 
 REPORT, INDEX = "report.html", "index.html"
+FALLBACK_INDEX = "_index.html"  # when an experiment is named index.html
 NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?( ± \S+)?$")  # numbers and "mean ± std" align right
 
 STYLE = """
@@ -95,7 +97,14 @@ def experiment_folders(paths: list[Path]) -> list[Path]:
 
 
 def write_reports(paths: list[Path], out: Path | None = None) -> tuple[Path, list[Path]]:
-    """Write every report.html and the index.html; returns (index, pages)."""
+    """Write every report.html and the index page; returns (index, pages).
+
+    An experiment whose results cannot be read is left out with a warning (and
+    named on the index page) while the others are written; when none can be
+    read, that is the error.
+    """
+    if out is not None and out.exists() and not out.is_dir():
+        raise SpecError(f"--out {out} is a file; give a folder for the report pages")
     folders = experiment_folders(paths)
     if out is not None:
         names = [f.name for f in folders]
@@ -103,21 +112,52 @@ def write_reports(paths: list[Path], out: Path | None = None) -> tuple[Path, lis
         if clash:
             raise SpecError(f"two results folders are both named {clash[0]!r}; with --out their pages would collide")
     index_dir = out if out is not None else Path(os.path.commonpath([f.resolve().parent for f in folders]))
-    pages, written = [], []
-    for folder in folders:
-        page = read_experiment(folder)
-        page_dir = out / folder.name if out is not None else folder
+    page_dirs = {folder: out / folder.name if out is not None else folder for folder in folders}
+    index = _index_path(index_dir, list(page_dirs.values()))
+    pages, written, skipped = [], [], []
+    for folder, page_dir in page_dirs.items():
+        try:
+            page = read_experiment(folder)
+        except SpecError as error:  # one damaged experiment must not cost the others their pages
+            skipped.append((folder, str(error)))
+            continue
         page_dir.mkdir(parents=True, exist_ok=True)
         if out is not None:
             for plot in page.plots:
                 shutil.copyfile(folder / plot["file"], page_dir / plot["file"])
         target = page_dir / REPORT
-        write_atomic(target, render_experiment(page, index_href=_href(index_dir / INDEX, page_dir)))
+        _write_page(target, render_experiment(page, index_href=_href(index, page_dir)))
         pages.append((page, target))
         written.append(target)
-    index = index_dir / INDEX
-    write_atomic(index, render_index([(p, _href(target, index_dir)) for p, target in pages]))
+    if not pages:
+        raise SpecError("\n".join(reason for _, reason in skipped))
+    for folder, reason in skipped:
+        print(f"warning: {folder} left out of the report: {reason}", file=sys.stderr)
+    _write_page(index, render_index([(p, _href(target, index_dir)) for p, target in pages],
+                                    [(folder.name, reason) for folder, reason in skipped]))
     return index, written
+
+
+def _index_path(index_dir: Path, page_dirs: list[Path]) -> Path:
+    """index.html, unless an experiment's folder has that name (names may hold dots): then _index.html.
+
+    No experiment can be named _index.html (a name starts with a letter or digit),
+    so the fallback never collides with a page folder.
+    """
+    index = index_dir / INDEX
+    taken = {d.resolve() for d in page_dirs}
+    if index.is_dir() or index.resolve() in taken:
+        fallback = index_dir / FALLBACK_INDEX
+        print(f"warning: {index} is a folder (an experiment named {INDEX}); the index page is {fallback}",
+              file=sys.stderr)
+        return fallback
+    return index
+
+
+def _write_page(path: Path, text: str) -> None:
+    if path.is_dir():
+        raise SpecError(f"cannot write the page {path}: a folder has that name")
+    write_atomic(path, text)
 
 
 def read_experiment(folder: Path) -> ExperimentPage:
@@ -126,11 +166,15 @@ def read_experiment(folder: Path) -> ExperimentPage:
     from seqkeras.reporting.tables import summary_tables
 
     runs = read_runs(folder)
-    matrix_columns = [c for c in runs.columns if "." in c]
+    matrix_columns = [c for c in runs.columns if is_matrix_column(c)]
     problems: list[str] = []
     spec = None
     saved = folder / "experiment.yaml"
-    spec_text = saved.read_text(encoding="utf-8") if saved.is_file() else ""
+    try:
+        spec_text = saved.read_text(encoding="utf-8") if saved.is_file() else ""
+    except (OSError, UnicodeDecodeError) as error:
+        spec_text = ""
+        problems.append(f"experiment.yaml could not be read ({type(error).__name__}); tables show every run")
     if spec_text:
         try:
             spec = ExperimentSpec.model_validate(yaml.safe_load(spec_text))
@@ -146,7 +190,10 @@ def read_experiment(folder: Path) -> ExperimentPage:
     verdicts = [check(expect, runs) for expect in spec.expect] if spec else []
     plots = read_manifest(folder)
     if plots is None:
-        plot_folder(folder, spec.plots if spec else [], matrix_columns, runs)
+        try:
+            plot_folder(folder, spec.plots if spec else [], matrix_columns, runs)
+        except Exception as error:  # plots are a view of the results: the page goes on without them
+            problems.append(f"plots could not be drawn ({type(error).__name__}: {error})")
         plots = read_manifest(folder) or []
     plots = [p for p in plots if (folder / p["file"]).is_file()]
     return ExperimentPage(folder, name, spec.description if spec else "", runs, tables, verdicts, plots,
@@ -182,7 +229,7 @@ def render_experiment(page: ExperimentPage, *, index_href: str) -> str:
             body.append(f'<figure><img src="{e(plot["file"])}" alt="{e(title)}">'
                         f"<figcaption>{e(title)}</figcaption></figure>")
     if page.failed_runs:
-        failures = page.runs[page.runs["status"] == FAILED][["run_id", "error"]]
+        failures = page.runs[page.runs["status"] == FAILED][[c for c in ("run_id", "error") if c in page.runs]]
         body += ["<h2>Failed runs</h2>", frame_html(failures)]
     if page.spec_text:
         body.append(f"<details><summary>The experiment as run (experiment.yaml)</summary>"
@@ -191,7 +238,7 @@ def render_experiment(page: ExperimentPage, *, index_href: str) -> str:
     return _document(f"{page.name} — seqkeras report", body)
 
 
-def render_index(pages: list[tuple[ExperimentPage, str]]) -> str:
+def render_index(pages: list[tuple[ExperimentPage, str]], skipped: list[tuple[str, str]] = ()) -> str:
     e = html.escape
     total = sum(len(p.verdicts) for p, _ in pages)
     held = sum(p.held for p, _ in pages)
@@ -213,6 +260,10 @@ def render_index(pages: list[tuple[ExperimentPage, str]]) -> str:
                     f'<td class="number">{e(runs)}</td><td>{verdict}</td>'
                     f'<td class="number">{len(page.plots)}</td></tr>')
     body.append("</tbody></table>")
+    if skipped:
+        body.append("<h2>Left out (results that cannot be read)</h2><ul>")
+        body += [f"<li>{e(name)}: {e(reason)}</li>" for name, reason in skipped]
+        body.append("</ul>")
     body.append("<footer>Written by <code>seqkeras report</code>.</footer>")
     return _document("seqkeras results", body)
 

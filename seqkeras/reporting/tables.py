@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-import pandas as pd
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
-from seqkeras.errors import SpecError, unknown_choice
+import pandas as pd
+from pydantic import ValidationError
+
+from seqkeras.errors import SpecError
 from seqkeras.reporting.expectations import Verdict
 from seqkeras.reporting.formatting import mean_std
-from seqkeras.reporting.selection import select
-from seqkeras.results.folder import FAILED, OK, run_counts
+from seqkeras.reporting.selection import require_columns, select
+from seqkeras.results.folder import FAILED, OK, identity_columns, is_evaluation_key, print_warning, run_counts
 from seqkeras.spec.sections import TableSpec
 
 NON_METRIC_COLUMNS = {"experiment", "run_id", "status", "seed", "params", "train_seconds", "backend", "error"}
@@ -32,16 +37,18 @@ def _keys(value: str | list[str] | None) -> list[str]:
 
 
 def pivot(runs: pd.DataFrame, table: TableSpec) -> pd.DataFrame:
-    """The table a spec asks for: rows × columns of `value`, mean ± std over the other keys."""
+    """The table a spec asks for: rows × columns of `value`, mean ± std over seeds (and the `pool` keys)."""
     rows, columns = _keys(table.rows), _keys(table.columns)
-    for key in rows + columns + [table.value]:
-        if key not in runs.columns:
-            raise SpecError(unknown_choice("column", key, [c for c in runs.columns if c not in ("experiment", "error")]))
+    if not (runs["status"] == OK).any():
+        # Every run failed (or none ran yet): no metric column may exist at all; the page lists the failures.
+        return pd.DataFrame()
+    require_columns(runs, rows + columns + [table.value] + list(table.where) + list(table.pool))
     chosen = select(runs, table.where)
     if chosen.empty:
         return pd.DataFrame()
     # Missing matrix values (a key that one kind of run lacks) become "-" so groupby keeps them.
     keys = rows + columns
+    check_pools_only_over_seeds(chosen, keys, [*table.where, *table.pool])
     frame = _labels(chosen[keys + [table.value]], keys)
     grouped = frame.groupby(keys, sort=False, dropna=False)[table.value].agg(mean_std)
     if not columns:
@@ -54,13 +61,47 @@ def pivot(runs: pd.DataFrame, table: TableSpec) -> pd.DataFrame:
     return result.fillna("").reset_index()
 
 
-def default_table(runs: pd.DataFrame, matrix_columns: list[str]) -> pd.DataFrame:
-    """Without a `table:` section: every run's matrix values and metrics."""
+def check_pools_only_over_seeds(runs: pd.DataFrame, keys: list[str], pooled: list[str]) -> None:
+    """A cell averages seeds only: a matrix or decoder key that differs within a cell would mix runs silently.
+
+    A key that varies across the table but is fixed by its rows and columns
+    (decoder.width, given the decoder) mixes nothing and is fine.
+    """
+    varying: dict[str, list[str]] = {}
+    for key in identity_columns(runs):
+        if key in keys or key in pooled:
+            continue
+        labelled = _labels(runs[[*keys, key]], [*keys, key])
+        spread = labelled.groupby(keys, sort=False, dropna=False)[key].nunique(dropna=False) if keys else \
+            pd.Series([labelled[key].nunique(dropna=False)])
+        if (spread > 1).any():
+            varying[key] = [str(v) for v in dict.fromkeys(labelled[key])]
+    if not varying:
+        return
+    listed = ", ".join(f"{key} ({_few(values)})" for key, values in varying.items())
+    if len(varying) == 1:
+        verb, role, them = "varies", "is not a row or column", "it"
+    else:
+        verb, role, them = "vary", "are not rows or columns", "them"
+    raise SpecError(
+        f"{listed} {verb} among the selected runs but {role}; add {them} to --rows/--columns, select {them} "
+        f"with where, or pool over {them} with --pool {' '.join(varying)} "
+        f"(in a spec's table: pool: [{', '.join(varying)}])"
+    )
+
+
+def _few(values: list[str], limit: int = 8) -> str:
+    return ", ".join(values[:limit]) + (f", … ({len(values)} values)" if len(values) > limit else "")
+
+
+def default_table(runs: pd.DataFrame, matrix_columns: list[str], pool: list[str] = ()) -> pd.DataFrame:
+    """Without a `table:` section: every run's matrix values and metrics (pooling only seeds and `pool`)."""
+    require_columns(runs, pool)
     # Rows of one run told apart by their decoder: the label is the key, its parameters are not metrics.
-    decoder_keys = ["decoder"] if "decoder" in runs.columns else []
+    decoder_keys = ["decoder"] if "decoder" in runs.columns and "decoder" not in pool else []
     metrics = [c for c in runs.columns if c not in NON_METRIC_COLUMNS and c not in matrix_columns
-               and c != "decoder" and not c.startswith("decoder.")]
-    keys = (matrix_columns + decoder_keys) or ["seed"]
+               and not is_evaluation_key(c)]
+    keys = ([c for c in matrix_columns if c not in pool] + decoder_keys) or ["seed"]
     finished = runs[runs["status"] == OK]
     if finished.empty:
         return pd.DataFrame()
@@ -97,7 +138,7 @@ def render_page(
         lines += [f"## Expectations ({held} of {len(verdicts)} reproduced)", ""]
         lines += [verdict_frame(verdicts).to_markdown(index=False, disable_numparse=True), ""]
     if failed:
-        failures = runs[runs["status"] == FAILED][["run_id", "error"]]
+        failures = runs[runs["status"] == FAILED][[c for c in ("run_id", "error") if c in runs.columns]]
         lines += ["## Failed runs", "", failures.to_markdown(index=False), ""]
     return "\n".join(lines)
 
@@ -111,9 +152,25 @@ def table_title(table: TableSpec) -> str:
     return f"{table.value}{across}"
 
 
-def summary_tables(runs: pd.DataFrame, tables: list[TableSpec], matrix_columns: list[str]) -> list[tuple[str, pd.DataFrame]]:
+def summary_tables(runs: pd.DataFrame, tables: list[TableSpec], matrix_columns: list[str],
+                   pool: list[str] = ()) -> list[tuple[str, pd.DataFrame]]:
+    """The declared tables (or every run's values), each also pooling over `pool` (table --pool)."""
     if not tables:
-        return [("Runs (mean ± std over seeds)", default_table(runs, matrix_columns))]
+        return [("Runs (mean ± std over seeds)", default_table(runs, matrix_columns, list(pool)))]
+    if pool:
+        tables = [t.model_copy(update={"pool": [*t.pool, *pool]}) for t in tables]
     return [(table_title(t), pivot(runs, t)) for t in tables]
 
 
+def declared_tables(spec: dict[str, Any], source: Path, warn: Callable[[str], None] = print_warning) -> list[TableSpec]:
+    """The tables an experiment.yaml declares; one that no longer reads as a table is a warning, and none are used."""
+    declared = spec.get("table")
+    if not declared:
+        return []
+    try:
+        return [TableSpec.model_validate(t) for t in (declared if isinstance(declared, list) else [declared])]
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        warn(f"{source}: its table section cannot be read ({where}: {first['msg']}); showing every run instead")
+        return []

@@ -14,17 +14,21 @@ interrupted run never leaves a half-written file behind.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
 import os
+import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pandas as pd
 import yaml
 
-from seqkeras.errors import SpecError
+from seqkeras.errors import SpecError, shown
 
 OK, FAILED = "ok", "failed"
 _UMASK = os.umask(0)
@@ -73,15 +77,82 @@ def _json_safe(value: Any) -> Any:
 
 def read_record(path: Path) -> dict[str, Any] | None:
     """A run's metrics.json, or None when it is missing or damaged."""
+    return inspect_record(path)[0]
+
+
+def inspect_record(path: Path) -> tuple[dict[str, Any] | None, str]:
+    """(the record, "") or (None, what is wrong with the file): for messages that say why a record is skipped."""
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return record if isinstance(record, dict) and "status" in record else None
+    except FileNotFoundError:
+        return None, "missing"
+    except (OSError, UnicodeDecodeError) as error:
+        return None, f"cannot be read ({error})"
+    except ValueError as error:
+        return None, f"not JSON ({error})"
+    problem = record_problem(record)
+    return (None, problem) if problem else (record, "")
+
+
+def record_problem(record: Any) -> str:
+    """What makes `record` unusable as a run record ("" when nothing): every reader may then index it freely."""
+    if not isinstance(record, dict):
+        return f"not a JSON object ({_json_type(record)})"
+    for key in ("experiment", "run_id", "status", "seed"):
+        if key not in record:
+            return f"no {key!r}"
+    for key in ("experiment", "run_id"):
+        if not isinstance(record[key], str) or not record[key]:
+            return f"{key!r} is {shown(record[key])}, not a name"
+    if record["status"] not in (OK, FAILED):
+        return f"'status' is {shown(record['status'])}, not {OK!r} or {FAILED!r}"
+    # bool is an int in Python; a seed of true is still damage.
+    if isinstance(record["seed"], bool) or not isinstance(record["seed"], int):
+        return f"'seed' is {shown(record['seed'])}, not a whole number"
+    for key in ("matrix", "metrics"):
+        if key in record and not isinstance(record[key], dict):
+            return f"{key!r} is {_json_type(record[key])}, not an object"
+    problem = _values_problem(record.get("metrics", {}), "metrics")
+    if problem:
+        return problem
+    rows = record.get("rows")
+    if rows is not None:
+        if not isinstance(rows, list):
+            return f"'rows' is {_json_type(rows)}, not a list"
+        for index, row in enumerate(rows):
+            if not isinstance(row, dict) or not isinstance(row.get("keys"), dict) \
+                    or not isinstance(row.get("metrics"), dict):
+                return f"rows[{index}] is not an object with 'keys' and 'metrics' objects"
+            problem = _values_problem(row["metrics"], f"rows[{index}].metrics")
+            if problem:
+                return problem
+    if record.get("error") is not None and not isinstance(record["error"], str):
+        return f"'error' is {_json_type(record['error'])}, not a text"
+    return ""
+
+
+def _values_problem(metrics: dict[str, Any], where: str) -> str:
+    """A metric is one cell of runs.csv: a number, a text, true/false or null."""
+    for name, value in metrics.items():
+        if isinstance(value, (dict, list)):
+            return f"{where}.{name} is {_json_type(value)}, not a single value"
+    return ""
+
+
+def _json_type(value: Any) -> str:
+    """What a JSON value is, with its article: "a list", "an object"."""
+    names = {dict: "an object", list: "a list", str: "a text", bool: "true or false", int: "a number",
+             float: "a number"}
+    return "null" if value is None else names.get(type(value), f"a {type(value).__name__}")
 
 
 def runs_frame(records: list[dict[str, Any]], matrix_columns: list[str]) -> pd.DataFrame:
     """One row per run (or per evaluation row of a run, e.g. per decoder), in DESIGN.md's column order."""
+    for record in records:
+        problem = record_problem(record)
+        if problem:  # a bug or a damaged file read without read_record: say which, never a KeyError
+            name = record.get("run_id", "?") if isinstance(record, dict) else "?"
+            raise SpecError(f"run {name}: damaged record: {problem}")
     expanded = [(record, row) for record in records for row in _evaluation_rows(record)]
     key_columns: list[str] = []
     metric_names: list[str] = []
@@ -119,40 +190,193 @@ def _evaluation_rows(record: dict[str, Any]) -> list[dict[str, Any]]:
     return rows if rows else [{"keys": {}, "metrics": record.get("metrics", {})}]
 
 
-def read_runs(results_dir: Path) -> pd.DataFrame:
-    """An experiment's runs.csv (from its folder or the file itself)."""
+def print_warning(message: str) -> None:
+    print(f"warning: {message}", file=sys.stderr)
+
+
+def is_evaluation_key(column: str) -> bool:
+    """Columns that tell apart the evaluation rows of one run (one per decoder)."""
+    return column == "decoder" or column.startswith("decoder.")
+
+
+def is_matrix_column(column: str) -> bool:
+    """Matrix keys are dotted (model.cell); decoder.* are evaluation keys, not matrix keys."""
+    return "." in column and not is_evaluation_key(column)
+
+
+def identity_columns(runs: pd.DataFrame) -> list[str]:
+    """The columns that tell runs apart besides the seed: matrix keys and evaluation keys."""
+    return [c for c in runs.columns if is_matrix_column(c) or is_evaluation_key(c)]
+
+
+def read_runs(results_dir: Path, *, warn: Callable[[str], None] = print_warning) -> pd.DataFrame:
+    """An experiment's runs.csv (from its folder or the file itself), checked so no reader crashes or mixes.
+
+    A file that cannot be trusted raises SpecError naming it and what is wrong (cut
+    short, not a runs.csv, two experiments or two versions of one mixed, a matrix
+    column that experiment.yaml implies missing, one run twice with different values);
+    what is harmless is a warning: no rows yet, a row written twice (dropped).
+    """
     path = results_dir / "runs.csv" if results_dir.is_dir() else results_dir
-    if not path.exists():
+    if not path.is_file():
         raise SpecError(f"no runs.csv in {results_dir} (run the experiment first: seqkeras run SPEC)")
+    rebuild = f"rebuild it from the run folders with `seqkeras table {path.parent} --rebuild`"
     try:
-        frame = pd.read_csv(path, keep_default_na=False, na_values=[""])
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as error:
-        raise SpecError(f"{path} is damaged and cannot be read: {error}") from None
+        text = path.read_text(encoding="utf-8")
+        _check_row_lengths(path, text, rebuild, warn)
+        frame = pd.read_csv(io.StringIO(text), keep_default_na=False, na_values=[""])
+    except (OSError, csv.Error, pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as error:
+        raise SpecError(f"{path} is damaged and cannot be read: {error}; {rebuild}") from None
     missing = {"run_id", "status", "seed"} - set(frame.columns)
     if missing:
-        raise SpecError(f"{path} is not a seqkeras runs.csv (missing columns: {', '.join(sorted(missing))})")
+        raise SpecError(f"{path} is not a seqkeras runs.csv (missing columns: {', '.join(sorted(missing))}); "
+                        f"{rebuild}")
+    if frame.empty:
+        warn(f"{path} has no runs yet (a header and no rows)")
+        return frame
+    frame = _without_duplicate_rows(path, frame, rebuild, warn)
+    _check_one_experiment(path, frame, read_saved_spec(path.parent), rebuild)
+    _check_one_run_per_point(path, frame)
     return frame
 
 
-def rebuild_runs(folder: Path, order: list[str] | None = None) -> tuple[int, list[Path]]:
-    """Rewrite runs.csv from every run folder's metrics.json; returns (runs, damaged files).
+def _check_row_lengths(path: Path, text: str, rebuild: str, warn: Callable[[str], None]) -> None:
+    """A row with fewer fields than the header is a file cut short (pandas would fill the gap with blanks)."""
+    records = [(reader.line_num, row) for reader in [csv.reader(io.StringIO(text))] for row in reader if row]
+    if not records:
+        raise SpecError(f"{path} is empty; {rebuild}")
+    width = len(records[0][1])
+    for index, (line, row) in enumerate(records[1:], start=1):
+        if len(row) < width:
+            last = index == len(records) - 1 and not text.endswith("\n")
+            what = "is truncated mid-row" if last else "has a short row"
+            raise SpecError(f"{path} {what}: line {line} has {len(row)} of the header's {width} fields; {rebuild}")
+    if not text.endswith("\n"):  # every writer ends the file with a newline
+        warn(f"{path} does not end with a newline: its last row may be cut short; {rebuild}")
+
+
+def _without_duplicate_rows(path: Path, frame: pd.DataFrame, rebuild: str,
+                            warn: Callable[[str], None]) -> pd.DataFrame:
+    """A row written twice is dropped (with a warning); one run with two different rows is an error."""
+    repeated = frame.duplicated(keep="first")
+    if repeated.any():
+        names = list(dict.fromkeys(frame.loc[repeated, "run_id"].astype(str)))
+        listed = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+        warn(f"{path}: dropped {int(repeated.sum())} duplicate row(s), each identical to an earlier one ({listed})")
+        frame = frame[~repeated].reset_index(drop=True)
+    keys = ["run_id"] + [c for c in frame.columns if is_evaluation_key(c)]
+    clash = frame[frame.duplicated(keys, keep=False)]
+    if not clash.empty:
+        texts = clash[keys].astype(str)
+        rows = clash[(texts == texts.iloc[0]).all(axis=1)]
+        differing = [c for c in frame.columns if rows[c].astype(str).nunique() > 1]
+        raise SpecError(
+            f"{path} has two different rows for run {rows['run_id'].iloc[0]}"
+            f" (they differ in {', '.join(differing[:5])}); {rebuild}"
+        )
+    return frame
+
+
+def read_saved_spec(folder: Path, warn: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """The folder's experiment.yaml as a mapping; {} when there is none, or (with a warning) when it is damaged."""
+    path = folder / "experiment.yaml"
+    if not path.is_file():
+        return {}
+    try:
+        spec = yaml.safe_load(path.read_text(encoding="utf-8"))
+        problem = "" if isinstance(spec, dict) else f"not a mapping ({_json_type(spec)})"
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
+        problem = f"cannot be read ({type(error).__name__})"
+    if problem:
+        if warn:
+            warn(f"{path} is {problem}; it is ignored")
+        return {}
+    return spec
+
+
+def _check_one_experiment(path: Path, frame: pd.DataFrame, spec: dict[str, Any], rebuild: str) -> None:
+    names = [str(n) for n in frame["experiment"].dropna().unique()] if "experiment" in frame else []
+    if len(names) > 1:
+        raise SpecError(f"{path} mixes the runs of several experiments ({', '.join(names)}); {rebuild}")
+    expected = spec.get("name")
+    if isinstance(expected, str) and names and names != [expected]:
+        raise SpecError(f"{path} holds runs of experiment {names[0]!r}, but experiment.yaml beside it "
+                        f"is {expected!r}; {rebuild}")
+    matrix = spec.get("matrix")
+    for key in matrix if isinstance(matrix, dict) else {}:
+        # A mapping-valued axis (probe.decoder: [{name: ...}]) is written as its leaf columns.
+        if key not in frame.columns and not any(c.startswith(f"{key}.") for c in frame.columns):
+            raise SpecError(f"{path} has no column {key!r}, which experiment.yaml's matrix varies: its rows "
+                            f"cannot be told apart and tables would pool over {key}; {rebuild}")
+
+
+def _check_one_run_per_point(path: Path, frame: pd.DataFrame) -> None:
+    """Two run ids at one matrix point, seed and decoder are two versions of the spec: averaging them mixes them."""
+    keys = identity_columns(frame) + ["seed"]
+    clash = frame[frame.duplicated(keys, keep=False)]  # (run id, decoder) is unique by now: these are other runs
+    if clash.empty:
+        return
+    first = clash.iloc[0]
+    same = clash[(clash[keys].astype(str) == first[keys].astype(str)).all(axis=1)]
+    where = ", ".join(f"{k}={first[k]}" for k in keys if not pd.isna(first[k]))
+    raise SpecError(
+        f"{path} has several runs of one matrix point and seed ({where}): {', '.join(same['run_id'].astype(str))}; "
+        "they come from different versions of the spec; delete the stale run folders and rebuild with "
+        f"`seqkeras table {path.parent} --rebuild`"
+    )
+
+
+class Skipped(NamedTuple):
+    """A run folder that rebuild_runs left out of runs.csv, and why."""
+
+    path: Path
+    kind: str  # damaged record, foreign run folder, stale run folder
+    why: str
+
+
+def rebuild_runs(
+    folder: Path, order: list[str] | None = None, *, experiment: str | None = None,
+    matrix_columns: list[str] | None = None,
+) -> tuple[int, list[Skipped]]:
+    """Rewrite runs.csv from every run folder's metrics.json; returns (runs, the run folders left out).
 
     Rows follow `order` (the experiment's run ids, matrix order) where given;
-    run folders it does not name come after it, by name.
+    run folders it does not name come after it, by name. A record that is damaged,
+    names another experiment (default: the folder's name) or another run than its
+    folder, or repeats the matrix point and seed of a run `order` names (a stale
+    run of an earlier version of the spec), is left out: runs.csv never mixes it in.
     """
     if not folder.is_dir():
         raise SpecError(f"{folder} is not a results folder")
+    experiment = experiment or folder.name
     position = {run_id: index for index, run_id in enumerate(order or [])}
     paths = sorted(folder.glob("*/metrics.json"), key=lambda p: (position.get(p.parent.name, len(position)), p.parent.name))
-    records, damaged = [], []
+    records: list[dict[str, Any]] = []
+    skipped: list[Skipped] = []
+    taken: dict[str, str] = {}  # matrix point and seed → the run id that has it
     for path in paths:
-        record = read_record(path)
-        if record is None or not {"experiment", "run_id", "seed"} <= set(record):
-            damaged.append(path)
-        else:
-            records.append(record)
-    matrix_columns: list[str] = []
-    for record in records:
-        matrix_columns += [k for k in record.get("matrix", {}) if k not in matrix_columns]
+        record, problem = inspect_record(path)
+        if record is None:
+            skipped.append(Skipped(path, "damaged record", problem))
+            continue
+        if record["experiment"] != experiment:
+            skipped.append(Skipped(path, "foreign run folder",
+                                   f"it names experiment {record['experiment']!r}, this folder holds {experiment!r}"))
+            continue
+        if record["run_id"] != path.parent.name:
+            skipped.append(Skipped(path, "foreign run folder",
+                                   f"it names run {record['run_id']!r}, not its folder's name"))
+            continue
+        point = json.dumps([record.get("matrix", {}), record["seed"]], sort_keys=True, default=str)
+        if taken.get(point) in position and record["run_id"] not in position:
+            skipped.append(Skipped(path, "stale run folder",
+                                   f"same matrix point and seed as {taken[point]}, the run the experiment names"))
+            continue
+        taken.setdefault(point, record["run_id"])
+        records.append(record)
+    if matrix_columns is None:
+        matrix_columns = []
+        for record in records:
+            matrix_columns += [k for k in record.get("matrix", {}) if k not in matrix_columns]
     write_csv(folder / "runs.csv", runs_frame(records, matrix_columns))
-    return len(records), damaged
+    return len(records), skipped

@@ -2,11 +2,13 @@
 
 `sections` holds the pydantic schemas of an experiment file's fixed structure
 (a leaf: training, evaluation and reporting read it); `runs` the run objects
-and run ids; `checks` the named cross-section rules; `loader` reads YAML,
+and run ids; `checks` the named cross-section rules, with `outputs` (what each
+run will write) and `selection` (`--only`); `loader` reads YAML,
 applies --set, expands the matrix and resolves components against the catalog;
 `validation` turns pydantic errors into one `SpecError` sentence; `json_schema`
 and `reference` describe the same registries for editors and for docs. It may
 import errors, registry, catalog (the loader and checks only) and the
-parameter classes of tasks, models, probes and decoders; never training,
+parameter classes of tasks, models, probes and decoders, and the metric names
+of evaluation's light modules; never training,
 execution or reporting.
 """

@@ -9,9 +9,12 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from seqkeras import catalog
-from seqkeras.errors import SpecError, unknown_choice
-from seqkeras.models.recurrent import RecurrentParams, estimated_parameters
-from seqkeras.spec.runs import ResolvedComponent, decoder_columns
+from seqkeras.errors import SpecError, did_you_mean, shown, unknown_choice
+from seqkeras.models import recurrent, transformer
+from seqkeras.models.recurrent import RecurrentParams
+from seqkeras.models.transformer import TransformerParams
+from seqkeras.spec.outputs import OutputRow, matching, output_rows
+from seqkeras.spec.runs import ResolvedComponent, RunSpec, decoder_columns
 from seqkeras.spec.sections import EvaluateSpec, ExperimentSpec
 
 
@@ -51,15 +54,18 @@ def check_run(components: dict[str, ResolvedComponent], evaluate: EvaluateSpec |
 MAX_PARAMETERS = 500_000_000
 
 
-def check_model_size(params: BaseModel, *, vocabulary: int, outputs: int) -> None:
-    if not isinstance(params, RecurrentParams):
+def check_model_size(params: BaseModel, *, vocabulary: int, outputs: int, max_length: int = 0) -> None:
+    if isinstance(params, RecurrentParams):
+        count = recurrent.estimated_parameters(params, vocabulary, outputs)
+    elif isinstance(params, TransformerParams):
+        count = transformer.estimated_parameters(params, vocabulary, outputs, max_length)
+    else:
         return
-    count = estimated_parameters(params, vocabulary, outputs)
     if count > MAX_PARAMETERS:
         gigabytes = count * 4 * 4 / 1e9
         raise SpecError(
             f"the model would have about {count:.3g} parameters (~{gigabytes:,.0f} GB to train in float32), "
-            f"more than the {MAX_PARAMETERS:.0e} seqkeras allows; reduce units, layers or embedding_dim",
+            f"more than the {MAX_PARAMETERS:.0e} seqkeras allows; reduce its widths (units, embedding_dim, intermediate_dim) or layers",
             path="model",
         )
 
@@ -87,6 +93,8 @@ def check_references(spec: ExperimentSpec, matrix_columns: list[str]) -> None:
                 check(key, f"{prefix}.{attribute}")
         for key in table.where:
             check(key, f"{prefix}.where")
+        for key in table.pool:
+            check(key, f"{prefix}.pool")
     for index, plot in enumerate(spec.plots):
         for attribute in ("x", "hue", "facet"):
             if getattr(plot, attribute) is not None:
@@ -101,3 +109,85 @@ def check_references(spec: ExperimentSpec, matrix_columns: list[str]) -> None:
             for key in other.where:
                 check(key, f"expect[{index}].{kind}.where")
 
+
+def check_outputs(spec: ExperimentSpec, runs: list[RunSpec]) -> None:
+    """Every table, plot and claim selects rows that some run will write, and reads metrics they will have.
+
+    Without this a misspelt metric trains everything and then reports "NOT reproduced".
+    """
+    rows = [row for run in runs for row in output_rows(run)]
+    for index, table in enumerate(spec.tables()):
+        prefix = f"table[{index}]" if isinstance(spec.table, list) else "table"
+        chosen = _selected(rows, table.where, f"{prefix}.where")
+        _check_metric(chosen, table.value, f"{prefix}.value", every_row=False)
+        _check_pooling(chosen, table, prefix)
+    for index, plot in enumerate(spec.plots):
+        chosen = _selected(rows, plot.where, f"plots[{index}].where")
+        for metric in plot.metrics():
+            _check_metric(chosen, metric, f"plots[{index}].y", every_row=False)
+    for index, expect in enumerate(spec.expect):
+        # A claim is a mean over its runs: each of them must report the metric.
+        chosen = _selected(rows, expect.where, f"expect[{index}].where")
+        _check_metric(chosen, expect.metric, f"expect[{index}].metric", every_row=True)
+        if expect.comparison:
+            kind, other = expect.comparison
+            others = _selected(rows, other.where, f"expect[{index}].{kind}.where")
+            _check_metric(others, expect.metric, f"expect[{index}].metric", every_row=True)
+
+
+def _selected(rows: list[OutputRow], where: dict, path: str) -> list[OutputRow]:
+    for key, wanted in where.items():
+        if not matching(rows, {key: wanted}):
+            values = list(dict.fromkeys(str(v) for row in rows if (v := row.keys.get(key)) is not None))
+            raise SpecError(
+                f"no run has {key} = {shown(wanted)}; its values are: {_listed(values)}", path=f"{path}.{key}"
+            )
+    chosen = matching(rows, where)
+    if not chosen:
+        together = ", ".join(f"{key}={shown(value)}" for key, value in where.items())
+        raise SpecError(f"no run has all of {together} (each value exists, but not together)", path=path)
+    return chosen
+
+
+def _check_metric(rows: list[OutputRow], metric: str, path: str, *, every_row: bool) -> None:
+    having = [row for row in rows if row.has(metric)]
+    if not having:
+        reported = list(dict.fromkeys(name for row in rows for name in row.metrics))
+        raise SpecError(
+            f"the runs selected here do not report {shown(metric)}.{did_you_mean(metric, reported)} "
+            f"They report: {_listed(reported)}.",
+            path=path,
+        )
+    if every_row and len(having) < len(rows):
+        raise SpecError(
+            f"only {len(having)} of the {len(rows)} rows selected here report {shown(metric)}; "
+            "narrow `where` to the runs that do",
+            path=path,
+        )
+
+
+def _check_pooling(rows: list[OutputRow], table, path: str) -> None:
+    """A cell averages seeds only, unless the table pools a key: refuse a table that would mix runs silently."""
+    shown_keys = [*_as_list(table.rows), *_as_list(table.columns)]
+    fixed = {*shown_keys, *table.where, *table.pool, "seed"}
+    cells: dict[tuple, list[OutputRow]] = {}
+    for row in rows:
+        cells.setdefault(tuple(str(row.keys.get(key)) for key in shown_keys), []).append(row)
+    varying = [key for key in dict.fromkeys(k for row in rows for k in row.keys) if key not in fixed and any(
+        len({str(row.keys.get(key)) for row in cell}) > 1 for cell in cells.values())]
+    if varying:
+        raise SpecError(
+            f"{', '.join(varying)} {'varies' if len(varying) == 1 else 'vary'} within the table's cells, which "
+            f"average seeds only; add {'it' if len(varying) == 1 else 'them'} to rows or columns, select with where, "
+            f"or pool: [{', '.join(varying)}]",
+            path=path,
+        )
+
+
+def _as_list(keys: str | list[str] | None) -> list[str]:
+    return [] if keys is None else [keys] if isinstance(keys, str) else list(keys)
+
+
+def _listed(names: list[str], limit: int = 20) -> str:
+    more = f", … ({len(names) - limit} more)" if len(names) > limit else ""
+    return ", ".join(name if len(name) <= 40 else shown(name, 40) for name in names[:limit]) + more

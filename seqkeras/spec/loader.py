@@ -17,20 +17,23 @@ import copy
 import hashlib
 import itertools
 import json
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
 from seqkeras import catalog
-from seqkeras.errors import SpecError, unknown_choice
-from seqkeras.spec.checks import check_references, check_run, check_sections
+from seqkeras.errors import SpecError, shown, unknown_choice
+from seqkeras.spec.checks import check_outputs, check_references, check_run, check_sections
 from seqkeras.spec.runs import Experiment, ResolvedComponent, RunSpec, make_run_id
+from seqkeras.spec.outputs import output_rows
+from seqkeras.spec.selection import parse_only, select_runs, without_set_away
 from seqkeras.spec.sections import SECTIONS_WITH_COMPONENTS, EvaluateSpec, ExperimentSpec, TrainSpec
 from seqkeras.spec.validation import translate_validation_error
+from seqkeras.spec.yaml_reader import load_spec_yaml, parse_yaml
 
 # --------------------------------------------------------------------------- #
 # Loading
@@ -38,25 +41,18 @@ from seqkeras.spec.validation import translate_validation_error
 
 
 def load_yaml(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise SpecError(f"cannot read the file: {error.strerror}", file=str(path)) from None
-    try:
-        return yaml.safe_load(text)
-    except yaml.MarkedYAMLError as error:
-        mark = error.problem_mark
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        raise SpecError(f"{where}malformed YAML: {error.problem}", file=str(path)) from None
-    except yaml.YAMLError as error:
-        raise SpecError(f"malformed YAML: {error}", file=str(path)) from None
+    """The spec file's data; `yaml_reader` refuses what is not a spec's kind of data."""
+    return load_spec_yaml(path)
 
 
-def load_experiment(path: Path | str, overrides: list[str] | None = None) -> Experiment:
+def load_experiment(path: Path | str, overrides: list[str] | None = None, only: list[str] | None = None) -> Experiment:
+    """The experiment in `path`, after `--set` overrides, with only the runs `--only` names (see spec.selection)."""
     path = Path(path)
+    wanted = parse_only(only or [])
     raw = load_yaml(path)
     try:
-        return build_experiment(raw, source=str(path), overrides=overrides or [])
+        experiment = build_experiment(raw, source=str(path), overrides=overrides or [])
+        return select_runs(experiment, wanted)
     except SpecError as error:
         raise error.located(file=str(path)) from None
 
@@ -71,11 +67,14 @@ def build_experiment(raw: Any, *, source: str, overrides: list[str]) -> Experime
     spec = _validate(ExperimentSpec, raw, path=None)
     check_sections(spec)
     runs = list(_expand_runs(spec, raw, set_keys))
+    _check_distinct(runs)
     matrix_columns = _matrix_columns(spec.matrix)
     check_references(spec, matrix_columns)
     for run in runs:
         run.matrix_values = {key: lookup(run.resolved, key) for key in matrix_columns}
-    return Experiment(spec=spec, source=source, runs=runs, matrix_columns=matrix_columns)
+    spec, notes = without_set_away(spec, [row for run in runs for row in output_rows(run)], set_keys)
+    check_outputs(spec, runs)
+    return Experiment(spec=spec, source=source, runs=runs, matrix_columns=matrix_columns, notes=notes)
 
 
 def _validate(model: type[BaseModel], raw: Any, *, path: str | None) -> Any:
@@ -101,13 +100,10 @@ def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> set[str]:
         key, sep, text = item.partition("=")
         key = key.strip()
         if not sep or not key:
-            raise SpecError(f"--set expects KEY=VALUE, got {item!r}")
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*", key):
-            raise SpecError(f"--set key {key!r} is not a dotted key path like model.units")
-        try:
-            value = yaml.safe_load(text) if text.strip() else None
-        except yaml.YAMLError:
-            raise SpecError(f"--set {key}: cannot read {text!r} as a YAML value") from None
+            raise SpecError(f"--set expects KEY=VALUE, got {shown(item)}")
+        if len(key) > 200 or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*", key):
+            raise SpecError(f"--set key {shown(key)} is not a dotted key path like model.units")
+        value = parse_yaml(text, path=f"--set {key}") if text.strip() else None
         matrix = raw.get("matrix")
         if isinstance(matrix, dict) and key in matrix:
             matrix[key] = value if isinstance(value, list) else [value]
@@ -181,7 +177,45 @@ def _leaf_keys(value: dict[str, Any], prefix: str) -> list[str]:
     return keys
 
 
+# Expanding a matrix builds every run before anything trains: 20 axes of two values would
+# be a million runs. Refuse before expanding.
+MAX_RUNS = 10_000
+
+
+def _check_axes(matrix: dict[str, list[Any]], seeds: list[int]) -> None:
+    """Each key varies along one axis only, and the matrix has a number of runs one can make."""
+    sets = {axis: _matrix_columns({axis: values}) for axis, values in matrix.items()}
+    for (axis, keys), (other, other_keys) in itertools.combinations(sets.items(), 2):
+        for key in keys:
+            clash = next((o for o in other_keys if o == key or key.startswith(o + ".") or o.startswith(key + ".")), None)
+            if clash is not None:
+                raise SpecError(
+                    f"matrix axes {axis!r} and {other!r} both set {min(key, clash, key=len)}: the later one "
+                    "would overwrite the earlier in every run while run ids show both; vary each key along one axis",
+                    path=f"matrix.{other}",
+                )
+    count = math.prod(len(values) for values in matrix.values()) * len(seeds)
+    if count > MAX_RUNS:
+        raise SpecError(f"the matrix expands to {count:,} runs (axes × seeds), more than the {MAX_RUNS:,} "
+                        "seqkeras makes in one experiment; split it", path="matrix")
+
+
+def _check_distinct(runs: list[RunSpec]) -> None:
+    """Two matrix points that resolve to one spec would be one run counted twice ("± 0" over a single model)."""
+    first: dict[str, RunSpec] = {}
+    for run in runs:
+        document = json.dumps(run.resolved, sort_keys=True, default=str)
+        if document in first:
+            raise SpecError(
+                f"runs {first[document].run_id} and {run.run_id} resolve to the same spec (a value equal to a "
+                "default, or written twice); remove one of the matrix values",
+                path="matrix",
+            )
+        first[document] = run
+
+
 def _expand_runs(spec: ExperimentSpec, raw: dict[str, Any], set_keys: set[str]):
+    _check_axes(spec.matrix, spec.seeds)
     axes = list(spec.matrix.items())
     base = {k: v for k, v in raw.items() if k not in ("matrix", "seeds", "table", "expect")}
     for point in itertools.product(*(values for _, values in axes)):
@@ -203,14 +237,17 @@ def _expand_runs(spec: ExperimentSpec, raw: dict[str, Any], set_keys: set[str]):
 
 
 def _attribute_error(error: SpecError, point: dict[str, Any], set_keys: set[str]) -> SpecError:
-    """Say when an invalid value came from a matrix axis or from --set."""
+    """Say when an invalid value came from --set or from a matrix axis (--set first: the user just typed it)."""
     path = error.path or ""
-    for key, value in point.items():
-        if path == key or path.startswith(key + "."):
-            return SpecError(f"{error.message} (from matrix value {value!r})", path=f"matrix.{key}")
     for key in set_keys:
         if path == key or path.startswith(key + "."):
-            return SpecError(f"{error.message} (from --set {key})", path=path)
+            under_axis = any(key.startswith(axis + ".") for axis in point)
+            hint = (f"; --set changes every run of the matrix, --only {key}=VALUE runs only those that have it"
+                    if under_axis else "")
+            return SpecError(f"{error.message} (from --set {key}{hint})", path=path)
+    for key, value in point.items():
+        if path == key or path.startswith(key + "."):
+            return SpecError(f"{error.message} (from matrix value {shown(value)})", path=f"matrix.{key}")
     return error
 
 
@@ -254,7 +291,7 @@ def resolve_run(spec: ExperimentSpec, run_raw: dict[str, Any]) -> _Resolved:
 def resolve_component(section: str, raw: Any, key: str) -> ResolvedComponent:
     registry = catalog.REGISTRY_OF_SECTION[section]
     if not isinstance(raw, dict):
-        raise SpecError(f"expected a mapping with a {key!r} key, got {raw!r}", path=section)
+        raise SpecError(f"expected a mapping with a {key!r} key, got {shown(raw)}", path=section)
     if key not in raw:
         raise SpecError(
             f"missing {key!r}. Allowed: {', '.join(registry.names())}.", path=section

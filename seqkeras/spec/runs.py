@@ -51,23 +51,32 @@ class Experiment:
     source: str  # the file it came from, for messages
     runs: list[RunSpec]
     matrix_columns: list[str]  # leaf keys that vary, in order
+    # With --only: the matrix's other runs (their finished records still count in tables) and what was left out.
+    unselected: list[RunSpec] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+# A run id names a folder: well under the 255 bytes file systems allow, whatever the matrix.
+# The digest of the resolved spec keeps ids apart when the readable part is cut.
+MAX_READABLE_ID = 150
 
 
 def make_run_id(point: dict[str, Any], seed: int, digest: str) -> str:
-    """Readable and stable: `cell=lstm_lag=50_seed=0_1a2b3c4d`."""
+    """Readable and stable: `cell=lstm_lag=50_seed=0_1a2b3c4d`; only [A-Za-z0-9_.+=-], never a path."""
     parts = []
     for key, value in point.items():
         if isinstance(value, dict):
-            parts.extend(f"{k}={_slug(v)}" for k, v in value.items())
+            parts.extend(f"{_slug(k)}={_slug(v)}" for k, v in value.items())
         else:
-            parts.append(f"{key.split('.')[-1]}={_slug(value)}")
-    parts += [f"seed={seed}", digest]
-    return "_".join(parts)
+            parts.append(f"{_slug(key.split('.')[-1])}={_slug(value)}")
+    readable = "_".join(parts)[:MAX_READABLE_ID].rstrip("_=-.")
+    return "_".join(([readable] if readable else []) + [f"seed={seed}", digest])
 
 
 def _slug(value: Any) -> str:
+    """A value as a file-name piece: no separators, no `..`, at most 40 characters."""
     text = json.dumps(value, sort_keys=True) if isinstance(value, (dict, list)) else str(value)
-    text = re.sub(r"[^A-Za-z0-9_.+-]+", "-", text).strip("-")
+    text = re.sub(r"[^A-Za-z0-9_.+-]+", "-", text).replace("..", "-").strip("-.")
     return text[:40] or "none"
 
 

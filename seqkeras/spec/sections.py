@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from seqkeras.decoding.decoders import DecoderChoice
+from seqkeras.decoding.decoders import MAX_RUN_SEED, DecoderChoice
 from seqkeras.evaluation.generation import GenerateSpec
 from seqkeras.registry import Params
 
@@ -89,6 +89,11 @@ class TableSpec(Params):
     columns: str | list[str] | None = Field(None, description="Matrix key(s) along the columns.")
     value: str = Field(description="The metric shown in the cells (mean ± std over seeds).")
     where: dict[str, Any] = Field(default_factory=dict, description="Only runs with these matrix values.")
+    pool: list[str] = Field(
+        default_factory=list,
+        description="Matrix or decoder keys that may vary within a cell and are averaged over, like the seed; "
+                    "any other key that varies and is not a row, column or where key is an error.",
+    )
     title: str | None = None
 
 
@@ -217,8 +222,9 @@ class ExperimentSpec(Params):
     @field_validator("seeds")
     @classmethod
     def _seeds_unique_and_natural(cls, seeds: list[int]) -> list[int]:
-        if any(s < 0 for s in seeds):
-            raise ValueError("seeds must be ≥ 0")
+        if any(s < 0 or s > MAX_RUN_SEED for s in seeds):
+            raise ValueError(f"seeds must be between 0 and {MAX_RUN_SEED:,} (so that every backend accepts the "
+                             "seeds derived from them)")
         if len(set(seeds)) != len(seeds):
             raise ValueError("seeds must not repeat")
         return seeds

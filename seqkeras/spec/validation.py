@@ -14,7 +14,20 @@ from typing import Any, Union
 
 from pydantic import BaseModel, ValidationError
 
-from seqkeras.errors import SpecError, did_you_mean
+from seqkeras.errors import SpecError, did_you_mean, listed, shown
+
+# What a field expected, in words, for pydantic's (strict) type errors.
+EXPECTED = {
+    "int_type": "a whole number (integer)",
+    "float_type": "a number",
+    "finite_number": "a finite number",
+    "bool_type": "true or false",
+    "string_type": "text",
+    "list_type": "a list",
+    "dict_type": "a mapping",
+    "model_type": "a mapping",
+    "model_attributes_type": "a mapping",
+}
 
 
 def translate_validation_error(
@@ -23,31 +36,49 @@ def translate_validation_error(
     """The first error of a pydantic ValidationError, in our words."""
     first = _most_useful(error.errors())
     location = [part for part in first["loc"] if not _is_union_tag(part, first)]
+    kind = first["type"]
+    if kind == "bool_for_number":  # raised by the model (registry.Params), which names the key
+        location.append(first["ctx"]["field"])
     path = _dotted(([path_prefix] if path_prefix else []) + location)
     received = first.get("input")
-    kind = first["type"]
 
     if kind == "extra_forbidden":
         allowed = _allowed_keys(model, location[:-1])
         key = location[-1]
         hint = did_you_mean(key, allowed)
-        message = f"unknown key {key!r}.{hint} Allowed keys here: {', '.join(allowed) or 'none'}."
+        message = f"unknown key {shown(key)}.{hint} Allowed keys here: {listed(allowed) or 'none'}."
     elif kind == "missing":
         message = f"missing required key {location[-1]!r}"
-        path = _dotted(([path_prefix] if path_prefix else []) + location)
     elif kind == "literal_error":
         choices = re.findall(r"'([^']*)'|(\d+)", first["ctx"]["expected"])
         choices = [a or b for a, b in choices]
-        message = f"{received!r} is not allowed.{did_you_mean(received, choices)} Allowed: {', '.join(choices)}."
+        message = f"{shown(received)} is not allowed.{did_you_mean(received, choices)} Allowed: {listed(choices)}."
     elif kind == "union_tag_invalid":
         choices = re.findall(r"'([^']*)'", first["ctx"]["expected_tags"])
         tag = first["ctx"]["tag"]
-        message = f"unknown name {tag!r}.{did_you_mean(tag, choices)} Allowed: {', '.join(choices)}."
+        message = f"unknown name {shown(tag)}.{did_you_mean(tag, choices)} Allowed: {listed(choices)}."
+    elif kind in EXPECTED:
+        message = f"expected {EXPECTED[kind]}, got {as_written(received)}"
+    elif kind.startswith("value_error") or kind in ("assertion_error", "bool_for_number"):
+        message = first["msg"].removeprefix("Value error, ")
     else:
-        message = f"{first['msg'][0].lower()}{first['msg'][1:]} (received {received!r})"
-        if kind.startswith("value_error") or kind == "assertion_error":
-            message = first["msg"].removeprefix("Value error, ")
+        message = f"{first['msg'][0].lower()}{first['msg'][1:]} (received {shown(received)})"
     return SpecError(message, path=path or None)
+
+
+def as_written(value: Any) -> str:
+    """A received value as YAML spells it (true, null), bounded; text says it is text."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if value is None:
+        return "null"
+    if isinstance(value, str):
+        return f"the text {shown(value)}"
+    if isinstance(value, list):
+        return f"a list {shown(value)}"
+    if isinstance(value, dict):
+        return f"a mapping {shown(value)}"
+    return shown(value)
 
 
 def _most_useful(errors: list[dict[str, Any]]) -> dict[str, Any]:
@@ -72,7 +103,8 @@ def _dotted(parts: list[Any]) -> str:
         if isinstance(part, int):
             text += f"[{part}]"
         else:
-            text += f".{part}" if text else str(part)
+            part = str(part) if len(str(part)) <= 80 else shown(str(part))  # a key is the user's text too
+            text += f".{part}" if text else part
     return text
 
 

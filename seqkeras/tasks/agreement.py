@@ -32,6 +32,9 @@ class Params(SizeParams):
         description="Chance that a distractor noun has the other number than the subject (0.5: no information).",
     )
 
+    def tokens_per_example(self) -> int:
+        return self.distance + 2  # subject, the phrase between, verb
+
 
 def build(params: Params, seed: int) -> SequenceData:
     rng = np.random.default_rng(seed)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from seqkeras.registry import Params
 
@@ -19,9 +19,30 @@ LANGUAGE_MODELING = "language_modeling"
 SEQ2SEQ = "seq2seq"  # source sequence → target sequence (see seqkeras.tasks.seq2seq_data)
 
 
+# Each bound alone can be in range while their product is not: 5e6 examples × 1e5 steps
+# is 2 TB of token ids. The data a generator builds (ids, padded, for train and test)
+# stays under this many tokens, a few GB with the model's copies.
+MAX_DATA_TOKENS = 500_000_000
+
+
 class SizeParams(Params):
     n_train: int = Field(2000, ge=1, le=5_000_000, description="Training examples.")
     n_test: int = Field(500, ge=1, le=5_000_000, description="Test examples (drawn separately).")
+
+    def tokens_per_example(self) -> int:
+        """The longest example the generator can draw, in tokens (inputs and targets)."""
+        return 1
+
+    @model_validator(mode="after")
+    def _data_fits(self) -> "SizeParams":
+        tokens = (self.n_train + self.n_test) * self.tokens_per_example()
+        if tokens > MAX_DATA_TOKENS:
+            raise ValueError(
+                f"(n_train + n_test) × {self.tokens_per_example():,} tokens per example = {tokens:.3g} tokens "
+                f"(~{tokens * 4 / 1e9:,.0f} GB as int32), more than the {MAX_DATA_TOKENS:.0e} seqkeras allows; "
+                "reduce n_train, n_test or the sequence length"
+            )
+        return self
 
 
 @dataclass

@@ -11,11 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from seqkeras.errors import SpecError
 from seqkeras.tasks.agreement import NOUNS, PREPOSITIONS
 from seqkeras.tasks.base import LANGUAGE_MODELING, SequenceData, SizeParams, Vocabulary
+from seqkeras.tasks.files import check_data_file
 from seqkeras.tasks.files import read_text as read_file_text
 
 VERBS = [("sleeps", "sleep"), ("is red", "are red"), ("waits", "wait"), ("shines", "shine")]
@@ -25,6 +26,12 @@ class Params(SizeParams):
     path: str | None = Field(None, description="A UTF-8 text file to model; default: generated sentences.")
     seq_length: int = Field(64, ge=2, le=100_000, description="Characters per training window.")
     test_share: float = Field(0.1, gt=0, lt=1, description="Share of the text held out (its end) for testing.")
+
+    # A missing, unreadable or non-regular file is refused before anything trains.
+    check_file = field_validator("path")(check_data_file)
+
+    def tokens_per_example(self) -> int:
+        return 2 * self.seq_length  # a window and its shifted targets
 
 
 def generated_text(rng: np.random.Generator, sentences: int) -> str:

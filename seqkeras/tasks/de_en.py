@@ -21,10 +21,11 @@ import re
 from pathlib import Path
 
 import numpy as np
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from seqkeras.errors import SpecError
 from seqkeras.registry import Params as BaseParams
+from seqkeras.tasks.files import check_data_file
 from seqkeras.tasks.seq2seq_data import BUCKET_WIDTH_HELP, Pair, Seq2SeqData, seq2seq_data
 
 DEFAULT_PATH = "/usr/share/trans/de-en"
@@ -45,6 +46,11 @@ class Params(BaseParams):
         8000, ge=1, description="Most frequent training tokens kept per language; the rest become <unk>."
     )
     bucket_width: int = Field(5, ge=1, le=10_000, description=BUCKET_WIDTH_HELP)
+
+    # A path the spec gives is checked now. The default (pydantic leaves defaults unchecked) is
+    # the Debian dictionary: where it is not installed the task says so when it is built, with
+    # how to install it, so that specs using it still validate on any machine.
+    check_file = field_validator("path")(check_data_file)
 
     @model_validator(mode="after")
     def _long_enough(self) -> "Params":

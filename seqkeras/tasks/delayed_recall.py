@@ -32,6 +32,9 @@ class Params(SizeParams):
         description="What fills the gap: signal and noise tokens (the first one must be protected), or noise only.",
     )
 
+    def tokens_per_example(self) -> int:
+        return self.lag + 1  # the signal, then the gap
+
 
 def build(params: Params, seed: int) -> SequenceData:
     rng = np.random.default_rng(seed)

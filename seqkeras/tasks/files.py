@@ -18,11 +18,21 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from seqkeras.errors import SpecError
+from seqkeras.errors import (
+    MISSING,
+    SpecError,
+    file_problem,
+    listed,
+    open_regular_file,
+    shown,
+    size_in_words,
+)
 from seqkeras.tasks.base import SequenceData
 from seqkeras.tasks.text import (
     ClassificationTextParams,
@@ -35,19 +45,88 @@ from seqkeras.tasks.text import (
 )
 
 DOCSTART = "-DOCSTART-"
+MAX_DATA_BYTES = 2 << 30  # 2 GiB: far above any corpus a laptop trains on, far below a disk image
+MAX_LINE_BYTES = 1 << 20  # a "line" longer than 1 MiB means the file is not line-based text
+UTF16_OR_32 = (b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")  # byte-order marks (UTF-32-LE starts \xff\xfe)
 
 
-def _existing_file(value: str | None) -> str | None:
-    if value is not None and not Path(value).expanduser().is_file():
-        raise ValueError(f"no such file: {value}")
+# --------------------------------------------------------------------------- #
+# Opening a user's data file: checked when the spec is validated, and again when read
+# --------------------------------------------------------------------------- #
+
+
+def open_data_file(path: str | Path, key: str = "task.path") -> BinaryIO:
+    """The file, opened for binary reading, or a `SpecError` at `key` saying why it cannot be."""
+    try:
+        return open_regular_file(Path(path).expanduser(), limit=MAX_DATA_BYTES)
+    except SpecError as error:
+        message = f"no such file: {shown(str(path))}" if error.message == MISSING else f"{shown(str(path))} {error.message}"
+        raise SpecError(message, path=key) from None
+
+
+def check_data_file(value: str | None, info: ValidationInfo) -> str | None:
+    """A field validator: the file named by this field exists and is a readable regular file.
+
+    Raises `SpecError` (which pydantic passes through) rather than ValueError,
+    so the message keeps its absolute key path (task.path) wherever it is raised.
+    """
+    if value is not None:
+        open_data_file(value, f"task.{info.field_name}").close()
     return value
+
+
+def utf8_pieces(path: str | Path, key: str = "task.path") -> Iterator[str]:
+    """The file's text, streamed one line (ending in a newline byte) at a time, a UTF-8 BOM dropped.
+
+    Holds at most one line of MAX_LINE_BYTES in memory. UTF-8 never uses the
+    newline byte inside a character, so each piece decodes alone, a decoding
+    error has an exact line number, and `piece.splitlines()` over all pieces
+    gives the lines `text.splitlines()` gives for the whole text.
+    """
+    with open_data_file(path, key) as file:
+        number = 0
+        while raw := file.readline(MAX_LINE_BYTES + 1):
+            number += 1
+            if len(raw) > MAX_LINE_BYTES:
+                raise SpecError(f"{path}, line {number}: longer than {size_in_words(MAX_LINE_BYTES)}; "
+                                "is it a text file?", path=key)
+            if number == 1:
+                if raw.startswith(UTF16_OR_32):
+                    raise SpecError(f"{path} is UTF-16 or UTF-32 (a byte-order mark); save it as UTF-8", path=key)
+                raw = raw.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 byte-order mark is not part of the first token
+            if b"\0" in raw:  # UTF-16 without a byte-order mark would decode, a NUL in every other byte
+                raise SpecError(f"{path}, line {number}: a NUL byte; the file must be UTF-8 text (is it UTF-16?)",
+                                path=key)
+            try:
+                yield raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise SpecError(f"{path}, line {number}: byte 0x{raw[error.start]:02x} is not UTF-8; "
+                                "the file must be UTF-8 text", path=key) from None
+
+
+def read_text(path: str | Path, key: str = "task.path") -> str:
+    """The whole text of a UTF-8 file (at most MAX_DATA_BYTES)."""
+    return "".join(utf8_pieces(Path(path).expanduser(), key))
+
+
+# --------------------------------------------------------------------------- #
+# The two tasks
+# --------------------------------------------------------------------------- #
 
 
 class ConllParams(TaggingTextParams):
     path: str = Field(description="CoNLL-style file: `token tag` per line, a blank line between sentences.")
     test_path: str | None = Field(None, description="A separate test file; default: hold out test_share of path.")
 
-    check_files_exist = field_validator("path", "test_path")(_existing_file)
+    @field_validator("path", "test_path")
+    @classmethod
+    def _tagged_file(cls, value: str | None, info: ValidationInfo) -> str | None:
+        # Every line is read now (streamed; no TensorFlow), so a line without a
+        # tag is refused before a sweep starts, not when its first run builds data.
+        if value is not None:
+            check_data_file(value, info)
+            check_conll(value, f"task.{info.field_name}")
+        return value
 
 
 class TextClassificationParams(ClassificationTextParams):
@@ -56,65 +135,104 @@ class TextClassificationParams(ClassificationTextParams):
     text_column: str = Field("text", description="The column holding the text.")
     label_column: str = Field("label", description="The column holding the class.")
 
-    check_files_exist = field_validator("path", "test_path")(_existing_file)
+    check_files = field_validator("path", "test_path")(check_data_file)
+
+    @model_validator(mode="after")
+    def _columns_in_the_headers(self) -> TextClassificationParams:
+        # Only the headers are read now (the columns may be defaults, which field
+        # validators skip); the rows are checked when the data is built.
+        for file, file_key in ((self.path, "task.path"), (self.test_path, "task.test_path")):
+            if file:
+                with_header(file, self.text_column, key="task.text_column", file_key=file_key)
+                with_header(file, self.label_column, key="task.label_column", file_key=file_key)
+        return self
 
 
-def read_text(path: str | Path) -> str:
-    file = Path(path).expanduser()
-    try:
-        text = file.read_text(encoding="utf-8-sig")  # a UTF-8 byte-order mark is not part of the first token
-    except FileNotFoundError:
-        raise SpecError(f"no such file: {file}", path="task.path") from None
-    except UnicodeDecodeError as error:
-        raise SpecError(f"{file} is not UTF-8 text (byte {error.start})", path="task.path") from None
-    except OSError as error:
-        raise SpecError(f"cannot read {file}: {error.strerror}", path="task.path") from None
-    return text
+# --------------------------------------------------------------------------- #
+# Reading them
+# --------------------------------------------------------------------------- #
+
+
+def conll_sentences(path: str | Path, key: str = "task.path") -> Iterator[TaggedSentence]:
+    """Sentences as (tokens, tags), streamed; the tag is the last column, the token the first."""
+    tokens: list[str] = []
+    tags: list[str] = []
+    number = 0
+    for piece in utf8_pieces(path, key):
+        for line in piece.splitlines():
+            number += 1
+            fields = line.split()
+            if not fields or fields[0] == DOCSTART:
+                if tokens:
+                    yield tokens, tags
+                    tokens, tags = [], []
+                continue
+            if len(fields) < 2:
+                raise SpecError(
+                    f"{path}, line {number}: expected a token and its tag separated by whitespace, "
+                    f"got {shown(line.strip())}",
+                    path=key,
+                )
+            tokens.append(fields[0])
+            tags.append(fields[-1])
+    if tokens:
+        yield tokens, tags
+
+
+def check_conll(path: str | Path, key: str = "task.path") -> None:
+    """Read every line (streamed, no TensorFlow): the errors read_conll would raise, raised now."""
+    if sum(1 for _ in conll_sentences(path, key)) == 0:
+        raise SpecError(f"{path} holds no tagged tokens", path=key)
 
 
 def read_conll(path: str | Path) -> list[TaggedSentence]:
-    """Sentences as (tokens, tags); the tag is the last column, the token the first."""
-    sentences: list[TaggedSentence] = []
-    tokens: list[str] = []
-    tags: list[str] = []
-    for number, line in enumerate(read_text(path).splitlines(), start=1):
-        fields = line.split()
-        if not fields or fields[0] == DOCSTART:
-            if tokens:
-                sentences.append((tokens, tags))
-                tokens, tags = [], []
-            continue
-        if len(fields) < 2:
-            raise SpecError(
-                f"{path}, line {number}: expected a token and its tag separated by whitespace, got {line.strip()!r}",
-                path="task.path",
-            )
-        tokens.append(fields[0])
-        tags.append(fields[-1])
-    if tokens:
-        sentences.append((tokens, tags))
+    sentences = list(conll_sentences(path))
     if not sentences:
         raise SpecError(f"{path} holds no tagged tokens", path="task.path")
     return sentences
 
 
+def _csv_rows(path: str | Path, key: str):
+    file = Path(path).expanduser()
+    delimiter = "\t" if file.suffix.lower() in (".tsv", ".tab") else ","
+    # Each piece split as io.StringIO(text, newline="") splits the whole text: quoted
+    # fields may hold newlines, which csv joins across pieces.
+    lines = (line for piece in utf8_pieces(file, key) for line in io.StringIO(piece, newline=""))
+    return csv.reader(lines, delimiter=delimiter)
+
+
+def _header(reader, path: str | Path, key: str) -> list[str]:
+    try:
+        header = [name.strip() for name in next(reader)]
+    except StopIteration:
+        header = []
+    if not any(header):
+        raise SpecError(f"{path} is empty (or its first line, the header, is blank)", path=key)
+    return header
+
+
+def with_header(path: str | Path, column: str, *, key: str, file_key: str = "task.path") -> None:
+    """Refuse a CSV/TSV file whose header (line 1) lacks `column`; `key` names the setting, `file_key` the file's."""
+    try:
+        header = _header(_csv_rows(path, file_key), path, file_key)
+    except csv.Error as error:
+        raise SpecError(f"{path}, line 1: {error}", path=file_key) from None
+    if column not in header:
+        raise SpecError(
+            f"{path}: no column {shown(column)}; the header (line 1) has {listed(shown(name, 40) for name in header)}. "
+            f"Name the columns with task.text_column and task.label_column.",
+            path=key,
+        )
+
+
 def read_labelled_texts(path: str | Path, text_column: str, label_column: str) -> list[LabelledText]:
     """(text, label) rows of a CSV/TSV file with a header."""
     file = Path(path).expanduser()
-    delimiter = "\t" if file.suffix.lower() in (".tsv", ".tab") else ","
-    text = read_text(file)
-    if not text.strip():
-        raise SpecError(f"{file} is empty", path="task.path")
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    for column, key in ((text_column, "task.text_column"), (label_column, "task.label_column")):
+        with_header(file, column, key=key)
+    reader = _csv_rows(file, "task.path")
     try:
-        header = [name.strip() for name in next(reader)]
-        missing = [name for name in (text_column, label_column) if name not in header]
-        if missing:
-            raise SpecError(
-                f"{file}: no column {missing[0]!r}; the header (line 1) has {', '.join(map(repr, header))}. "
-                f"Name the columns with task.text_column and task.label_column.",
-                path="task.text_column" if missing[0] == text_column else "task.label_column",
-            )
+        header = _header(reader, file, "task.path")
         text_at, label_at = header.index(text_column), header.index(label_column)
         examples = []
         for row in reader:

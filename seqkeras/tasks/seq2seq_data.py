@@ -39,6 +39,9 @@ class LengthRangeParams(SizeParams):
     max_length: int = Field(20, ge=1, le=10_000, description="Longest source sequence.")
     bucket_width: int = Field(10, ge=1, le=10_000, description=BUCKET_WIDTH_HELP)
 
+    def tokens_per_example(self) -> int:
+        return 3 * (self.max_length + 1)  # source, decoder input and target, each with its end token
+
     @model_validator(mode="after")
     def _range_not_empty(self):
         if self.min_length > self.max_length:

@@ -6,6 +6,7 @@ import contextlib
 import json
 import math
 import shutil
+import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -284,16 +285,67 @@ class Checkpoint:
                 old.unlink(missing_ok=True)
 
     def restore(self, model: keras.Model) -> TrainingState | None:
+        """The state to resume from, or None: start from scratch (with a warning when a checkpoint was unusable)."""
+        path = self.folder / "state.json"
+        if not path.exists():
+            return None
         try:
-            document = json.loads((self.folder / "state.json").read_text())
-            weights_file = self.folder / document.pop("weights")
-            if not model.optimizer.built:
-                model.optimizer.build(model.trainable_variables)
+            document = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            return self._unusable(f"not JSON ({error})")
+        state, weights_file, problem = self._parse(document)
+        if problem:
+            return self._unusable(problem)
+        if not model.optimizer.built:
+            model.optimizer.build(model.trainable_variables)
+        # A file that fails half-way through loading must not leave a mix of old and fresh weights behind.
+        variables = [*model.weights, *model.optimizer.variables]
+        fresh = [keras.ops.convert_to_numpy(v) for v in variables]
+        try:
             model.load_weights(weights_file)
-        except (OSError, ValueError, KeyError):
-            return None  # nothing (usable) to resume from: start over
-        print(f"resuming after epoch {document['epoch']} from {self.folder}")
-        return TrainingState(**document)
+        except Exception as error:  # h5py and Keras raise many types for a damaged or mismatched file
+            for variable, value in zip(variables, fresh):
+                variable.assign(value)
+            return self._unusable(f"{weights_file.name} cannot be loaded ({type(error).__name__}: {error})")
+        print(f"resuming after epoch {state.epoch} from {self.folder}")
+        return state
+
+    def _parse(self, document: object) -> tuple[TrainingState | None, Path | None, str]:
+        """(state, weights file, "") from state.json's content, or (None, None, what is wrong with it)."""
+        if not isinstance(document, dict):
+            return None, None, f"not a JSON object (a {type(document).__name__})"
+        name = document.get("weights")
+        # Only a file name inside .resume/: a checkpoint never points elsewhere.
+        if not isinstance(name, str) or Path(name).name != name or not name:
+            return None, None, f"'weights' is {name!r}, not a file name"
+        weights_file = self.folder / name
+        if not weights_file.is_file():
+            return None, None, f"the weights file it names, {name}, is missing"
+        fields = {k: v for k, v in document.items() if k != "weights"}
+        try:
+            state = TrainingState(**fields)
+        except TypeError as error:
+            return None, None, f"unexpected content ({error})"
+        number = (int, float)
+        checks = [
+            (isinstance(state.epoch, int) and not isinstance(state.epoch, bool) and state.epoch >= 0,
+             f"'epoch' is {state.epoch!r}, not a count of epochs"),
+            (isinstance(state.history, list) and len(state.history) == state.epoch
+             and all(isinstance(row, dict) for row in state.history),
+             "'history' does not hold one row per completed epoch"),
+            (isinstance(state.seconds, number), f"'seconds' is {state.seconds!r}, not a number"),
+            (state.best is None or isinstance(state.best, number), f"'best' is {state.best!r}, not a number"),
+            (isinstance(state.wait, int), f"'wait' is {state.wait!r}, not a count"),
+        ]
+        for holds, problem in checks:
+            if not holds:
+                return None, None, problem
+        return state, weights_file, ""
+
+    def _unusable(self, problem: str) -> None:
+        print(f"warning: ignoring the checkpoint {self.folder / 'state.json'}: {problem}; training starts from scratch",
+              file=sys.stderr)
+        return None
 
     def clear(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)

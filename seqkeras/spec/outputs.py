@@ -1,0 +1,74 @@
+"""What each run will write to runs.csv, known before anything trains: its rows' keys and metric names.
+
+A run writes one row, or one per decoder (seq2seq, generation), each identified by
+its matrix values, seed and decoder keys. Tables, plots and claims select rows by
+those keys and read metrics by name, so `seqkeras validate` checks both against
+this description: a misspelt metric or a `where` value that no run has is an error
+before training, not a "NOT reproduced" after it.
+
+Metric names may hold `*` where the data decide a part of the name (the length
+buckets of `by_length`, the words an n-gram probe counts).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from seqkeras.evaluation.generation import GENERATION_METRICS
+from seqkeras.evaluation.seq2seq_metrics import bucket_metric_pattern
+from seqkeras.registry import load_path
+from seqkeras.spec.runs import RunSpec, decoder_keys
+from seqkeras.tasks.base import LANGUAGE_MODELING, SEQ2SEQ
+
+BY_LENGTH = "by_length"  # the seq2seq metric that adds every other metric per length bucket
+TRAINING_COLUMNS = ("params", "train_seconds")  # every training run's record has them
+PROBE_COLUMNS = ("train_seconds",)
+
+
+@dataclass(frozen=True)
+class OutputRow:
+    """One row a run adds to runs.csv: the keys that select it, and the metric names it has."""
+
+    keys: dict[str, Any]
+    metrics: tuple[str, ...]
+
+    def has(self, metric: str) -> bool:
+        return any(fnmatch.fnmatchcase(metric, name) for name in self.metrics)
+
+
+def output_rows(run: RunSpec) -> list[OutputRow]:
+    keys = {**run.matrix_values, "seed": run.seed}
+    if run.is_probe:
+        declared = run.probe.component.metric_names
+        names = load_path(declared)(run.probe.params) if declared else []
+        return [OutputRow(keys, (*names, *PROBE_COLUMNS))]
+    problem = run.task.component.problem
+    names = [name for name in run.metrics if name != BY_LENGTH]
+    if BY_LENGTH in run.metrics:
+        names += [bucket_metric_pattern(name) for name in list(names)]
+    generates = problem == LANGUAGE_MODELING and (run.decoders or (run.resolved.get("evaluate") or {}).get("generate"))
+    if generates:
+        names += GENERATION_METRICS
+    names += TRAINING_COLUMNS
+    if run.decoders and problem in (SEQ2SEQ, LANGUAGE_MODELING):
+        return [OutputRow({**keys, **decoder_keys(choice)}, tuple(names)) for choice in run.decoders]
+    return [OutputRow(keys, tuple(names))]
+
+
+def same_value(value: Any, wanted: Any) -> bool:
+    """A key's value equals what a `where` asks for (numbers as numbers, booleans by their text)."""
+    if isinstance(wanted, bool) or type(value).__name__ in ("bool", "bool_"):
+        return str(value).lower() == str(wanted).lower()
+    if isinstance(wanted, (int, float)):
+        try:
+            return math.isclose(float(value), float(wanted), rel_tol=1e-12, abs_tol=1e-15)
+        except (TypeError, ValueError):
+            return False
+    return str(value) == str(wanted)
+
+
+def matching(rows: list[OutputRow], where: dict[str, Any]) -> list[OutputRow]:
+    return [row for row in rows if all(same_value(row.keys.get(k), v) for k, v in where.items())]
