@@ -82,6 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", default="results", help="results root (default: results/)")
     run.add_argument("--backend", choices=["tensorflow", "jax", "torch"], default=None,
                      help="Keras backend (default: $KERAS_BACKEND or tensorflow)")
+    run.add_argument("--reference", default=None, metavar="DIR",
+                     help="then compare each experiment's results with DIR/<name> (same numbers up to rounding; "
+                          "timings left out), one line each; exit 1 when one differs")
     run.add_argument("--force", action="store_true", help="rerun runs that already have a finished record")
     run.add_argument("--dry-run", action="store_true",
                      help="validate and list the runs it would make (and reuse); train and write nothing")
@@ -123,6 +126,10 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("b", metavar="B", help="the same for the other side")
     compare.add_argument("--on", nargs="+", metavar="KEY", help="join columns (default: matrix keys, decoder, seed)")
     compare.add_argument("--metric", nargs="+", metavar="M", help="metrics to compare (default: all in both)")
+    compare.add_argument("--relative-tolerance", type=float, default=0.0, metavar="R",
+                         help="with --tolerance: allow |B - A| up to T + R·|A| (default 0)")
+    compare.add_argument("--no-timings", dest="timings", action="store_false",
+                         help="leave out timing metrics (seconds_per_sequence, step_ms, ...), which measure the machine")
     compare.add_argument("--tolerance", type=float, metavar="T",
                          help="exit 1 when any |B - A| > T, a text differs, or a row is on one side only")
     compare.add_argument("--unpaired", action="store_true",
@@ -194,12 +201,17 @@ def command_run(args) -> int:
         executor.start()
         experiments = sweep.load_all(args.paths, args.overrides, args.only)
         sweep.check_out_root(out_root, args.paths, experiments)
-        all_verdicts, failed_runs = sweep.run_all(experiments, out_root, executor, force=args.force)
+        reference = Path(args.reference) if args.reference else None
+        if reference is not None:
+            sweep.check_reference_root(reference, out_root)
+        outcome = sweep.run_all(experiments, out_root, executor, force=args.force, reference=reference)
     finally:
         executor.close()  # worker processes serve every experiment, then stop
-    failed_expectations = sum(not v.holds for _, v in all_verdicts)
-    if failed_runs or failed_expectations:
-        print(f"\n{failed_runs} failed run(s), {failed_expectations} expectation(s) not reproduced", file=sys.stderr)
+    problems = [f"{outcome.failed_runs} failed run(s)", f"{outcome.failed_expectations} expectation(s) not reproduced"]
+    if reference is not None:
+        problems.append(f"{len(outcome.differing)} experiment(s) differ from the reference")
+    if outcome.failed_runs or outcome.failed_expectations or outcome.differing:
+        print(f"\n{', '.join(problems)}", file=sys.stderr)
         return EXIT_FAILED
     return EXIT_OK
 
@@ -251,7 +263,8 @@ def command_compare(args) -> int:
                                             tolerance_summary)
 
     report = compare_paths(Path(args.a), Path(args.b), on=args.on, metrics=args.metric, tolerance=args.tolerance,
-                           unpaired=args.unpaired, common=args.common)
+                           unpaired=args.unpaired, common=args.common, relative=args.relative_tolerance,
+                           timings=args.timings)
     if args.format == "csv":
         sys.stdout.write(render_csv(report))
         for comparison in report.comparisons:  # the CSV is one table: what the specs differ in goes beside it

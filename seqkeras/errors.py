@@ -4,17 +4,14 @@ Everything a user can get wrong (a spec, a command-line value, a data file)
 raises `SpecError`; the command line prints its message and exits with status 2
 instead of a traceback. Bugs in seqkeras itself stay ordinary exceptions.
 The helpers here word such errors the same way everywhere: close matches,
-allowed choices, a received value shown at a bounded length, and why a file a
-user named cannot be read.
+allowed choices, a received value shown at a bounded length (why a file a user
+named cannot be read is `seqkeras.user_files`).
 """
 
 from __future__ import annotations
 
 import difflib
-import os
-import stat
 from collections.abc import Iterable
-from typing import BinaryIO
 
 MAX_PATH = 200
 
@@ -75,76 +72,3 @@ def shown(value: object, limit: int = 80) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}… ({len(text):,} characters)"
-
-
-# --------------------------------------------------------------------------- #
-# Files a user names (a spec, a data file)
-# --------------------------------------------------------------------------- #
-# Here rather than in a stage because both the spec stage and the data stage
-# open users' files, and errors is the one module both may import.
-
-MISSING = "does not exist"
-
-
-def _kind(mode: int) -> str | None:
-    """What a non-regular file is, in words; None for a regular file."""
-    if stat.S_ISREG(mode):
-        return None
-    if stat.S_ISDIR(mode):
-        return "is a folder, not a file"
-    if stat.S_ISFIFO(mode):
-        return "is a FIFO (named pipe), not a regular file"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "is a device, not a regular file"
-    if stat.S_ISSOCK(mode):
-        return "is a socket, not a regular file"
-    return "is not a regular file"
-
-
-def file_problem(path: str | os.PathLike) -> str | None:
-    """Why `path` cannot be read as a regular file, as the end of a sentence about it; None if it can.
-
-    Only `stat`s (through symlinks): it never opens, so a FIFO cannot block it.
-    """
-    try:
-        return _kind(os.stat(path).st_mode)
-    except (FileNotFoundError, NotADirectoryError):
-        return MISSING
-    except ValueError:  # os.stat refuses a NUL character
-        return "is not a usable path (it holds a NUL character)"
-    except OSError as error:
-        return f"cannot be read ({error.strerror})"
-
-
-def open_regular_file(path: str | os.PathLike, *, limit: int) -> BinaryIO:
-    """`path` opened for binary reading, if it is a regular file of at most `limit` bytes.
-
-    Otherwise a `SpecError` whose message ends a sentence about the file
-    ("is a FIFO (named pipe), not a regular file"): the caller names the file.
-    The open is non-blocking, since opening a FIFO for reading waits for a
-    writer forever, and the kind is checked again on what was opened, so a
-    file swapped after the first check cannot slip through. Readers must
-    still read at most `limit` + 1 bytes: /proc files claim size 0.
-    """
-    problem = file_problem(path)
-    if problem:
-        raise SpecError(problem)
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    except OSError as error:
-        raise SpecError(f"cannot be read ({error.strerror})") from None
-    info = os.fstat(fd)
-    problem = _kind(info.st_mode)
-    if problem is None and info.st_size > limit:
-        problem = f"is {size_in_words(info.st_size)}; the limit is {size_in_words(limit)}"
-    if problem:
-        os.close(fd)
-        raise SpecError(problem)
-    return os.fdopen(fd, "rb")
-
-
-def size_in_words(size: int) -> str:
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if size >= scale:
-            return f"{size / scale:.1f} {unit}".replace(".0 ", " ")
-    return f"{size} bytes"

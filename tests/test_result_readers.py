@@ -530,7 +530,7 @@ def test_seeds_that_cannot_be_paired_are_compared_with_welch(tmp_path, capsys):
     assert code == 0 and "have none in common" in out and "Welch's t-test" in out and "| Welch t" in out
     assert "### Per matrix point" in out
     code, out, _ = run_cli(capsys, "compare", a, b, "--tolerance", "0.1")
-    assert code == 1 and "accuracy at model.cell=lstm: |difference| 0.35 > 0.1" in out
+    assert code == 1 and "accuracy at model.cell=lstm: 0.6 → 0.95, |difference| 0.35 > 0.1" in out
 
 
 def test_unpaired_compares_shared_seeds_as_two_samples_too(tmp_path, capsys):

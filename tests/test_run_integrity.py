@@ -12,6 +12,7 @@ import json
 import re
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -424,3 +425,70 @@ def test_jobs_beyond_the_cores_are_bounded(capsys):
     executor = make_executor(args, "tensorflow")
     assert executor.slots == max(os.cpu_count() or 1, 2)
     assert "--jobs 100 is more than" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- #
+# run --reference: the lesson checked against its committed results
+# --------------------------------------------------------------------------- #
+
+
+def test_run_checks_each_experiment_against_a_reference(write_spec, tmp_path, capsys):
+    spec, reference, rerun = write_spec(PROBE_SPEC), tmp_path / "reference", tmp_path / "rerun"
+    assert run_cli(capsys, "run", spec, "--out", reference)[0] == 0
+    code, out, _ = run_cli(capsys, "run", spec, "--out", rerun, "--reference", reference)
+    assert code == 0 and "- memory-subset: matches the reference" in out
+    # a changed number in the reference is found, named, and fails the command
+    runs = reference / "memory-subset" / "runs.csv"
+    frame = pd.read_csv(runs)
+    frame.loc[0, "memory"] = frame.loc[0, "memory"] * (1 + 1e-3)
+    frame.to_csv(runs, index=False)
+    code, out, err = run_cli(capsys, "run", spec, "--out", rerun, "--reference", reference)
+    assert code == 1 and "memory-subset: DIFFERS from the reference" in out and "memory at probe.recurrent_weight=0.9" in out
+    assert "1 experiment(s) differ from the reference" in err
+    # rounding-level differences are not a difference
+    frame.loc[0, "memory"] = frame.loc[0, "memory"] / (1 + 1e-3) * (1 + 1e-9)
+    frame.to_csv(runs, index=False)
+    assert run_cli(capsys, "run", spec, "--out", rerun, "--reference", reference)[0] == 0
+
+
+def test_reference_mistakes_are_clear(write_spec, tmp_path, capsys):
+    spec, out = write_spec(PROBE_SPEC), tmp_path / "out"
+    code, _, err = run_cli(capsys, "run", spec, "--out", out, "--reference", tmp_path / "nowhere")
+    assert code == 2 and "is not a folder of results" in err
+    out.mkdir()
+    code, _, err = run_cli(capsys, "run", spec, "--out", out, "--reference", out)
+    assert code == 2 and "is the --out folder itself" in err
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    code, stdout, _ = run_cli(capsys, "run", spec, "--out", out, "--reference", empty)
+    assert code == 1 and "memory-subset: DIFFERS from the reference" in stdout
+
+
+def test_an_infinite_metric_survives_its_record(write_spec, tmp_path, capsys):
+    """A saturated unit's half-life is infinite: a reused record must give the runs.csv a fresh run gives."""
+    spec, out = write_spec(PROBE_SPEC.replace("steps: 10", "steps: 100")), tmp_path / "out"
+    assert run_cli(capsys, "run", spec, "--out", out)[0] == 0
+    fresh = (out / "memory-subset" / "runs.csv").read_text()
+    assert ",inf," in fresh
+    assert run_cli(capsys, "run", spec, "--out", out)[0] == 0  # every record reused
+    assert (out / "memory-subset" / "runs.csv").read_text() == fresh
+    assert run_cli(capsys, "table", out / "memory-subset", "--rebuild")[0] == 0
+    assert (out / "memory-subset" / "runs.csv").read_text() == fresh
+
+
+def test_compare_relative_tolerance_and_timings(tmp_path, capsys):
+    rows = {"experiment": ["e", "e"], "run_id": ["a", "b"], "status": ["ok", "ok"], "model.cell": ["lstm", "gru"],
+            "seed": [0, 0], "accuracy": [0.5, 1000.0], "seconds_per_sequence": [0.1, 0.2]}
+    for side, scale, seconds in (("A", 1.0, 1.0), ("B", 1 + 1e-7, 3.0)):
+        folder = tmp_path / side / "e"
+        folder.mkdir(parents=True)
+        frame = pd.DataFrame(rows)
+        frame["accuracy"] *= scale
+        frame["seconds_per_sequence"] *= seconds
+        frame.to_csv(folder / "runs.csv", index=False)
+    a, b = tmp_path / "A" / "e", tmp_path / "B" / "e"
+    assert run_cli(capsys, "compare", a, b, "--tolerance", "1e-9")[0] == 1  # 1000 × 1e-7 and the timings
+    assert run_cli(capsys, "compare", a, b, "--tolerance", "1e-9", "--relative-tolerance", "1e-6")[0] == 1
+    code, out, _ = run_cli(capsys, "compare", a, b, "--tolerance", "1e-9", "--relative-tolerance", "1e-6",
+                           "--no-timings")
+    assert code == 0 and "timings left out: seconds_per_sequence" in out

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from seqkeras.backends.runtime import select_backend
@@ -79,8 +80,23 @@ def headline(experiments, out_root: Path) -> str:
     return f"{len(experiments)} experiment(s), {sum(len(e.runs) for e in experiments)} run(s) → {out_root}/"
 
 
-def run_all(experiments, out_root: Path, executor, *, force: bool) -> tuple[list, int]:
-    """Every experiment of the command, in turn: (experiment name, verdict) pairs and the failed runs."""
+# `run --reference`: the same numbers up to float rounding between machines; timings are left out.
+REFERENCE_TOLERANCE, REFERENCE_RELATIVE = 1e-12, 1e-6
+
+
+@dataclass
+class SweepOutcome:
+    verdicts: list  # (experiment name, Verdict) pairs
+    failed_runs: int
+    differing: list[str]  # experiments whose results differ from the reference (run --reference)
+
+    @property
+    def failed_expectations(self) -> int:
+        return sum(not verdict.holds for _, verdict in self.verdicts)
+
+
+def run_all(experiments, out_root: Path, executor, *, force: bool, reference: Path | None = None) -> SweepOutcome:
+    """Every experiment of the command, in turn, then (with a reference) each checked against it."""
     if isinstance(executor, SerialExecutor):  # runs here: import the backend (chosen above) now, quietly
         select_backend()
     from seqkeras.execution.experiment import run_experiment
@@ -102,13 +118,49 @@ def run_all(experiments, out_root: Path, executor, *, force: bool) -> tuple[list
         print("\n" + page)
         failed_runs += outcome.failed_runs
         all_verdicts += [(experiment.spec.name, v) for v in outcome.verdicts]
+    differing = check_against(experiments, out_root, reference) if reference is not None else []
     if len(experiments) > 1 and all_verdicts:
         frame = verdict_frame([v for _, v in all_verdicts])
         frame.insert(0, "experiment", [name for name, _ in all_verdicts])
         held = sum(v.holds for _, v in all_verdicts)
         print(f"# All expectations: {held} of {len(all_verdicts)} reproduced\n")
         print(to_markdown(frame))
-    return all_verdicts, failed_runs
+    return SweepOutcome(all_verdicts, failed_runs, differing)
+
+
+def check_reference_root(reference: Path, out_root: Path) -> None:
+    if not reference.is_dir():
+        raise SpecError(f"--reference {reference} is not a folder of results")
+    if reference.resolve() == out_root.resolve():
+        raise SpecError(f"--reference {reference} is the --out folder itself: the runs would be compared with "
+                        "themselves; write them elsewhere (--out) and compare with this one")
+
+
+def check_against(experiments, out_root: Path, reference: Path) -> list[str]:
+    """One line per experiment: it matches the reference, or what differs. Returns the experiments that differ."""
+    from seqkeras.reporting.compare import compare_paths
+
+    print(f"# Against the reference {reference}/ (|difference| ≤ {REFERENCE_TOLERANCE:g} + "
+          f"{REFERENCE_RELATIVE:g}·|reference|; timings left out)\n")
+    differing = []
+    for experiment in experiments:
+        name, theirs = experiment.spec.name, reference / experiment.spec.name
+        try:
+            report = compare_paths(theirs, out_root / name, tolerance=REFERENCE_TOLERANCE,
+                                   relative=REFERENCE_RELATIVE, timings=False, common=bool(experiment.unselected))
+            reasons = report.outside_tolerance()
+            changes = [c for comparison in report.comparisons for c in comparison.spec_changes or []]
+        except SpecError as error:
+            reasons, changes = [str(error)], []
+        if not reasons:
+            print(f"- {name}: matches the reference {theirs}")
+            continue
+        differing.append(name)
+        detail = "; ".join(reasons[:3]) + (f"; … ({len(reasons) - 3} more)" if len(reasons) > 3 else "")
+        spec = f" (the spec changed: {'; '.join(changes[:3])})" if changes else ""
+        print(f"- {name}: DIFFERS from the reference {theirs}{spec}: {detail}")
+    print(f"\n{len(experiments) - len(differing)} of {len(experiments)} experiment(s) match the reference\n")
+    return differing
 
 
 def plan(experiments, out_root: Path, *, force: bool, echo: Callable[[str], None] = print) -> None:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,7 +42,10 @@ from seqkeras.errors import SpecError, unknown_choice
 from seqkeras.reporting.formatting import format_number
 from seqkeras.reporting.tables import NON_METRIC_COLUMNS
 from seqkeras.results.folder import FAILED, OK, print_warning, read_runs, read_saved_spec
+from seqkeras.spec.sections import ExperimentSpec
 
+# Timing metrics (seconds_per_sequence, step_ms, us_per_token, ...): they measure the machine, not the model.
+TIMING = re.compile(r"(^|_)(seconds|ms|us)(_|$)")
 ALPHA = 0.05  # two-sided level of the tests over seeds
 PAIRED, WELCH = "paired t", "Welch t"
 MIN_SEEDS_FOR_TEST = 3
@@ -64,6 +68,7 @@ class Comparison:
     paired: bool = True  # False: per matrix point, means over each side's seeds (Welch's t-test)
     common: bool = False  # rows on one side only are a note, not a failure
     spec_changes: list[str] | None = None  # "train.epochs: 5 → 10"; None when a side has no experiment.yaml
+    relative: float = 0.0  # with the tolerance: |B − A| may be up to tolerance + relative·|A|
 
     def outside_tolerance(self) -> list[str]:
         """Every reason this comparison fails the tolerance (empty without a tolerance)."""
@@ -77,7 +82,9 @@ class Comparison:
             elif pd.isna(row["difference"]):
                 reasons.append(f"{row['metric']} at {where}: a value on one side only")
             else:
-                reasons.append(f"{row['metric']} at {where}: |difference| {abs(row['difference']):.3g} > {self.tolerance:g}")
+                allowed = f"{self.tolerance:g}" + (f" + {self.relative:g}·|A|" if self.relative else "")
+                reasons.append(f"{row['metric']} at {where}: {row['a']:.6g} → {row['b']:.6g}, "
+                               f"|difference| {abs(row['difference']):.3g} > {allowed}")
         if self.common:
             return reasons
         for side, frame in (("A", self.only_in_a), ("B", self.only_in_b)):
@@ -143,8 +150,12 @@ def _experiment_name(runs: pd.DataFrame, folder: Path) -> str:
 
 
 def spec_changes(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
-    """What differs between two experiment.yaml, as resolved dotted keys: `train.epochs: 5 → 10`."""
-    flat_a, flat_b = _flatten(a), _flatten(b)
+    """What differs between two experiment.yaml, as resolved dotted keys: `train.epochs: 5 → 10`.
+
+    Both are read through today's schema first, so that a key a newer seqkeras writes with
+    its default (a reference recorded before it existed) is no change.
+    """
+    flat_a, flat_b = _flatten(_as_today(a)), _flatten(_as_today(b))
     changes = []
     for key in [*flat_a, *(k for k in flat_b if k not in flat_a)]:
         if key not in flat_b:
@@ -154,6 +165,13 @@ def spec_changes(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
         elif flat_a[key] != flat_b[key]:
             changes.append(f"{key}: {_spec_value(flat_a[key])} → {_spec_value(flat_b[key])}")
     return changes
+
+
+def _as_today(spec: dict[str, Any]) -> dict[str, Any]:
+    try:
+        return ExperimentSpec.model_validate(spec).model_dump(mode="json", exclude_none=True)
+    except ValueError:  # written by another version, or edited: compared as it is
+        return spec
 
 
 def _flatten(mapping: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -180,9 +198,14 @@ def _spec_value(value: Any, limit: int = 60) -> str:
 def compare_paths(
     a: Path, b: Path, *, on: list[str] | None = None, metrics: list[str] | None = None,
     tolerance: float | None = None, unpaired: bool = False, common: bool = False,
+    relative: float = 0.0, timings: bool = True,
 ) -> Report:
+    """A against B. With `tolerance`, a number is outside it when |B − A| > tolerance + relative·|A|;
+    `timings=False` leaves out timing metrics, which differ between machines and runs (TIMING)."""
     if tolerance is not None and not (tolerance >= 0 and math.isfinite(tolerance)):
         raise SpecError(f"--tolerance must be a finite number ≥ 0, got {tolerance}")
+    if not (relative >= 0 and math.isfinite(relative)):
+        raise SpecError(f"--relative-tolerance must be a finite number ≥ 0, got {relative}")
     (side_a, root_a), (side_b, root_b) = load_side(a), load_side(b)
     pairs = [(name, side_a[name], side_b[name]) for name in side_a if name in side_b]
     if not pairs:
@@ -209,7 +232,7 @@ def compare_paths(
         if metrics and not chosen:
             continue
         comparison = compare_runs(x, y, name=name, on=on, metrics=chosen, tolerance=tolerance,
-                                  unpaired=unpaired, common=common)
+                                  unpaired=unpaired, common=common, relative=relative, timings=timings)
         comparison.spec_changes = _spec_changes_between(side_x.folder, side_y.folder)
         comparisons.append(comparison)
     # Experiments on one side only matter when both sides are whole results roots.
@@ -230,7 +253,7 @@ def _spec_changes_between(a: Path, b: Path) -> list[str] | None:
 def compare_runs(
     a: pd.DataFrame, b: pd.DataFrame, *, name: str = "", on: list[str] | None = None,
     metrics: list[str] | None = None, tolerance: float | None = None, unpaired: bool = False,
-    common: bool = False,
+    common: bool = False, relative: float = 0.0, timings: bool = True,
 ) -> Comparison:
     notes: list[str] = []
     keys = list(on) if on else _default_keys(a, b)
@@ -249,6 +272,9 @@ def compare_runs(
         one_sided = [m for m in metrics_a + metrics_b if m not in metrics]
         if one_sided:
             notes.append(f"metric(s) on one side only, not compared: {', '.join(dict.fromkeys(one_sided))}")
+        if not timings and any(TIMING.search(m) for m in metrics):
+            notes.append(f"timings left out: {', '.join(m for m in metrics if TIMING.search(m))}")
+            metrics = [m for m in metrics if not TIMING.search(m)]
     else:
         for metric in metrics:
             if metric not in metrics_a or metric not in metrics_b:
@@ -298,7 +324,7 @@ def compare_runs(
                 number_a, number_b = _number(value_a), _number(value_b)
                 if math.isnan(number_a) and math.isnan(number_b):
                     continue  # a metric this kind of run does not have, on both sides
-                rows.append({**base, **_number_row(metric, number_a, number_b, tolerance)})
+                rows.append({**base, **_number_row(metric, number_a, number_b, tolerance, relative)})
     columns = keys + ["metric", "kind", "a", "b", "difference", "relative", "outside"]
     per_run = pd.DataFrame(rows, columns=columns)
     if paired:
@@ -308,7 +334,7 @@ def compare_runs(
     if common and (len(only_a) or len(only_b)):
         notes.append(f"--common: {len(only_a)} row(s) only in A and {len(only_b)} only in B are left out")
     return Comparison(name, keys, metrics, per_run, over_seeds, only_a, only_b, notes, tolerance,
-                      paired=paired, common=common)
+                      paired=paired, common=common, relative=relative)
 
 
 def _seeds(frame: pd.DataFrame) -> list[str]:
@@ -422,7 +448,8 @@ def _number(value: Any) -> float:
         return math.nan
 
 
-def _number_row(metric: str, a: float, b: float, tolerance: float | None) -> dict[str, Any]:
+def _number_row(metric: str, a: float, b: float, tolerance: float | None, per_unit: float = 0.0) -> dict[str, Any]:
+    """One metric of one row; outside the tolerance when |B − A| > tolerance + per_unit·|A|."""
     if math.isnan(a) or math.isnan(b):
         difference = relative = math.nan
         outside = True
@@ -432,7 +459,7 @@ def _number_row(metric: str, a: float, b: float, tolerance: float | None) -> dic
     else:
         difference = b - a
         relative = difference / abs(a) if a != 0 else math.copysign(math.inf, difference)
-        outside = tolerance is not None and not abs(difference) <= tolerance
+        outside = tolerance is not None and not abs(difference) <= tolerance + per_unit * abs(a)
     return {"metric": metric, "kind": "number", "a": a, "b": b, "difference": difference,
             "relative": relative, "outside": outside and tolerance is not None}
 

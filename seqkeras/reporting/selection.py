@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from seqkeras.errors import SpecError, unknown_choice
 from seqkeras.results.folder import OK
+from seqkeras.spec.outputs import same_value  # one rule for validate and for the tables
 
 
 def select(runs: pd.DataFrame, where: dict[str, Any]) -> pd.DataFrame:
@@ -28,13 +27,3 @@ def require_columns(runs: pd.DataFrame, keys: Iterable[str]) -> None:
         if key not in runs.columns:
             raise SpecError(unknown_choice("column", key, [c for c in runs.columns if c not in ("experiment", "error")]))
 
-
-def same_value(value: Any, wanted: Any) -> bool:
-    if isinstance(wanted, bool) or isinstance(value, (bool, np.bool_)):
-        return str(value).lower() == str(wanted).lower()
-    if isinstance(wanted, (int, float)):
-        try:
-            return math.isclose(float(value), float(wanted), rel_tol=1e-12, abs_tol=1e-15)
-        except (TypeError, ValueError):
-            return False
-    return str(value) == str(wanted)

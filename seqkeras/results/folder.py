@@ -62,10 +62,15 @@ def write_csv(path: Path, frame: pd.DataFrame) -> None:
     write_atomic(path, frame.to_csv(index=False))
 
 
+# JSON has no NaN or infinity. NaN (no value) is written as null; an infinity is a value (a
+# half-life of a unit that never forgets), written as this text and read back as the number,
+# so a reused record gives the runs.csv a fresh one does.
+INFINITIES = {"inf": math.inf, "-inf": -math.inf}
+
+
 def _json_safe(value: Any) -> Any:
-    """NaN and inf are not JSON; write them as null."""
     if isinstance(value, float) and not math.isfinite(value):
-        return None
+        return None if math.isnan(value) else ("inf" if value > 0 else "-inf")
     if isinstance(value, dict):
         return {k: _json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -91,7 +96,12 @@ def inspect_record(path: Path) -> tuple[dict[str, Any] | None, str]:
     except ValueError as error:
         return None, f"not JSON ({error})"
     problem = record_problem(record)
-    return (None, problem) if problem else (record, "")
+    if problem:
+        return None, problem
+    for metrics in [record.get("metrics") or {}] + [row["metrics"] for row in record.get("rows") or []]:
+        metrics.update({name: INFINITIES[value] for name, value in metrics.items()
+                        if isinstance(value, str) and value in INFINITIES})
+    return record, ""
 
 
 def record_problem(record: Any) -> str:

@@ -60,7 +60,7 @@ def output_rows(run: RunSpec) -> list[OutputRow]:
 
 def same_value(value: Any, wanted: Any) -> bool:
     """A key's value equals what a `where` asks for (numbers as numbers, booleans by their text)."""
-    if isinstance(wanted, bool) or type(value).__name__ in ("bool", "bool_"):
+    if isinstance(wanted, bool) or type(value).__name__ in ("bool", "bool_"):  # numpy's bool_ too, from runs.csv
         return str(value).lower() == str(wanted).lower()
     if isinstance(wanted, (int, float)):
         try:

@@ -26,7 +26,8 @@ from typing import Any
 
 import yaml
 
-from seqkeras.errors import SpecError, open_regular_file, shown, size_in_words
+from seqkeras.errors import SpecError, shown
+from seqkeras.user_files import open_regular_file, size_in_words
 
 MAX_BYTES = 1 << 20  # specs are a few KiB; a 5 GB file must not be read into memory
 MAX_DEPTH = 100  # the deepest real spec nests about 5 levels

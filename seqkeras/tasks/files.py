@@ -24,15 +24,8 @@ from typing import BinaryIO
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from seqkeras.errors import (
-    MISSING,
-    SpecError,
-    file_problem,
-    listed,
-    open_regular_file,
-    shown,
-    size_in_words,
-)
+from seqkeras.errors import SpecError, listed, shown
+from seqkeras.user_files import MISSING, open_regular_file, size_in_words
 from seqkeras.tasks.base import SequenceData
 from seqkeras.tasks.text import (
     ClassificationTextParams,
