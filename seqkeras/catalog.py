@@ -12,9 +12,11 @@ from seqkeras.models.cells import CELLS, NoParams
 from seqkeras.probes import decoding, gradient_flow, memory, ngram_counts, recurrence_vs_attention, unroll
 from seqkeras.registry import Component, Registry
 from seqkeras.tasks import (
+    adding,
     agreement,
     bio_toy,
     char_lm,
+    copy_memory,
     de_en,
     delayed_recall,
     files,
@@ -23,7 +25,7 @@ from seqkeras.tasks import (
     seq2seq_synthetic,
     wnut,
 )
-from seqkeras.tasks.base import CLASSIFICATION, LANGUAGE_MODELING, SEQ2SEQ, TAGGING
+from seqkeras.tasks.base import CLASSIFICATION, LANGUAGE_MODELING, REGRESSION, SEQ2SEQ, TAGGING
 
 TASKS = Registry(
     "task",
@@ -32,6 +34,12 @@ TASKS = Registry(
                   delayed_recall.Params, "seqkeras.tasks.delayed_recall:build", problem=CLASSIFICATION),
         Component("agreement", "Subject–verb number across `distance` tokens with attractor nouns.",
                   agreement.Params, "seqkeras.tasks.agreement:build", problem=CLASSIFICATION),
+        Component("adding", "The adding problem (Hochreiter & Schmidhuber 1997): the sum of two marked numbers among "
+                  "`length` steps; regression. Memoryless baseline: MSE 2/12 ≈ 0.167.",
+                  adding.Params, "seqkeras.tasks.adding:build", problem=REGRESSION),
+        Component("copy_memory", "Copy 10 symbols after `lag` blanks (Arjovsky et al. 2016); a per-step tagging task. "
+                  "Memoryless baseline: cross-entropy 10·log 8 / (lag + 20).",
+                  copy_memory.Params, "seqkeras.tasks.copy_memory:build", problem=TAGGING),
         Component("bio_toy", "BIO person/location tagging; `ambiguity` adds right-context-dependent words.",
                   bio_toy.Params, "seqkeras.tasks.bio_toy:build", problem=TAGGING),
         Component("char_lm", "Next-character prediction over generated sentences or a text file (`path`).",
@@ -68,6 +76,10 @@ MODELS = Registry(
     [
         Component("classifier", "Embedding → recurrent stack → softmax over classes (sequence → label).",
                   recurrent.ClassifierParams, "seqkeras.models.recurrent:build_classifier", problem=CLASSIFICATION),
+        Component("regressor", "Real-valued features per step → recurrent stack → one linear output, trained on "
+                  "mean squared error (the adding problem).",
+                  recurrent.RegressorParams, "seqkeras.models.recurrent:build_regressor", problem=REGRESSION,
+                  evaluator="seqkeras.evaluation.regression:evaluate"),
         Component("tagger", "Embedding → recurrent stack → per-token softmax or CRF (one label per token).",
                   recurrent.TaggerParams, "seqkeras.models.recurrent:build_tagger", problem=TAGGING),
         Component("lm", "Embedding → recurrent stack → next-token softmax; reports perplexity.",
@@ -111,6 +123,11 @@ METRICS = Registry(
                   NoParams, "seqkeras.evaluation.metrics:entity_f1", problems=(TAGGING,)),
         Component("invalid_transitions", "Predicted I-X tags that BIO forbids (after O or another type), counted.",
                   NoParams, "seqkeras.evaluation.metrics:invalid_transitions", problems=(TAGGING,)),
+        Component("mse", "Regression: mean squared error of the predictions on the test set.",
+                  NoParams, "seqkeras.evaluation.regression:mse", problems=(REGRESSION,)),
+        Component("baseline_mse", "Regression: the MSE of always predicting the training targets' mean "
+                  "(a model that remembers nothing).",
+                  NoParams, "seqkeras.evaluation.regression:baseline_mse", problems=(REGRESSION,)),
         Component("bleu", "Seq2seq: sacrebleu corpus BLEU (0–100) of the outputs against the references.",
                   NoParams, "seqkeras.evaluation.seq2seq_metrics:bleu", problems=(SEQ2SEQ,)),
         Component("chrf", "Seq2seq: sacrebleu corpus chrF (0–100), character n-gram F-score.",
@@ -147,6 +164,7 @@ DEFAULT_METRICS = {
     CLASSIFICATION: ["accuracy"],
     TAGGING: ["entity_f1", "token_accuracy", "invalid_transitions"],
     LANGUAGE_MODELING: ["perplexity", "token_accuracy"],
+    REGRESSION: ["mse", "baseline_mse"],
     SEQ2SEQ: ["bleu", "chrf", "exact_match", "teacher_forced_token_accuracy", "free_running_token_accuracy",
               "mean_log_prob", "length_ratio", "seconds_per_sequence"],
 }

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from seqkeras.evaluation.metrics import Predictions, perplexity, token_accuracy
-from seqkeras.layers.initializers import ForgetGateBias
+from seqkeras.layers.initializers import BlockIdentity, GateBias, SpectralNormal
 from seqkeras.models.cells import textbook_parameter_count
 from seqkeras.models.recurrent import (
     ClassifierParams,
@@ -99,8 +99,73 @@ def test_forget_bias_sets_only_the_forget_slice_and_serializes():
     model = build_classifier(ClassifierParams(cell="lstm", units=3, forget_bias=5.0), tiny_data())
     bias = model.get_layer("lstm_0").get_weights()[2]
     np.testing.assert_array_equal(bias, [0, 0, 0, 5, 5, 5, 0, 0, 0, 0, 0, 0])
-    _, restored = assert_config_round_trip(ForgetGateBias(2.5))
-    assert restored.get_config() == {"value": 2.5}
+    for initializer in (GateBias(4, {1: 2.5}), GateBias(3, {0: "chrono"}, max_lag=50, seed=1),
+                        SpectralNormal(0.9, seed=3), BlockIdentity(0.5)):
+        _, restored = assert_config_round_trip(initializer)
+        assert restored.get_config() == initializer.get_config()
+
+
+def spectral_radius(matrix) -> float:
+    return float(np.max(np.abs(np.linalg.eigvals(matrix))))
+
+
+@pytest.mark.parametrize("cell, gates", [("simple_rnn", 1), ("lstm", 4), ("gru", 3)])
+def test_recurrent_initializers_give_each_gate_the_stated_matrix(cell, gates):
+    units = 6
+    for options, check in (
+        ({"recurrent_initializer": "normal", "spectral_radius": 0.9}, lambda block: spectral_radius(block) == pytest.approx(0.9)),
+        ({"recurrent_initializer": "normal"}, lambda block: spectral_radius(block) == pytest.approx(1.0)),
+        ({"recurrent_initializer": "identity", "identity_scale": 0.5}, lambda block: np.allclose(block, 0.5 * np.eye(units))),
+    ):
+        model = build_classifier(ClassifierParams(cell=cell, units=units, **options), tiny_data())
+        kernel = model.get_layer(f"{cell}_0").get_weights()[1]
+        assert kernel.shape == (units, gates * units)
+        for gate in range(gates):
+            assert check(kernel[:, gate * units:(gate + 1) * units]), (cell, options, gate)
+    # Keras's default: the whole (units, gates·units) kernel has orthonormal rows
+    kernel = build_classifier(ClassifierParams(cell=cell, units=units), tiny_data()).get_layer(f"{cell}_0").get_weights()[1]
+    np.testing.assert_allclose(kernel @ kernel.T, np.eye(units), atol=1e-5)
+
+
+def test_gate_biases_decide_the_memory_at_the_start():
+    data = tiny_data()
+    gru = build_classifier(ClassifierParams(cell="gru", units=3, update_bias=3.0), data).get_layer("gru_0")
+    bias = gru.get_weights()[2]  # (2, 3·units): input and recurrent bias; update, reset, candidate
+    np.testing.assert_array_equal(bias, [[3, 3, 3, 0, 0, 0, 0, 0, 0], [0] * 9])
+    keras.utils.set_random_seed(0)
+    lstm = build_classifier(ClassifierParams(cell="lstm", units=400, chrono=100), data).get_layer("lstm_0")
+    bias = lstm.get_weights()[2]
+    forget, input_gate = bias[400:800], bias[:400]
+    assert np.all(forget >= 0) and np.all(forget <= np.log(99) + 1e-6) and forget.std() > 0.5
+    np.testing.assert_allclose(input_gate, -forget)
+    np.testing.assert_array_equal(bias[800:], 0)
+    keras.utils.set_random_seed(0)
+    again = build_classifier(ClassifierParams(cell="lstm", units=400, chrono=100), data).get_layer("lstm_0")
+    np.testing.assert_array_equal(again.get_weights()[2], bias)  # the run's seed decides the draw
+    gru = build_classifier(ClassifierParams(cell="gru", units=50, chrono=20), data).get_layer("gru_0")
+    update = gru.get_weights()[2][0, :50]
+    assert np.all(update >= 0) and np.all(update <= np.log(19) + 1e-6)
+
+
+def test_irnn_is_a_relu_simple_rnn_with_identity_recurrence():
+    layer = build_classifier(ClassifierParams(cell="simple_rnn", units=4, activation="relu",
+                                              recurrent_initializer="identity"), tiny_data()).get_layer("simple_rnn_0")
+    assert layer.cell.activation.__name__ == "relu"
+    np.testing.assert_array_equal(layer.get_weights()[1], np.eye(4))
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"cell": "lstm", "update_bias": 1.0}, "update_bias applies only to cell gru"),
+    ({"cell": "gru", "forget_bias": 1.0}, "forget_bias applies only to cell lstm"),
+    ({"cell": "simple_rnn", "chrono": 10}, "chrono applies only to cells lstm and gru"),
+    ({"cell": "lstm", "chrono": 10, "forget_bias": 2.0}, "not both"),
+    ({"cell": "lstm", "activation": "relu"}, "activation applies only to cell simple_rnn"),
+    ({"cell": "gru", "spectral_radius": 0.9}, "spectral_radius applies only to recurrent_initializer normal"),
+    ({"cell": "gru", "recurrent_initializer": "normal", "identity_scale": 2.0}, "identity_scale applies only"),
+])
+def test_init_options_belong_to_their_cell(options, message):
+    with pytest.raises(ValueError, match=message):
+        ClassifierParams(**options)
 
 
 def test_task_generators_are_seeded():

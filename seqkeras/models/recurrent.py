@@ -37,10 +37,44 @@ class RecurrentParams(Params):
         None, ge=-100, le=100,
         description="LSTM forget-gate bias b (keeps sigmoid(b) of the cell per step); default Keras's 1.0.",
     )
+    update_bias: float | None = Field(
+        None, ge=-100, le=100,
+        description="GRU update-gate bias b. Keras's GRU keeps z·h_prev + (1−z)·h̃ with z = sigmoid(… + b): "
+        "b > 0 keeps memory at the start; default 0 (z = 0.5, half the memory each step).",
+    )
+    chrono: int | None = Field(
+        None, ge=3, le=1_000_000,
+        description="LSTM or GRU: chrono initialization for memories up to this many steps (Tallec & Ollivier "
+        "2018): forget (GRU: update) biases log U[1, chrono − 1], the LSTM's input biases their negatives.",
+    )
+    activation: Literal["tanh", "relu"] = Field(
+        "tanh", description="SimpleRNN only: tanh, or relu (with recurrent_initializer identity: the IRNN)."
+    )
+    recurrent_initializer: Literal["orthogonal", "glorot_uniform", "normal", "identity"] = Field(
+        "orthogonal",
+        description="Recurrent kernel at the start: orthogonal (Keras's default; a SimpleRNN's eigenvalues all lie on "
+        "the unit circle), glorot_uniform, or per gate normal (N(0,1) scaled to spectral_radius, the lesson's "
+        "construction) or identity (times identity_scale; Le et al. 2015).",
+    )
+    spectral_radius: float | None = Field(
+        None, gt=0, le=100, description="recurrent_initializer normal: the spectral radius ρ (default 1)."
+    )
+    identity_scale: float | None = Field(
+        None, gt=0, le=100, description="recurrent_initializer identity: the scale of the identity (default 1)."
+    )
 
     @model_validator(mode="after")
-    def _forget_bias_is_lstm_only(self) -> "RecurrentParams":
+    def _options_of_their_cell(self) -> "RecurrentParams":
         self.only_with("forget_bias", "cell", "lstm")
+        self.only_with("update_bias", "cell", "gru")
+        if self.activation != "tanh" and self.cell != "simple_rnn":
+            raise ValueError(f"activation applies only to cell simple_rnn, not {self.cell!r}")
+        if self.chrono is not None and self.cell == "simple_rnn":
+            raise ValueError("chrono applies only to cells lstm and gru (a SimpleRNN has no gates)")
+        if self.chrono is not None and (self.forget_bias is not None or self.update_bias is not None):
+            raise ValueError("chrono sets the gate biases itself: give chrono or forget_bias/update_bias, not both")
+        self.only_with("spectral_radius", "recurrent_initializer", "normal")
+        self.only_with("identity_scale", "recurrent_initializer", "identity")
         return self
 
 
@@ -71,6 +105,14 @@ class LanguageModelParams(RecurrentParams):
         return self
 
 
+class RegressorParams(RecurrentParams):
+    @model_validator(mode="after")
+    def _no_embedding(self) -> "RegressorParams":
+        if "embedding_dim" in self.model_fields_set:
+            raise ValueError("embedding_dim does not apply to a regressor: it reads its inputs' features directly")
+        return self
+
+
 def estimated_parameters(params: RecurrentParams, vocabulary: int, outputs: int) -> int:
     """The parameter count the model will have (textbook formulas), before building it."""
     directions = 2 if params.bidirectional else 1
@@ -87,7 +129,6 @@ def recurrent_layer(params: RecurrentParams, *, return_sequences: bool, name: st
     import keras
 
     from seqkeras.backends.torch import fused_rnn
-    from seqkeras.layers.initializers import ForgetGateBias
 
     # Keras's own layer, or on the torch backend its subclass on PyTorch's fused kernels.
     layer_class = fused_rnn.layer_class(CELLS.get(params.cell).load())
@@ -96,12 +137,36 @@ def recurrent_layer(params: RecurrentParams, *, return_sequences: bool, name: st
         return_sequences=return_sequences,
         dropout=params.dropout,
         recurrent_dropout=params.recurrent_dropout,
+        **initial_weights(params),
     )
-    if params.cell == "lstm" and params.forget_bias is not None:
-        options.update(unit_forget_bias=False, bias_initializer=ForgetGateBias(params.forget_bias))
     if params.bidirectional:
         return keras.layers.Bidirectional(layer_class(**options), merge_mode=params.merge_mode, name=name)
     return layer_class(**options, name=name)
+
+
+def initial_weights(params: RecurrentParams) -> dict:
+    """The Keras layer options that set a cell's starting weights and gate biases from the spec."""
+    from seqkeras.layers import initializers
+
+    options: dict = {}
+    if params.cell == "simple_rnn" and params.activation != "tanh":
+        options["activation"] = params.activation
+    if params.recurrent_initializer == "normal":
+        options["recurrent_initializer"] = initializers.SpectralNormal(params.spectral_radius or 1.0)
+    elif params.recurrent_initializer == "identity":
+        options["recurrent_initializer"] = initializers.BlockIdentity(params.identity_scale or 1.0)
+    elif params.recurrent_initializer == "glorot_uniform":
+        options["recurrent_initializer"] = "glorot_uniform"
+    gates = initializers.GATES[params.cell]
+    if params.cell == "lstm" and (params.forget_bias is not None or params.chrono):
+        # Keras's gate order: input, forget, candidate, output.
+        values = {0: "-chrono", 1: "chrono"} if params.chrono else {1: params.forget_bias}
+        options.update(unit_forget_bias=False,
+                       bias_initializer=initializers.GateBias(gates, values, max_lag=params.chrono))
+    if params.cell == "gru" and (params.update_bias is not None or params.chrono):
+        values = {0: "chrono"} if params.chrono else {0: params.update_bias}  # update, reset, candidate
+        options["bias_initializer"] = initializers.GateBias(gates, values, max_lag=params.chrono)
+    return options
 
 
 def recurrent_body(params: RecurrentParams, data: SequenceData, *, every_step: bool):
@@ -149,3 +214,16 @@ def build_lm(params: LanguageModelParams, data: SequenceData) -> keras.Model:
     inputs, features = recurrent_body(params, data, every_step=True)
     outputs = softmax_output(data.num_outputs, name="next_token")(features)
     return keras.Model(inputs, outputs, name="language_model")
+
+
+def build_regressor(params: RegressorParams, data: SequenceData) -> keras.Model:
+    """Real-valued features per step → stacked RNN → one linear output (trained on mean squared error)."""
+    import keras
+
+    inputs = keras.Input(shape=(None, data.x_train.shape[-1]), dtype="float32", name="features")
+    x = inputs
+    for index in range(params.layers):
+        last = index == params.layers - 1
+        x = recurrent_layer(params, return_sequences=not last, name=f"{params.cell}_{index}")(x)
+    outputs = keras.layers.Dense(1, name="value")(x)
+    return keras.Model(inputs, outputs, name="regressor")

@@ -17,6 +17,7 @@ CLASSIFICATION = "classification"
 TAGGING = "tagging"
 LANGUAGE_MODELING = "language_modeling"
 SEQ2SEQ = "seq2seq"  # source sequence → target sequence (see seqkeras.tasks.seq2seq_data)
+REGRESSION = "regression"  # a sequence of real-valued features → one number (the adding problem)
 
 
 # Each bound alone can be in range while their product is not: 5e6 examples × 1e5 steps
@@ -84,6 +85,7 @@ class SequenceData:
     tagging:        x [N, L], y [N, L] (0 = padding label)
     language_modeling: x [N, L], y [N, L] (next token; 0 = padding)
     seq2seq:        x {"source": [N, S], "decoder_input": [N, T]}, y [N, T] (`Seq2SeqData`)
+    regression:     x [N, L, F] float features (no padding), y [N, 1] float
     """
 
     problem: str
@@ -96,6 +98,8 @@ class SequenceData:
 
     @property
     def num_outputs(self) -> int:
+        if self.problem == REGRESSION:
+            return 1
         return len(self.labels) if self.labels is not None else len(self.vocabulary)
 
 

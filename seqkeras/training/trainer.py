@@ -20,7 +20,7 @@ from seqkeras.errors import SpecError
 from seqkeras.evaluation.metrics import Predictions
 from seqkeras.results.folder import write_atomic
 from seqkeras.spec.sections import EarlyStoppingSpec, OptimizerSpec, TrainSpec
-from seqkeras.tasks.base import CLASSIFICATION, SEQ2SEQ, SequenceData
+from seqkeras.tasks.base import CLASSIFICATION, REGRESSION, SEQ2SEQ, SequenceData
 from seqkeras.training import losses
 
 OPTIMIZERS = {
@@ -79,7 +79,7 @@ def token_weights(data_x: np.ndarray, problem: str, data_y: np.ndarray | None = 
 
     Seq2seq inputs are a dict (source, decoder input); the weights follow the targets' padding.
     """
-    if problem == CLASSIFICATION:
+    if problem in (CLASSIFICATION, REGRESSION):  # one target per sequence, no padding to mask
         return None
     return ((data_y if problem == SEQ2SEQ else data_x) != 0).astype("float32")
 
@@ -116,10 +116,13 @@ def fit(
     # optimizer only and masks padding itself, without per-token sample weights.
     own_loss = getattr(model, "has_own_loss", False)
     if not getattr(model, "compiled", False):
-        model.compile(
-            optimizer=make_optimizer(train.optimizer),
-            **({} if own_loss else loss_and_metrics()),
-        )
+        if own_loss:
+            objective = {}
+        elif data.problem == REGRESSION:
+            objective = {"loss": "mse"}
+        else:
+            objective = loss_and_metrics()
+        model.compile(optimizer=make_optimizer(train.optimizer), **objective)
     x, y = data.x_train, data.y_train
     weights = None if own_loss else token_weights(x, data.problem, y)
     # Like Keras's validation_split: the last share of the training set, taken before shuffling.

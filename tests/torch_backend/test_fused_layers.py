@@ -191,3 +191,31 @@ def test_dropout_in_training_changes_the_output():
 ], ids=["FusedGRU", "FusedDense"])
 def test_fused_layer_config_round_trip(make):
     assert_config_round_trip(make())
+
+
+INITIAL_WEIGHTS = {
+    "simple_rnn": [{"recurrent_initializer": "normal", "spectral_radius": 0.9},
+                   {"recurrent_initializer": "identity", "identity_scale": 0.5}],
+    "lstm": [{"chrono": 50}, {"forget_bias": 5.0, "recurrent_initializer": "glorot_uniform"}],
+    "gru": [{"update_bias": 3.0}, {"chrono": 50, "recurrent_initializer": "normal", "spectral_radius": 1.2}],
+}
+
+
+@pytest.mark.parametrize("kind", KERAS)
+def test_a_fused_model_starts_from_the_weights_keras_layers_start_from(kind):
+    """The spec's initialization knobs give the fused path and Keras's layers the same starting weights."""
+    from seqkeras.models.recurrent import ClassifierParams, build_classifier
+
+    _, data = padded_lm_data(0)
+    data = type(data)("classification", data.x_train, data.y_train[:, 0], data.x_test, data.y_test[:, 0],
+                      data.vocabulary)
+    for options in INITIAL_WEIGHTS[kind]:
+        params = ClassifierParams(cell=kind, units=UNITS, embedding_dim=FEATURES, **options)
+        keras.utils.set_random_seed(3)
+        fused = build_classifier(params, data)
+        keras.utils.set_random_seed(3)
+        generic = keras_layers_only(build_classifier, params, data)
+        assert isinstance(fused.get_layer(f"{kind}_0"), fused_rnn.FusedRNNMixin)
+        assert not isinstance(generic.get_layer(f"{kind}_0"), fused_rnn.FusedRNNMixin)
+        for a, b in zip(fused.get_layer(f"{kind}_0").get_weights(), generic.get_layer(f"{kind}_0").get_weights()):
+            np.testing.assert_array_equal(a, b)
