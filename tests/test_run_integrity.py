@@ -84,6 +84,9 @@ NAME_MISTAKES = [
     (with_keys(CLASSIFIER, table={"rows": "seed", "value": "accuracy"}), "table", "model.cell, task.lag vary"),
     (with_keys(CLASSIFIER, table={"rows": "model.cell", "value": "accuracy", "pool": ["task.lagg"]}), "table.pool",
      "Did you mean 'task.lag'"),
+    # a line or bar of a plot is a mean over seeds too
+    (with_keys(CLASSIFIER, plots=[{"x": "task.lag", "y": "accuracy"}]), "plots[0]", "model.cell varies within the plot"),
+    (with_keys(CLASSIFIER, plots=[{"x": "seed", "y": "accuracy", "kind": "bar"}]), "plots[0]", "model.cell, task.lag vary"),
     # probes: their metrics depend on their parameters
     (with_keys(MEMORY_PROBE, expect=[{"claim": "c", "metric": "forget_gate", "at_least": 0.5}]),
      "expect[0].metric", "They report: memory, decay_per_step"),
@@ -106,6 +109,14 @@ def test_a_table_that_pools_on_purpose_or_names_every_key_is_accepted():
                   {"rows": "model.cell", "columns": "task.lag", "value": "accuracy"},
                   {"rows": "model.cell", "value": "accuracy", "where": {"task.lag": 3}}):
         build_experiment(with_keys(CLASSIFIER, table=table), source="s", overrides=[])
+
+
+def test_a_plot_that_shows_every_key_or_every_run_is_accepted():
+    for plot in ({"x": "task.lag", "y": "accuracy", "hue": "model.cell"},
+                 {"x": "task.lag", "y": "accuracy", "facet": "model.cell", "kind": "bar"},
+                 {"x": "task.lag", "y": "accuracy", "kind": "scatter"},
+                 {"x": "task.lag", "y": "accuracy", "where": {"model.cell": "gru"}}):
+        build_experiment(with_keys(CLASSIFIER, plots=[plot]), source="s", overrides=[])
 
 
 def test_a_claim_must_read_a_metric_every_selected_run_reports(tmp_path):

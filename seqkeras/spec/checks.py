@@ -125,6 +125,7 @@ def check_outputs(spec: ExperimentSpec, runs: list[RunSpec]) -> None:
         chosen = _selected(rows, plot.where, f"plots[{index}].where")
         for metric in plot.metrics():
             _check_metric(chosen, metric, f"plots[{index}].y", every_row=False)
+        _check_plot_pooling(chosen, plot, f"plots[{index}]")
     for index, expect in enumerate(spec.expect):
         # A claim is a mean over its runs: each of them must report the metric.
         chosen = _selected(rows, expect.where, f"expect[{index}].where")
@@ -169,19 +170,38 @@ def _check_metric(rows: list[OutputRow], metric: str, path: str, *, every_row: b
 def _check_pooling(rows: list[OutputRow], table, path: str) -> None:
     """A cell averages seeds only, unless the table pools a key: refuse a table that would mix runs silently."""
     shown_keys = [*_as_list(table.rows), *_as_list(table.columns)]
-    fixed = {*shown_keys, *table.where, *table.pool, "seed"}
-    cells: dict[tuple, list[OutputRow]] = {}
-    for row in rows:
-        cells.setdefault(tuple(str(row.keys.get(key)) for key in shown_keys), []).append(row)
-    varying = [key for key in dict.fromkeys(k for row in rows for k in row.keys) if key not in fixed and any(
-        len({str(row.keys.get(key)) for row in cell}) > 1 for cell in cells.values())]
+    varying = _varying_within(rows, shown_keys, {*table.where, *table.pool})
     if varying:
+        them = "it" if len(varying) == 1 else "them"
         raise SpecError(
             f"{', '.join(varying)} {'varies' if len(varying) == 1 else 'vary'} within the table's cells, which "
-            f"average seeds only; add {'it' if len(varying) == 1 else 'them'} to rows or columns, select with where, "
-            f"or pool: [{', '.join(varying)}]",
+            f"average seeds only; add {them} to rows or columns, select with where, or pool: [{', '.join(varying)}]",
             path=path,
         )
+
+
+def _check_plot_pooling(rows: list[OutputRow], plot, path: str) -> None:
+    """A line or bar is a mean over seeds: refuse one that would average other runs in too."""
+    if plot.kind == "scatter":  # every run is its own point
+        return
+    shown_keys = [key for key in (plot.x, plot.hue, plot.facet) if key is not None]
+    varying = _varying_within(rows, shown_keys, set(plot.where))
+    if varying:
+        raise SpecError(
+            f"{', '.join(varying)} {'varies' if len(varying) == 1 else 'vary'} within the plot's points, which "
+            "average seeds only; give it as hue or facet, select with where, or draw kind: scatter",
+            path=path,
+        )
+
+
+def _varying_within(rows: list[OutputRow], shown_keys: list[str], fixed: set[str]) -> list[str]:
+    """The run keys (not seed) that take several values among rows sharing their `shown_keys`."""
+    groups: dict[tuple, list[OutputRow]] = {}
+    for row in rows:
+        groups.setdefault(tuple(str(row.keys.get(key)) for key in shown_keys), []).append(row)
+    ignored = {*shown_keys, *fixed, "seed"}
+    return [key for key in dict.fromkeys(k for row in rows for k in row.keys) if key not in ignored and any(
+        len({str(row.keys.get(key)) for row in group}) > 1 for group in groups.values())]
 
 
 def _as_list(keys: str | list[str] | None) -> list[str]:
