@@ -13,8 +13,8 @@ from seqkeras.errors import SpecError, did_you_mean, shown, unknown_choice
 from seqkeras.models import recurrent, transformer
 from seqkeras.models.recurrent import RecurrentParams
 from seqkeras.models.transformer import TransformerParams
-from seqkeras.spec.outputs import OutputRow, matching, output_rows
-from seqkeras.spec.runs import ResolvedComponent, RunSpec, decoder_columns
+from seqkeras.spec.outputs import OutputRow, matching
+from seqkeras.spec.runs import ResolvedComponent, decoder_columns
 from seqkeras.spec.sections import EvaluateSpec, ExperimentSpec
 
 
@@ -110,12 +110,12 @@ def check_references(spec: ExperimentSpec, matrix_columns: list[str]) -> None:
                 check(key, f"expect[{index}].{kind}.where")
 
 
-def check_outputs(spec: ExperimentSpec, runs: list[RunSpec]) -> None:
-    """Every table, plot and claim selects rows that some run will write, and reads metrics they will have.
+def check_outputs(spec: ExperimentSpec, rows: list[OutputRow]) -> None:
+    """Every table, plot and claim selects rows that some run will write (`rows`: spec.outputs.output_rows
+    of every run), and reads metrics they will have.
 
     Without this a misspelt metric trains everything and then reports "NOT reproduced".
     """
-    rows = [row for run in runs for row in output_rows(run)]
     for index, table in enumerate(spec.tables()):
         prefix = f"table[{index}]" if isinstance(spec.table, list) else "table"
         chosen = _selected(rows, table.where, f"{prefix}.where")

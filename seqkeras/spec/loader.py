@@ -72,8 +72,9 @@ def build_experiment(raw: Any, *, source: str, overrides: list[str]) -> Experime
     check_references(spec, matrix_columns)
     for run in runs:
         run.matrix_values = {key: lookup(run.resolved, key) for key in matrix_columns}
-    spec, notes = without_set_away(spec, [row for run in runs for row in output_rows(run)], set_keys)
-    check_outputs(spec, runs)
+    rows = [row for run in runs for row in output_rows(run)]
+    spec, notes = without_set_away(spec, rows, set_keys)
+    check_outputs(spec, rows)
     return Experiment(spec=spec, source=source, runs=runs, matrix_columns=matrix_columns, notes=notes)
 
 
