@@ -53,3 +53,28 @@ def assert_config_round_trip(instance, custom_objects=None):
         assert type(copy) is cls, f"{how} gave a {type(copy).__name__}, not a {cls.__name__}"
         assert copy.get_config() == config, f"{how}: {copy.get_config()} != {config}"
     return clone, restored
+
+
+DIAGNOSED_SPEC = """
+    version: 1
+    name: {name}
+    task: {{name: delayed_recall, lag: {lag}, n_train: {n_train}, n_test: 40}}
+    model: {{kind: classifier, cell: {cell}, units: 4, embedding_dim: 4}}
+    train: {{epochs: 1, batch_size: 16, verbose: 0}}
+    {evaluate}
+    table: {{rows: seed, value: accuracy}}
+"""
+
+
+def run_with_and_without_gradient_flow(write_spec, capsys, out, *, cell: str, lag: int, n_train: int, args=()):
+    """The same tiny run, once plain and once with `evaluate.diagnostics: [gradient_flow]`: their two run folders."""
+    specs = [
+        write_spec(DIAGNOSED_SPEC.format(name=name, evaluate=evaluate, cell=cell, lag=lag, n_train=n_train),
+                   name=f"{name}.yaml")
+        for name, evaluate in (("plain", ""), ("diagnosed", "evaluate: {diagnostics: [gradient_flow]}"))
+    ]
+    code, output, _ = run_cli(capsys, "run", *specs, "--out", out, *args)
+    assert code == 0, output
+    (plain,) = (out / "plain").glob("seed=0_*")
+    (diagnosed,) = (out / "diagnosed").glob("seed=0_*")
+    return plain, diagnosed

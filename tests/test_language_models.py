@@ -330,3 +330,18 @@ def test_probe_parameters_are_checked():
         rva.Params(model="lstm", positions="none")
     with pytest.raises(ValueError, match="steps_back 8 must be below seq_length 8"):
         rva.Params(model="lstm", measure={"name": "gradient_path", "seq_length": 8, "steps_back": 8})
+
+
+@pytest.mark.parametrize(("model", "growth"), [("lstm", 1.0), ("transformer", 4.0)])
+def test_generation_measures_the_step_models_state_and_time(model, growth):
+    params = rva.Params(model=model, width=8, num_heads=2, intermediate_dim=16,
+                        measure={"name": "generation", "context_length": 12, "reference_length": 3, "new_tokens": 2,
+                                 "batch_size": 2})
+    measured = rva.run(params, seed=0).metrics
+    assert set(measured) == set(rva.metric_names(params))
+    # The LSTM carries h and c (2 rows of 8 float32 each); the cache holds a key, a value and the token per position.
+    per_token = 2 * (4 + 2 * 8 * 4)
+    assert measured["state_bytes"] == (2 * 2 * 8 * 4 if model == "lstm" else 12 * per_token)
+    assert measured["state_growth"] == growth
+    assert measured["state_bytes_per_context_token"] == measured["state_bytes"] / 12
+    assert measured["ms_per_token"] > 0 and measured["time_growth"] > 0

@@ -466,3 +466,20 @@ def test_report_pages_load_in_a_headless_browser_with_every_image_and_no_errors(
         for image in result["images"]:
             assert image["complete"] and image["width"] > 0, f"{page}: {image['src']} did not load"
     assert len(loaded[1]["images"]) == 5 and len(loaded[2]["images"]) == 2
+
+
+def test_curves_of_matrix_points_that_differ_in_a_key_only_one_sets_get_different_labels(tmp_path):
+    """Two GRUs, one with chrono and one without: their curves must not be drawn (and averaged) as one."""
+    from seqkeras.reporting.plots import _read_curves
+
+    folder = tmp_path / "gru"
+    rows = []
+    for index, chrono in enumerate(["", "100"]):
+        run_id = f"gru_{index}_seed=0"
+        (folder / run_id).mkdir(parents=True)
+        pd.DataFrame({"epoch": [1, 2], "loss": [1.0, 0.5]}).to_csv(folder / run_id / "history.csv", index=False)
+        rows.append(f"{run_id},ok,gru,{chrono},0")
+    (folder / "runs.csv").write_text("run_id,status,model.cell,model.chrono,seed\n" + "\n".join(rows) + "\n")
+    runs = pd.read_csv(folder / "runs.csv")
+    curves = _read_curves(folder, runs, "history", ["model.cell", "model.chrono"])
+    assert [curve.label for curve in curves] == ["chrono=-", "chrono=100"]

@@ -284,6 +284,7 @@ def test_a_wide_matrix_gives_short_distinct_run_ids():
 # --------------------------------------------------------------------------- #
 
 CELLS = REPO / "experiments" / "compare" / "cells_long_range.yaml"
+SENTIMENT = REPO / "experiments" / "compare" / "sentiment.yaml"
 
 
 def test_set_on_a_key_some_axis_values_lack_says_which_set_and_points_to_only(capsys):
@@ -292,10 +293,10 @@ def test_set_on_a_key_some_axis_values_lack_says_which_set_and_points_to_only(ca
 
 
 def test_set_that_takes_a_claims_runs_out_of_the_matrix_skips_it_and_says_so(capsys):
-    code, out, _ = run_cli(capsys, "validate", CELLS, "--set", "model=[{cell: gru}, {cell: lstm, bidirectional: true}]")
+    code, out, _ = run_cli(capsys, "validate", SENTIMENT, "--set", "model=[{cell: gru}, {cell: lstm, bidirectional: false}]")
     assert code == 0
-    assert "skipped claim 'LSTM keeps the signal across 100 steps': --set leaves none of its runs" in out
-    assert "skipped claim 'GRU keeps the signal across 100 steps'" not in out
+    assert """skipped claim 'even the SimpleRNN beats always answering "fresh" (0.58)': --set leaves none of its runs""" in out
+    assert "skipped claim 'a GRU has fewer parameters" not in out
     # a value no run has for any other reason stays an error
     raw = with_keys(CLASSIFIER, expect=[{"claim": "c", "where": {"model.cell": "lstmm"}, "metric": "accuracy",
                                          "at_least": 0.5}])
@@ -306,13 +307,13 @@ def test_set_that_takes_a_claims_runs_out_of_the_matrix_skips_it_and_says_so(cap
 def test_only_selects_a_subset_of_the_matrix_and_says_what_no_longer_applies(capsys):
     code, out, _ = run_cli(capsys, "validate", CELLS, "--only", "task.lag=100", "--only", "seed=0")
     assert code == 0
-    assert "(cells-long-range: 4 runs)" in out and "4 of 72 runs" in out
-    assert "skipped claim 'every cell handles a short gap (lag 5)'" in out
+    assert "(cells-long-range: 6 runs)" in out and "6 of 108 runs" in out
+    assert "skipped claim 'every model handles a short gap (lag 5)" in out
     assert "skipped table 'agreement: accuracy by distance (chance 0.5)'" in out
-    assert "skipped claim 'LSTM keeps the signal across 100 steps'" not in out
+    assert "skipped claim 'the LSTM with forget bias 5 keeps the signal across 100 steps'" not in out
     # one key twice: either value
     code, out, _ = run_cli(capsys, "validate", CELLS, "--only", "task.lag=5", "--only", "task.lag=25")
-    assert code == 0 and "(cells-long-range: 24 runs)" in out
+    assert code == 0 and "(cells-long-range: 36 runs)" in out
 
 
 @pytest.mark.parametrize("only, phrase", [

@@ -250,3 +250,30 @@ def test_close_to_holds_within_by_of_the_other_selection_either_side(by, holds):
         verdict = check(expect, runs)
         assert verdict.holds is holds
         assert verdict.expected.startswith(f"within ± {by:g} of model.cell={other}")
+
+
+@pytest.mark.parametrize("other_accuracy, holds", [([0.50, 0.52], True), ([0.30, 0.72], False)])
+def test_beyond_spread_needs_the_difference_to_exceed_both_seed_spreads(other_accuracy, holds):
+    import pandas as pd
+
+    from seqkeras.reporting.expectations import check
+    from seqkeras.spec.sections import ExpectSpec
+
+    # Both cases have the same means (0.78 against 0.51): only the second's seeds disagree.
+    runs = pd.DataFrame({"run_id": ["a", "b", "c", "d"], "status": "ok", "model.cell": ["lstm", "lstm", "rnn", "rnn"],
+                         "seed": [0, 1, 0, 1], "accuracy": [0.77, 0.79, *other_accuracy]})
+    expect = ExpectSpec(claim="gates help", where={"model.cell": "lstm"}, metric="accuracy",
+                        greater_than={"where": {"model.cell": "rnn"}, "by": 0.1, "beyond_spread": True})
+    verdict = check(expect, runs)
+    assert verdict.holds is holds
+    assert "by more than the seed spread" in verdict.expected
+    one_seed = runs[runs["seed"] == 0]
+    verdict = check(expect, one_seed)
+    assert not verdict.holds and "needs 2 or more runs on each side" in verdict.expected
+
+
+def test_beyond_spread_is_refused_on_close_to():
+    raw = {"version": 1, "name": "x", "task": {"name": "delayed_recall"}, "model": {"kind": "classifier"},
+           "expect": [{"claim": "x", "metric": "accuracy",
+                       "close_to": {"where": {"seed": 0}, "by": 0.1, "beyond_spread": True}}]}
+    assert "beyond_spread applies to greater_than and less_than" in error_of(raw).message

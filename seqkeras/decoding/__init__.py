@@ -6,9 +6,17 @@ One implementation serves the lesson's toy next-word table and trained models
 on that protocol alone. Nothing here imports TensorFlow until a model is built
 or a decoder runs. It may import errors and registry only; `DECODERS` is the
 one list of decoders that the spec's union, the catalog and `seqkeras list`
-derive from.
+derive from. `PrefixStepModel` serves any causal model by rerunning it on the
+prefix; `cached_step_models` steps the suite's recurrent and Transformer LMs
+carrying their recurrent state or key/value cache, through `step_graphs` (the
+one module here that imports Keras when it loads, imported only to build one).
 """
 
+from seqkeras.decoding.cached_step_models import (
+    CachedTransformerStepModel,
+    RecurrentStepModel,
+    cached_step_model,
+)
 from seqkeras.decoding.decoders import (
     DECODERS,
     BeamDecoder,
@@ -31,6 +39,7 @@ __all__ = [
     "DECODERS",
     "BeamDecoder",
     "BeamParams",
+    "CachedTransformerStepModel",
     "DecodeResult",
     "Decoder",
     "GreedyDecoder",
@@ -38,11 +47,13 @@ __all__ = [
     "Hypothesis",
     "LESSON_TABLE",
     "PrefixStepModel",
+    "RecurrentStepModel",
     "SampleDecoder",
     "SampleParams",
     "StepModel",
     "TableLanguageModel",
     "build_decoder",
+    "cached_step_model",
     "check_table",
     "length_penalty",
     "score_sequences",

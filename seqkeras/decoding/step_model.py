@@ -45,6 +45,16 @@ class StepModel(Protocol):
         ...
 
 
+def log_softmax_rows(scores) -> np.ndarray:
+    """log_softmax over the last axis of scores [B, V], computed in float32, returned as float64.
+
+    Every step model that reads a Keras model ends with this, so that they agree to float rounding.
+    """
+    from keras import ops
+
+    return ops.convert_to_numpy(ops.log_softmax(ops.cast(scores, "float32"), axis=-1)).astype("float64")
+
+
 class PrefixStepModel:
     """Adapter for a Keras model mapping token ids [B, L] to next-token logits [B, L, V].
 
@@ -52,7 +62,10 @@ class PrefixStepModel:
     LM). The state is the prefix fed so far, [B, L] int32; every step reruns the
     model on the whole prefix and keeps the last position. That is O(L²) work
     for L steps, which is fine for the short outputs decoded here and needs
-    nothing from the model beyond its ordinary call.
+    nothing from the model beyond its ordinary call. The suite's recurrent and
+    Transformer LMs decode instead through `cached_step_models`, which carry
+    the recurrent state or the key/value cache; this stays for every other
+    model (the table model, the NPLM, n-gram counts).
     """
 
     def __init__(self, model, start_id: int, end_id: int, vocab_size: int | None = None):
@@ -67,14 +80,10 @@ class PrefixStepModel:
         return np.zeros((batch_size, 0), dtype="int32")
 
     def step(self, tokens: np.ndarray, state: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        from keras import ops
-
         tokens = np.asarray(tokens, dtype="int32").reshape(-1, 1)
         prefix = np.concatenate([state, tokens], axis=1)
         logits = self.model(prefix, training=False)
-        last = ops.cast(logits[:, -1, :], "float32")
-        log_probs = ops.convert_to_numpy(ops.log_softmax(last, axis=-1))
-        return log_probs.astype("float64"), prefix
+        return log_softmax_rows(logits[:, -1, :]), prefix
 
     def select(self, state: np.ndarray, indices: np.ndarray) -> np.ndarray:
         return state[np.asarray(indices, dtype="int64")]

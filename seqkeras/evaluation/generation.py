@@ -8,14 +8,18 @@
 
 Every decoder continues every prompt by `length` tokens (one continuation per
 prompt, so every decoder writes the same number of tokens and the diversity
-numbers compare fairly). The decoders are the suite's own (`seqkeras.decoding`);
-a language model is seen through `PrefixStepModel`, which reruns the model on
-the prefix at each step. The prefix starts as the prompt: its last token is the
-decoder's start token and the tokens before it are the initial state. Like the
-training windows, the model sees at most the last `window` tokens (the task's
-context), which is also what a Transformer's position table allows. Padding
-(id 0) is never generated, and no token stops a sample early: the end-of-verse
-marker is an ordinary token here, so all samples have the same length.
+numbers compare fairly). The decoders are the suite's own (`seqkeras.decoding`).
+The prompt's last token is the decoder's start token and the tokens before it
+are fed first. A recurrent LM (`lm`) carries its layers' state from token to
+token and a Transformer LM its key/value cache (`decoding.cached_step_models`):
+one position of work per token. Any other model (n-gram counts, the NPLM) is
+seen through `PromptStepModel`, which reruns the model on the prefix at each
+step. Like the training windows, a prefix model and the Transformer see at most
+the last `window` tokens (the task's context), which is also what a
+Transformer's position table allows; a recurrent state has no window and
+summarizes the whole prompt and continuation. Padding (id 0) is never
+generated, and no token stops a sample early: the end-of-verse marker is an
+ordinary token here, so all samples have the same length.
 
 Measured over the samples of one decoder:
 
@@ -46,8 +50,9 @@ from dataclasses import dataclass
 import numpy as np
 from pydantic import Field
 
+from seqkeras.decoding.cached_step_models import cached_step_model
 from seqkeras.decoding.decoders import build_decoder, seeded
-from seqkeras.decoding.step_model import PrefixStepModel
+from seqkeras.decoding.step_model import PrefixStepModel, StepModel
 from seqkeras.errors import SpecError
 from seqkeras.evaluation.metrics import perplexity_of
 from seqkeras.registry import Params
@@ -94,16 +99,25 @@ class NextTokenLogProbabilities:
     def __call__(self, prefix: np.ndarray, training: bool = False) -> np.ndarray:
         prefix = np.asarray(prefix)[:, -self.window :]
         if hasattr(self.model, "next_log_probabilities"):  # count-based (n-gram) models
-            log_probs = self.model.next_log_probabilities(prefix)
+            log_probs = without_padding(self.model.next_log_probabilities(prefix))
         else:
             # predict_on_batch runs a compiled function (retraced for new prefix lengths
             # only until Keras relaxes the shape), far faster than an eager call per token.
-            probabilities = np.asarray(self.model.predict_on_batch(prefix))[:, -1, :]
-            with np.errstate(divide="ignore"):
-                log_probs = np.log(probabilities.astype("float64"))
-        log_probs = np.maximum(log_probs, NEVER)
-        log_probs[:, 0] = NEVER
+            log_probs = log_probabilities(np.asarray(self.model.predict_on_batch(prefix))[:, -1, :])
         return log_probs[:, None, :]
+
+
+def without_padding(log_probs: np.ndarray) -> np.ndarray:
+    """Log-probabilities [B, V] with padding (id 0) impossible, and nothing below NEVER."""
+    log_probs = np.maximum(log_probs, NEVER)
+    log_probs[:, 0] = NEVER
+    return log_probs
+
+
+def log_probabilities(probabilities: np.ndarray) -> np.ndarray:
+    """A softmax model's probabilities of the next token [B, V] as log-probabilities, padding impossible."""
+    with np.errstate(divide="ignore"):
+        return without_padding(np.log(np.asarray(probabilities).astype("float64")))
 
 
 class PromptStepModel(PrefixStepModel):
@@ -119,6 +133,21 @@ class PromptStepModel(PrefixStepModel):
 
     def start(self, batch_size: int) -> np.ndarray:
         return np.tile(self.context, (batch_size, 1))
+
+
+def prompt_step_model(model, prompt_ids: Sequence[int], vocab_size: int, window: int) -> StepModel:
+    """The step model continuing one prompt: the model's own state where it has one, else the prefix.
+
+    The cached step models see the model's probabilities as PromptStepModel does
+    (`log_probabilities`, then the same log-softmax), so either gives the same
+    continuations to float rounding, but for a recurrent LM past `window` tokens:
+    its state keeps what a prefix model's window would cut.
+    """
+    if not prompt_ids:
+        raise ValueError("a prompt needs at least one token")
+    cached = cached_step_model(model, start_id=prompt_ids[-1], end_id=0, context=prompt_ids[:-1], window=window,
+                               scores=log_probabilities)
+    return cached if cached is not None else PromptStepModel(model, prompt_ids, vocab_size, window)
 
 
 @dataclass
@@ -155,7 +184,7 @@ def generate(model, data, decoder, spec: GenerateSpec, window: int, run_seed: in
     samples = []
     for index, prompt in enumerate(spec.prompts):
         choice = seeded(decoder, run_seed, index)
-        step_model = PromptStepModel(model, prompt_ids(data, prompt), len(data.vocabulary), window)
+        step_model = prompt_step_model(model, prompt_ids(data, prompt), len(data.vocabulary), window)
         result = build_decoder(choice.name, choice).decode(step_model, 1, spec.length)
         samples.append(Sample(prompt, [int(t) for t in result.tokens[0]], float(result.log_probs[0])))
     return samples

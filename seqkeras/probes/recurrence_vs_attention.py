@@ -28,6 +28,19 @@ feed-forward layer has 33,472):
                         back) after training the suite's `classifier` (LSTM)
                         or `transformer_classifier` with the suite's training loop.
 
+And the lesson's last paragraph, the cost of generating a token:
+
+    memory per token    generation: the `lm` and `transformer` models of
+                        step_time (fresh weights: neither the state's size nor
+                        the time depends on training) generate one token at a
+                        time through the suite's own step models
+                        (`decoding.cached_step_models`) after `context_length`
+                        tokens of context. state_bytes: the bytes of the
+                        arrays the step model carries (the LSTM's h and c, the
+                        Transformer's key/value cache); ms_per_token: the median
+                        time of one step. A recurrence carries the same state
+                        after any context; attention's cache grows with it.
+
 Every run reports `body_parameters`: the weights of the recurrent or attention
 layers alone (embeddings, position tables and softmax depend on the task).
 """
@@ -41,6 +54,7 @@ import numpy as np
 import pandas as pd
 from pydantic import Field, model_validator
 
+from seqkeras.decoding.cached_step_models import cached_step_model, state_size
 from seqkeras.evaluation import metrics
 from seqkeras.models import recurrent, transformer
 from seqkeras.models.transformer import TransformerParams
@@ -86,7 +100,19 @@ class Agreement(BaseParams):
     learning_rate: float = Field(1e-3, gt=0, le=10, description="Adam's step size (gradients clipped to norm 1).")
 
 
-Measure = Annotated[Union[StepTime, GradientPath, Order, Agreement], Field(discriminator="name")]
+class Generation(BaseParams):
+    name: Literal["generation"] = "generation"
+    context_length: int = Field(256, ge=1, le=65_536, description="Tokens already in the context when the timed tokens are generated.")
+    new_tokens: int = Field(16, ge=1, le=10_000, description="Timed steps (after two untimed warm-up steps); the median is reported.")
+    batch_size: int = Field(1, ge=1, le=4096, description="Sequences generated together (each step adds one token to each).")
+    reference_length: int = Field(
+        64, ge=1, le=65_536,
+        description="The context that state_growth and time_growth compare with, measured in the same run.",
+    )
+    vocabulary: int = Field(100, ge=3, le=1_000_000, description="Token ids drawn at random; small so the layers dominate.")
+
+
+Measure = Annotated[Union[StepTime, GradientPath, Order, Agreement, Generation], Field(discriminator="name")]
 
 
 class Params(BaseParams):
@@ -101,7 +127,8 @@ class Params(BaseParams):
     measure: Measure = Field(
         default_factory=StepTime,
         description="What to measure: {name: step_time, seq_length}, {name: gradient_path, seq_length, steps_back}, "
-        "{name: order, seq_length} or {name: agreement, distance, n_train, n_test, epochs}.",
+        "{name: order, seq_length}, {name: agreement, distance, n_train, n_test, epochs} or "
+        "{name: generation, context_length, new_tokens}.",
     )
 
     @model_validator(mode="after")
@@ -186,21 +213,30 @@ def order_sensitivity(model, inputs: np.ndarray) -> float:
     return float(np.linalg.norm(original - changed) / np.linalg.norm(original))
 
 
+def language_model(params: Params, data: SequenceData, max_length: int):
+    """The suite's `lm` (LSTM) or `transformer` model kind at the probe's size; positions up to max_length."""
+    if params.model == "lstm":
+        return recurrent.build_lm(
+            recurrent.LanguageModelParams(cell="lstm", units=params.width, embedding_dim=params.width, layers=params.layers),
+            data,
+        )
+    return transformer.build_lm(transformer_params(params, max_length), data)
+
+
+def random_tokens(rng: np.random.Generator, vocabulary: int, shape) -> np.ndarray:
+    """Token ids drawn uniformly, never padding (0)."""
+    return rng.integers(1, vocabulary, size=shape).astype("int32")
+
+
 def step_time(params: Params, measure: StepTime, seed: int) -> dict[str, float]:
     import keras
 
     rng = np.random.default_rng(seed)
     shape = (measure.batch_size, measure.seq_length)
-    x = rng.integers(1, measure.vocabulary, size=shape).astype("int32")
-    y = rng.integers(1, measure.vocabulary, size=shape).astype("int32")
+    x = random_tokens(rng, measure.vocabulary, shape)
+    y = random_tokens(rng, measure.vocabulary, shape)
     data = SequenceData(LANGUAGE_MODELING, x, y, x, y, Vocabulary([f"t{i}" for i in range(measure.vocabulary)]))
-    if params.model == "lstm":
-        model = recurrent.build_lm(
-            recurrent.LanguageModelParams(cell="lstm", units=params.width, embedding_dim=params.width, layers=params.layers),
-            data,
-        )
-    else:
-        model = transformer.build_lm(transformer_params(params, measure.seq_length), data)
+    model = language_model(params, data, measure.seq_length)
     model.compile(optimizer=keras.optimizers.Adam(1e-3), loss="sparse_categorical_crossentropy")
     for _ in range(2):  # the first steps build the graph
         model.train_on_batch(x, y)
@@ -213,6 +249,49 @@ def step_time(params: Params, measure: StepTime, seed: int) -> dict[str, float]:
     return {
         "step_ms": step_ms,
         "us_per_token": 1000 * step_ms / (measure.batch_size * measure.seq_length),
+        "body_parameters": body_parameters(model),
+    }
+
+
+WARM_UP_STEPS = 2  # the first steps of a step model build and trace what later steps reuse
+
+
+def generation(params: Params, measure: Generation, seed: int) -> dict[str, float]:
+    """The step model's state size and time per token after context_length tokens, and relative to reference_length.
+
+    Two step models share the model: one continues a random context of
+    context_length tokens, the other one of reference_length. Their steps
+    alternate, so that both see the machine under the same load, and the
+    ratios (state_growth, time_growth) compare within one run. The tokens fed
+    are random: neither the state's size nor the step's time depends on which.
+    """
+    rng = np.random.default_rng(seed)
+    steps = WARM_UP_STEPS + measure.new_tokens
+    longest = max(measure.context_length, measure.reference_length) + steps
+    x = random_tokens(rng, measure.vocabulary, (1, longest))
+    data = SequenceData(LANGUAGE_MODELING, x, x, x, x, Vocabulary([f"t{i}" for i in range(measure.vocabulary)]))
+    model = language_model(params, data, longest)  # a position table long enough for every step
+    lengths = {"measured": measure.context_length, "reference": measure.reference_length}
+    step_models, states, sizes, times = {}, {}, {}, {key: [] for key in lengths}
+    for key, length in lengths.items():
+        context = random_tokens(rng, measure.vocabulary, length)
+        step_models[key] = cached_step_model(model, start_id=1, end_id=0, context=context, window=longest)
+        states[key] = step_models[key].start(measure.batch_size)
+        sizes[key] = state_size(states[key])
+    for step in range(steps):
+        for key in lengths:
+            tokens = random_tokens(rng, measure.vocabulary, measure.batch_size)
+            started = time.perf_counter()
+            _, states[key] = step_models[key].step(tokens, states[key])
+            if step >= WARM_UP_STEPS:
+                times[key].append(time.perf_counter() - started)
+    ms = {key: 1000 * float(np.median(values)) for key, values in times.items()}
+    return {
+        "state_bytes": sizes["measured"],
+        "state_bytes_per_context_token": sizes["measured"] / measure.context_length,
+        "state_growth": sizes["measured"] / sizes["reference"],
+        "ms_per_token": ms["measured"],
+        "time_growth": ms["measured"] / ms["reference"],
         "body_parameters": body_parameters(model),
     }
 
@@ -250,6 +329,7 @@ def metric_names(params: Params) -> list[str]:
         Agreement: ["accuracy", "final_train_loss"],
         Order: ["order_sensitivity"],
         GradientPath: ["grad_norm", "grad_norm_relative"],
+        Generation: ["state_bytes", "state_bytes_per_context_token", "state_growth", "ms_per_token", "time_growth"],
     }[type(params.measure)]
     return measured + ["body_parameters"]
 
@@ -260,6 +340,8 @@ def run(params: Params, seed: int) -> ProbeResult:
         return ProbeResult(step_time(params, measure, seed))
     if isinstance(measure, Agreement):
         return ProbeResult(agreement_accuracy(params, measure, seed))
+    if isinstance(measure, Generation):
+        return ProbeResult(generation(params, measure, seed))
 
     model = body(params, measure.seq_length)
     inputs = np.random.default_rng(seed).normal(size=(1, measure.seq_length, params.width)).astype("float32")

@@ -83,7 +83,15 @@ def _compare(expect: ExpectSpec, measured: float, runs: pd.DataFrame) -> tuple[b
             holds = measured < other_mean - other_spec.by
         else:
             holds = abs(measured - other_mean) <= other_spec.by
-        return holds, f"{_relation(expect)} ({other_mean:.4g})"
+        expected = f"{_relation(expect)} ({other_mean:.4g})"
+        if other_spec.beyond_spread and kind != "close_to":
+            mine = pd.to_numeric(select(runs, expect.where)[expect.metric], errors="coerce")
+            if len(mine) < 2 or len(other) < 2:
+                return False, f"{expected}, beyond the seed spread (needs 2 or more runs on each side)"
+            spread = float(mine.std(ddof=1) + other.std(ddof=1))
+            holds = holds and abs(measured - other_mean) > spread
+            expected += f", by more than the seed spread {spread:.2g}"
+        return holds, expected
     holds = (expect.at_least is None or measured >= expect.at_least) and (
         expect.at_most is None or measured <= expect.at_most
     )

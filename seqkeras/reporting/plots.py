@@ -5,8 +5,9 @@ key, one series per `hue` value and one panel per `facet` value, with the mean
 over seeds and an error bar of ± one standard deviation. Natural plots come
 from the curves runs write beside them: a probe's `<curve>.csv` (gradient norm
 against steps back, memory against step, the unrolled state as a heatmap, a seq2seq
-run's attention weights and its quality by source length, ...)
-and a training run's `history.csv` (learning curves).
+run's attention weights and its quality by source length, ...),
+a training run's `history.csv` (learning curves) and `gradient_flow.csv` (the
+`gradient_flow` diagnostic, at initialization and after training).
 
 Every PNG lands in the experiment's results folder, listed with its title in
 `plots.json`, which the HTML report reads. Plotting happens after the results
@@ -27,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
 
 from seqkeras.results.folder import OK, one_row_per_run, write_atomic
@@ -259,6 +261,45 @@ def draw_gradient_norms(curves: list[Curve]) -> "Figure":
     return figure
 
 
+def draw_gradient_flow(curves: list[Curve]) -> "Figure":
+    """A training run's gradient_flow.csv: one colour per matrix point, solid after training, dashed at initialization.
+
+    Over seeds, the geometric mean (the mean of log10, as the log axis shows it) with a
+    band of ± one standard deviation of log10.
+    """
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import MaxNLocator
+
+    figure, (ax,) = _panels(1, height=4.2)
+    figure.set_size_inches(8.4, 4.8)  # room for the legend beside the axes
+    labels = list(dict.fromkeys(curve.label for curve in curves))
+    for index, label in enumerate(labels):
+        group = [c.frame.set_index("steps_back") for c in curves if c.label == label]
+        for column, style in (("trained", "-"), ("at_init", "--")):
+            series = [np.log10(frame[column].where(frame[column] > 0)) for frame in group if column in frame]
+            if not series:
+                continue
+            logs = pd.concat(series, axis=1)
+            mean, std = logs.mean(axis=1), logs.std(axis=1, ddof=1).fillna(0.0)
+            ax.plot(mean.index, 10 ** mean, color=_color(index), linestyle=style)
+            if len(series) > 1:
+                ax.fill_between(mean.index, 10 ** (mean - std), 10 ** (mean + std), color=_color(index), alpha=0.12)
+    ax.set_yscale("log")
+    ax.set_xlabel("steps back k")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylabel("‖∂(g0·h_T)/∂s_(T−k)‖, first recurrent layer")
+    ax.grid(True, which="both", alpha=0.3)
+    handles = [Line2D([], [], color=_color(index), label=label) for index, label in enumerate(labels)]
+    handles += [Line2D([], [], color="grey", linestyle="-", label="after training"),
+                Line2D([], [], color="grey", linestyle="--", label="at initialization")]
+    figure.legend(handles=handles, loc="outside right upper", fontsize=8)
+    several = any(sum(c.label == label for c in curves) > 1 for label in labels)
+    # The axes' own title: a figure title would be centred over the legend as well and run into it.
+    ax.set_title("Gradient flow back through the first recurrent layer"
+                 + ("\n(geometric mean ± std over seeds)" if several else ""), fontsize=10)
+    return figure
+
+
 def draw_memory(curves: list[Curve]) -> "Figure":
     figure, axes = _panels(2)
     for ax, log in zip(axes, (False, True)):
@@ -422,6 +463,8 @@ def draw_learning_curves(curves: list[Curve]) -> "Figure":
 # curve file name → (title, drawing function); a run folder holding the file gets the plot.
 CURVE_PLOTS: dict[str, tuple[str, Callable[[list[Curve]], "Figure"]]] = {
     "gradient_norms": ("Gradient norm against steps back (log scale)", draw_gradient_norms),
+    "gradient_flow": ("Gradient flow through the first recurrent layer, at initialization and after training",
+                      draw_gradient_flow),
     "memory": ("Memory of one signal against steps", draw_memory),
     "states": ("The unrolled state as a heatmap", draw_states),
     "influence": ("The first token's influence on the state", draw_influence),
@@ -443,9 +486,13 @@ def _finished_runs(folder: Path, runs: pd.DataFrame) -> pd.DataFrame:
     return one_row_per_run(runs[runs["status"] == OK])
 
 
+# Curves whose plot pools a matrix point's seeds (the others draw one line per run).
+POOLED_OVER_SEEDS = ("history", "gradient_flow")
+
+
 def _read_curves(folder: Path, runs: pd.DataFrame, name: str, matrix_columns: list[str]) -> list[Curve]:
     present = [c for c in matrix_columns if c in runs.columns]
-    varying = [c for c in present if runs[c].astype(str).nunique() > 1]
+    varying = [c for c in present if runs[c].nunique(dropna=False) > 1]  # a key set on one entry only varies too
     several_seeds = runs["seed"].nunique() > 1 if "seed" in runs else False
     curves = []
     for _, row in runs.iterrows():
@@ -458,7 +505,7 @@ def _read_curves(folder: Path, runs: pd.DataFrame, name: str, matrix_columns: li
             _warn(f"{path} cannot be read, left out of its plot: {error}")
             continue
         label = run_label(row, varying)
-        if name != "history" and several_seeds:
+        if name not in POOLED_OVER_SEEDS and several_seeds:
             label = f"{label}, seed={row['seed']}" if varying else f"seed={row['seed']}"
         curves.append(Curve(label, int(row["seed"]), frame))
     return curves
@@ -466,14 +513,12 @@ def _read_curves(folder: Path, runs: pd.DataFrame, name: str, matrix_columns: li
 
 def run_label(row: pd.Series, keys: list[str]) -> str:
     """'spectral_radius=0.8, draw=0': a run's matrix values, each key without its section."""
-    parts = []
-    for key in keys:
-        value = row[key]
-        if pd.isna(value):
-            continue
-        name = key.split(".", 1)[1] if "." in key else key
-        parts.append(f"{name}={_text(value)}")
-    return ", ".join(parts) or "all runs"
+    def name(key: str) -> str:
+        return key.split(".", 1)[1] if "." in key else key
+
+    # A key this run does not set is left out, unless nothing else tells it from the others.
+    parts = [f"{name(key)}={_text(row[key])}" for key in keys if not pd.isna(row[key])]
+    return ", ".join(parts or [f"{name(key)}=-" for key in keys]) or "all runs"
 
 
 # --------------------------------------------------------------------------- #

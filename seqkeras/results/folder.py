@@ -279,7 +279,7 @@ def _without_duplicate_rows(path: Path, frame: pd.DataFrame, rebuild: str,
     if not clash.empty:
         texts = clash[keys].astype(str)
         rows = clash[(texts == texts.iloc[0]).all(axis=1)]
-        differing = [c for c in frame.columns if rows[c].astype(str).nunique() > 1]
+        differing = [c for c in frame.columns if rows[c].nunique(dropna=False) > 1]
         raise SpecError(
             f"{path} has two different rows for run {rows['run_id'].iloc[0]}"
             f" (they differ in {', '.join(differing[:5])}); {rebuild}"

@@ -10,6 +10,7 @@ from pydantic import BaseModel
 
 from seqkeras import catalog
 from seqkeras.errors import SpecError, did_you_mean, shown, unknown_choice
+from seqkeras.evaluation.gradient_flow import NAME as GRADIENT_FLOW
 from seqkeras.models import recurrent, transformer
 from seqkeras.models.recurrent import RecurrentParams
 from seqkeras.models.transformer import TransformerParams
@@ -37,6 +38,7 @@ def check_run(components: dict[str, ResolvedComponent], evaluate: EvaluateSpec |
             path="model.kind",
         )
     check_model_size(model.params, vocabulary=2, outputs=2)
+    check_diagnostics(model, evaluate)
     metrics = list(evaluate.metrics) if evaluate and evaluate.metrics else list(catalog.DEFAULT_METRICS[problem])
     for index, name in enumerate(metrics):
         metric = catalog.METRICS.get(name, path=f"evaluate.metrics[{index}]")
@@ -46,6 +48,18 @@ def check_run(components: dict[str, ResolvedComponent], evaluate: EvaluateSpec |
                 path=f"evaluate.metrics[{index}]",
             )
     return metrics
+
+
+def check_diagnostics(model: ResolvedComponent, evaluate: EvaluateSpec | None) -> None:
+    """gradient_flow follows the gradient through a recurrent layer: the model kind must have one."""
+    for index, name in enumerate(evaluate.diagnostics if evaluate else []):
+        if name == GRADIENT_FLOW and not isinstance(model.params, RecurrentParams):
+            kinds = [c.name for c in catalog.MODELS if issubclass(c.params, RecurrentParams)]
+            raise SpecError(
+                f"diagnostic 'gradient_flow' follows the gradient through a model's first recurrent layer, and model "
+                f"kind {model.name!r} has none. Model kinds with one: {', '.join(kinds)}.",
+                path=f"evaluate.diagnostics[{index}]",
+            )
 
 
 # A run whose weights (with gradients and Adam's two moments: ×4, float32)

@@ -282,6 +282,8 @@ def resolve_run(spec: ExperimentSpec, run_raw: dict[str, Any]) -> _Resolved:
         resolved["evaluate"] = {"metrics": metrics}
         if decoders:
             resolved["evaluate"]["decoders"] = [d.model_dump(mode="json") for d in decoders]
+        if evaluate.diagnostics:  # only when asked for: the runs of specs without it keep their ids
+            resolved["evaluate"]["diagnostics"] = list(evaluate.diagnostics)
         if evaluate.generate is not None:
             if components["task"].component.problem != "language_modeling":
                 raise SpecError("generate applies only to language-modelling tasks", path="evaluate.generate")

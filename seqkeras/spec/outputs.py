@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from seqkeras.evaluation.generation import GENERATION_METRICS
+from seqkeras.evaluation.gradient_flow import METRICS as GRADIENT_FLOW_METRICS
+from seqkeras.evaluation.gradient_flow import NAME as GRADIENT_FLOW
 from seqkeras.evaluation.seq2seq_metrics import bucket_metric_pattern
 from seqkeras.registry import load_path
 from seqkeras.spec.runs import RunSpec, decoder_keys
@@ -52,6 +54,8 @@ def output_rows(run: RunSpec) -> list[OutputRow]:
     generates = problem == LANGUAGE_MODELING and (run.decoders or (run.resolved.get("evaluate") or {}).get("generate"))
     if generates:
         names += GENERATION_METRICS
+    if GRADIENT_FLOW in run.diagnostics:
+        names += GRADIENT_FLOW_METRICS
     names += TRAINING_COLUMNS
     if run.decoders and problem in (SEQ2SEQ, LANGUAGE_MODELING):
         return [OutputRow({**keys, **decoder_keys(choice)}, tuple(names)) for choice in run.decoders]

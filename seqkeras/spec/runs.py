@@ -44,6 +44,11 @@ class RunSpec:
     def is_probe(self) -> bool:
         return self.probe is not None
 
+    @property
+    def diagnostics(self) -> list[str]:
+        """The `evaluate.diagnostics` this run measures (e.g. gradient_flow)."""
+        return list((self.resolved.get("evaluate") or {}).get("diagnostics", []))
+
 
 @dataclass
 class Experiment:

@@ -67,6 +67,10 @@ class TrainSpec(Params):
         return self
 
 
+# Measurements of a trained model besides its metrics (seqkeras.evaluation.<name>); more can join the list.
+DiagnosticName = Literal["gradient_flow"]
+
+
 class EvaluateSpec(Params):
     metrics: list[str] = Field(
         default_factory=list,
@@ -82,6 +86,21 @@ class EvaluateSpec(Params):
         description="Language models: continue these prompts with each decoder (greedy when none is given) and "
         "measure the samples (distinct-1/2, repetition rate, their perplexity); samples.csv lists them.",
     )
+    diagnostics: list[DiagnosticName] = Field(
+        default_factory=list,
+        description="Measurements of the model itself, at initialization and after training. gradient_flow: the "
+        "gradient norm ‖∂(g0·h_T)/∂h_(T−k)‖ (g0 = ones/√d) k steps back through the first recurrent layer's cell "
+        "(a bidirectional layer's forward direction), mean over the first 32 test sequences; writes "
+        "gradient_flow.csv (steps_back, at_init, trained) and its plot, and reports gradient_drop_init/_trained "
+        "(log10 of the fall across the sequence) and gradient_at_start_init/_trained. Recurrent model kinds only.",
+    )
+
+    @field_validator("diagnostics")
+    @classmethod
+    def _diagnostics_unique(cls, diagnostics: list[str]) -> list[str]:
+        if len(set(diagnostics)) != len(diagnostics):
+            raise ValueError("diagnostics must not repeat")
+        return diagnostics
 
 
 class TableSpec(Params):
@@ -100,6 +119,12 @@ class TableSpec(Params):
 class CompareTo(Params):
     where: dict[str, Any] = Field(description="The other selection of runs.")
     by: float = Field(0.0, ge=0, description="Required margin.")
+    beyond_spread: bool = Field(
+        False,
+        description="greater_than / less_than: the difference must also exceed the two selections' seed standard "
+        "deviations added together, so that the claim is not decided by which seeds were drawn (needs 2 or more "
+        "runs on each side).",
+    )
 
 
 # Checks that compare the selected runs with another selection of runs.
@@ -139,6 +164,8 @@ class ExpectSpec(Params):
             )
         if self.close_to is not None and self.close_to.by <= 0:
             raise ValueError("close_to needs by > 0: how far apart the two may be")
+        if self.close_to is not None and self.close_to.beyond_spread:
+            raise ValueError("beyond_spread applies to greater_than and less_than, not close_to")
         tolerances = [t for t in ("abs_tol", "rel_tol", "sig_digits", "decimals") if getattr(self, t) is not None]
         if self.value is None and tolerances:
             raise ValueError(f"{tolerances[0]} only applies to value")
