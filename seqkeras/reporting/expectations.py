@@ -61,11 +61,13 @@ def check(expect: ExpectSpec, runs: pd.DataFrame) -> Verdict:
         return Verdict(expect.claim, _expected_text(expect), "missing or non-numeric value", False)
     measured = float(numbers.mean())
     text = format_measured(measured, expect)
-    holds, expected = _compare(expect, measured, runs)
+    holds, expected = _compare(expect, numbers, runs)
     return Verdict(expect.claim, expected, text, holds)
 
 
-def _compare(expect: ExpectSpec, measured: float, runs: pd.DataFrame) -> tuple[bool, str]:
+def _compare(expect: ExpectSpec, mine: pd.Series, runs: pd.DataFrame) -> tuple[bool, str]:
+    """Whether the selected runs' values `mine` meet the check (on their mean), and the expected text."""
+    measured = float(mine.mean())
     if expect.value is not None:
         if expect.sig_digits is not None or expect.decimals is not None:
             return format_measured(measured, expect) == format_measured(expect.value, expect), _expected_text(expect)
@@ -85,7 +87,6 @@ def _compare(expect: ExpectSpec, measured: float, runs: pd.DataFrame) -> tuple[b
             holds = abs(measured - other_mean) <= other_spec.by
         expected = f"{_relation(expect)} ({other_mean:.4g})"
         if other_spec.beyond_spread and kind != "close_to":
-            mine = pd.to_numeric(select(runs, expect.where)[expect.metric], errors="coerce")
             if len(mine) < 2 or len(other) < 2:
                 return False, f"{expected}, beyond the seed spread (needs 2 or more runs on each side)"
             spread = float(mine.std(ddof=1) + other.std(ddof=1))
