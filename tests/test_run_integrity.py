@@ -64,6 +64,8 @@ NAME_MISTAKES = [
      "table[1].value", "do not report 'bleu'"),
     (with_keys(CLASSIFIER, expect=[{"claim": "c", "metric": "acuracy", "at_least": 0.5}]),
      "expect[0].metric", "Did you mean 'accuracy'"),
+    (with_keys(CLASSIFIER, expect=[{"claim": "c", "metric": "accuracy", "relative_to": "acuracy", "at_least": 0.5}]),
+     "expect[0].relative_to", "Did you mean 'accuracy'"),
     # a metric of another kind of model: a classifier has no perplexity
     (with_keys(CLASSIFIER, expect=[{"claim": "c", "metric": "perplexity", "at_most": 5}]),
      "expect[0].metric", "do not report 'perplexity'"),

@@ -207,6 +207,7 @@ MODEL_VARIANTS = [
     {"attention": "bahdanau", "cell": "gru", "bidirectional": True},
     {"attention": "luong", "luong_score": "dot", "cell": "lstm", "layers": 2},
     {"attention": "luong", "cell": "simple_rnn", "decoder_cell": "lstm", "bidirectional": True},
+    {"attention": "luong", "luong_layer_norm": True, "cell": "gru"},
     {"attention": "bahdanau", "cell": "lstm", "decoder_cell": "gru", "layers": 2},
 ]
 
@@ -245,6 +246,35 @@ def test_attention_options_are_checked():
         Seq2SeqParams(attention="none", luong_score="dot")
     with pytest.raises(ValueError, match="attention_units applies only to attention bahdanau"):
         Seq2SeqParams(attention="luong", attention_units=8)
+    with pytest.raises(ValueError, match="luong_layer_norm applies only to attention luong"):
+        Seq2SeqParams(attention="bahdanau", luong_layer_norm=True)
+
+
+def test_luong_layer_norm_keeps_the_attentional_state_out_of_saturation(small_data):
+    from keras import ops
+
+    from seqkeras.models.seq2seq import Seq2SeqParams, build
+
+    def first_features(model):
+        encoded = model.encode(ops.convert_to_tensor(small_data.x_test["source"]))
+        embedded = model.target_embedding(ops.convert_to_tensor(small_data.x_test["decoder_input"][:, 0]))
+        return ops.convert_to_numpy(model.decoder_step(embedded, encoded["carry"], encoded)["features"])
+
+    # W_c grown 1,000-fold, as Adam grows it on real sentences: the published layer saturates
+    # (every |tanh| near 1, no gradient), the normalized one keeps its pre-activations at variance 1.
+    features = {}
+    for norm in (False, True):
+        model = build(Seq2SeqParams(units=8, embedding_dim=6, attention="luong", luong_layer_norm=norm), small_data)
+        model.attentional.kernel.assign(1000.0 * ops.convert_to_numpy(model.attentional.kernel))
+        features[norm] = first_features(model)
+        assert (model.attentional_norm is not None) is norm
+    # Saturated: |pre-activation| > 3, where tanh's slope is below 0.01. A normalized row of d values
+    # is bounded by sqrt(d − 1) = 2.65 here, so none can be.
+    saturated = {norm: (np.abs(np.arctanh(np.clip(f, -0.999999, 0.999999))) > 3).mean() for norm, f in features.items()}
+    assert saturated[False] > 0.5 and saturated[True] == 0.0
+    pre_activation = np.arctanh(features[True])
+    np.testing.assert_allclose(pre_activation.mean(axis=-1), 0.0, atol=1e-3)
+    np.testing.assert_allclose(pre_activation.var(axis=-1), 1.0, rtol=1e-2)
 
 
 def test_seq2seq_pairs_only_with_seq2seq_tasks_and_metrics():

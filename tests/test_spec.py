@@ -272,6 +272,35 @@ def test_beyond_spread_needs_the_difference_to_exceed_both_seed_spreads(other_ac
     assert not verdict.holds and "needs 2 or more runs on each side" in verdict.expected
 
 
+def test_relative_to_compares_each_runs_ratio_of_two_metrics():
+    import pandas as pd
+
+    from seqkeras.reporting.expectations import check
+    from seqkeras.spec.sections import ExpectSpec
+
+    # Attention is better everywhere, but the ratio asks what share of its short-sentence
+    # score a model keeps on long ones: 4/8 = 0.5 against 2/3 ≈ 0.67 for the bottleneck.
+    runs = pd.DataFrame({"run_id": ["a", "b"], "status": "ok", "model.attention": ["bahdanau", "none"],
+                         "seed": [0, 0], "bleu_long": [4.0, 2.0], "bleu_short": [8.0, 3.0]})
+    expect = ExpectSpec(claim="keeps more", where={"model.attention": "bahdanau"}, metric="bleu_long",
+                        relative_to="bleu_short", greater_than={"where": {"model.attention": "none"}})
+    verdict = check(expect, runs)
+    assert not verdict.holds
+    assert verdict.measured == "0.5 (bleu_long / bleu_short)" and "(0.6667)" in verdict.expected
+    runs.loc[0, "bleu_short"] = 5.0  # 4/5 = 0.8 > 0.67
+    assert check(expect, runs).holds
+    # A zero denominator leaves the ratio unmeasured: not reproduced, not infinitely good.
+    runs.loc[0, "bleu_short"] = 0.0
+    verdict = check(expect, runs)
+    assert not verdict.holds and verdict.measured == "missing or non-numeric value"
+
+
+def test_relative_to_is_refused_on_equals():
+    raw = spec_dict()
+    raw["expect"] = [{"claim": "x", "metric": "accuracy", "relative_to": "accuracy", "equals": "a"}]
+    assert "relative_to divides numbers" in error_of(raw).message
+
+
 def test_beyond_spread_is_refused_on_close_to():
     raw = {"version": 1, "name": "x", "task": {"name": "delayed_recall"}, "model": {"kind": "classifier"},
            "expect": [{"claim": "x", "metric": "accuracy",

@@ -12,7 +12,11 @@ encoder's outputs. What the decoder sees of the source depends on `attention`:
             with the new state, into the output layer (Bahdanau et al., 2014);
 - luong:    at each step, the new top decoder state attends (dot or general
             score), and tanh(W [context; state]) feeds the output layer
-            (Luong et al., 2015, without input feeding).
+            (Luong et al., 2015, without input feeding). `luong_layer_norm`
+            layer-normalizes W [context; state] before the tanh: on real
+            sentences with Adam the unnormalized pre-activations grow past
+            the tanh's range in the first epoch and the model stops learning
+            (docs/guides/seq2seq.md measures it).
 
 One function, `decoder_step`, computes a decoder step. Training runs it over
 the whole target with teacher forcing (the decoder reads the true previous
@@ -62,6 +66,7 @@ class Seq2SeqModel(keras.Model):
         embedding_dim: int = 32,
         attention: str = "bahdanau",
         luong_score: str | None = None,
+        luong_layer_norm: bool = False,
         attention_units: int | None = None,
         dropout: float = 0.0,
         **kwargs,
@@ -79,6 +84,7 @@ class Seq2SeqModel(keras.Model):
             embedding_dim=embedding_dim,
             attention=attention,
             luong_score=luong_score,
+            luong_layer_norm=bool(luong_layer_norm),
             attention_units=attention_units,
             dropout=dropout,
         )
@@ -105,11 +111,16 @@ class Seq2SeqModel(keras.Model):
         ]
         self.attention = None
         self.attentional = None
+        self.attentional_norm = None
         if attention == "bahdanau":
             self.attention = BahdanauAttention(attention_units or self.width, name="bahdanau_attention")
         elif attention == "luong":
             self.attention = LuongAttention(luong_score or "general", units=self.width, name="luong_attention")
-            self.attentional = keras.layers.Dense(self.width, activation="tanh", name="attentional_state")
+            if luong_layer_norm:
+                self.attentional = keras.layers.Dense(self.width, name="attentional_state")
+                self.attentional_norm = keras.layers.LayerNormalization(name="attentional_state_norm")
+            else:
+                self.attentional = keras.layers.Dense(self.width, activation="tanh", name="attentional_state")
         self.dropout = keras.layers.Dropout(dropout, name="dropout")
         self.output_layer = keras.layers.Dense(target_vocabulary_size, name="next_token")
 
@@ -178,10 +189,16 @@ class Seq2SeqModel(keras.Model):
         elif self.attention_kind == "luong":
             context, new["weights"] = self.attention(x, encoded["memory"], keys=encoded["keys"],
                                                      source_mask=encoded["mask"])
-            new["features"] = self.attentional(ops.concatenate([context, x], axis=-1))
+            new["features"] = self.attentional_state(ops.concatenate([context, x], axis=-1))
         else:
             new["features"] = x
         return new
+
+    def attentional_state(self, context_and_state):
+        """Luong's h̃_t = tanh(W_c [c_t; h_t]), with W_c [c_t; h_t] layer-normalized when asked."""
+        if self.attentional_norm is None:
+            return self.attentional(context_and_state)
+        return ops.tanh(self.attentional_norm(self.attentional(context_and_state)))
 
     def logits(self, features, training: bool = False):
         """Decoder features [..., F] → next-token logits [..., V] (padding and start blocked)."""
@@ -262,6 +279,7 @@ def build(params: Seq2SeqParams, data: Seq2SeqData) -> Seq2SeqModel:
         embedding_dim=params.embedding_dim,
         attention=params.attention,
         luong_score=params.luong_score,
+        luong_layer_norm=bool(params.luong_layer_norm),
         attention_units=params.attention_units,
         dropout=params.dropout,
         name="seq2seq",

@@ -32,6 +32,11 @@ class Seq2SeqParams(Params):
     luong_score: Literal["dot", "general"] | None = Field(
         None, description="Luong attention's score: dot (h_tᵀ h_j) or general (h_tᵀ W h_j, the default)."
     )
+    luong_layer_norm: bool | None = Field(
+        None,
+        description="Luong attention: layer-normalize W_c [context; state] before its tanh, so the attentional "
+        "state cannot saturate (default false, as in Luong et al.).",
+    )
     attention_units: int | None = Field(
         None, ge=1, le=65_536, description="Bahdanau attention's hidden width; default: the decoder's width."
     )
@@ -46,5 +51,6 @@ class Seq2SeqParams(Params):
     @model_validator(mode="after")
     def _attention_options(self) -> "Seq2SeqParams":
         self.only_with("luong_score", "attention", "luong")
+        self.only_with("luong_layer_norm", "attention", "luong")
         self.only_with("attention_units", "attention", "bahdanau")
         return self

@@ -42,8 +42,9 @@ def check(expect: ExpectSpec, runs: pd.DataFrame) -> Verdict:
     where_text = ", ".join(f"{k}={v}" for k, v in expect.where.items())
     if not (runs["status"] == OK).any():
         return Verdict(expect.claim, _expected_text(expect), "no finished run", False)
-    if expect.metric not in runs.columns:
-        return Verdict(expect.claim, _expected_text(expect), f"no metric {expect.metric!r}", False)
+    for metric in (expect.metric, expect.relative_to):
+        if metric is not None and metric not in runs.columns:
+            return Verdict(expect.claim, _expected_text(expect), f"no metric {metric!r}", False)
     # A column no run wrote (every run failed, or a damaged runs.csv): the claim is not measured.
     other_where = expect.comparison[1].where if expect.comparison else {}
     absent = [key for key in [*expect.where, *other_where] if key not in runs.columns]
@@ -52,17 +53,28 @@ def check(expect: ExpectSpec, runs: pd.DataFrame) -> Verdict:
     chosen = select(runs, expect.where)
     if chosen.empty:
         return Verdict(expect.claim, _expected_text(expect), f"no finished run with {where_text or 'any values'}", False)
-    values = chosen[expect.metric]
     if expect.equals is not None:
-        measured = sorted(set(values.astype(str)))
+        measured = sorted(set(chosen[expect.metric].astype(str)))
         return Verdict(expect.claim, repr(expect.equals), " / ".join(repr(m) for m in measured), measured == [expect.equals])
-    numbers = pd.to_numeric(values, errors="coerce")
+    numbers = _numbers(expect, chosen)
     if numbers.isna().any():
         return Verdict(expect.claim, _expected_text(expect), "missing or non-numeric value", False)
     measured = float(numbers.mean())
     text = format_measured(measured, expect)
     holds, expected = _compare(expect, numbers, runs)
+    if expect.relative_to is not None:
+        text += f" ({expect.metric} / {expect.relative_to})"
     return Verdict(expect.claim, expected, text, holds)
+
+
+def _numbers(expect: ExpectSpec, runs: pd.DataFrame) -> pd.Series:
+    """Each run's value of the claim's metric (divided by `relative_to` when set); NaN where not a number."""
+    numbers = pd.to_numeric(runs[expect.metric], errors="coerce")
+    if expect.relative_to is None:
+        return numbers
+    ratio = numbers / pd.to_numeric(runs[expect.relative_to], errors="coerce")
+    # x / 0 is ±inf (or NaN for 0 / 0): the ratio is not measured, not infinitely good.
+    return ratio.where(ratio.abs() != math.inf)
 
 
 def _compare(expect: ExpectSpec, mine: pd.Series, runs: pd.DataFrame) -> tuple[bool, str]:
@@ -75,7 +87,7 @@ def _compare(expect: ExpectSpec, mine: pd.Series, runs: pd.DataFrame) -> tuple[b
         return holds, _expected_text(expect)
     if expect.comparison is not None:
         kind, other_spec = expect.comparison
-        other = pd.to_numeric(select(runs, other_spec.where)[expect.metric], errors="coerce")
+        other = _numbers(expect, select(runs, other_spec.where))
         if other.empty or other.isna().any():
             return False, f"{_relation(expect)} (other selection has no finished runs)"
         other_mean = float(other.mean())

@@ -142,12 +142,14 @@ def check_outputs(spec: ExperimentSpec, rows: list[OutputRow]) -> None:
         _check_plot_pooling(chosen, plot, f"plots[{index}]")
     for index, expect in enumerate(spec.expect):
         # A claim is a mean over its runs: each of them must report the metric.
-        chosen = _selected(rows, expect.where, f"expect[{index}].where")
-        _check_metric(chosen, expect.metric, f"expect[{index}].metric", every_row=True)
+        selections = [_selected(rows, expect.where, f"expect[{index}].where")]
         if expect.comparison:
             kind, other = expect.comparison
-            others = _selected(rows, other.where, f"expect[{index}].{kind}.where")
-            _check_metric(others, expect.metric, f"expect[{index}].metric", every_row=True)
+            selections.append(_selected(rows, other.where, f"expect[{index}].{kind}.where"))
+        for chosen in selections:
+            for field in ("metric", "relative_to"):
+                if getattr(expect, field) is not None:
+                    _check_metric(chosen, getattr(expect, field), f"expect[{index}].{field}", every_row=True)
 
 
 def _selected(rows: list[OutputRow], where: dict, path: str) -> list[OutputRow]:

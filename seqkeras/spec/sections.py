@@ -135,6 +135,11 @@ class ExpectSpec(Params):
     claim: str = Field(description="The lesson's claim, in words.")
     where: dict[str, Any] = Field(default_factory=dict, description="Matrix values selecting the runs.")
     metric: str = Field(description="Metric compared (mean over the selected runs).")
+    relative_to: str | None = Field(
+        None,
+        description="Another metric of the same runs: each run's metric is divided by it before the mean "
+        "(e.g. BLEU on long sources relative to BLEU on short ones: how much of its quality a model keeps).",
+    )
     value: float | None = Field(None, description="Expected value (with abs_tol / rel_tol / sig_digits / decimals).")
     abs_tol: float | None = Field(None, ge=0)
     rel_tol: float | None = Field(None, ge=0)
@@ -164,6 +169,8 @@ class ExpectSpec(Params):
             )
         if self.close_to is not None and self.close_to.by <= 0:
             raise ValueError("close_to needs by > 0: how far apart the two may be")
+        if self.relative_to is not None and self.equals is not None:
+            raise ValueError("relative_to divides numbers; it does not apply to equals")
         if self.close_to is not None and self.close_to.beyond_spread:
             raise ValueError("beyond_spread applies to greater_than and less_than, not close_to")
         tolerances = [t for t in ("abs_tol", "rel_tol", "sig_digits", "decimals") if getattr(self, t) is not None]
