@@ -20,7 +20,8 @@ $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
 
 # The lesson is recomputed (--force) into a scratch folder that git ignores, then each experiment is
 # checked against its committed results/lesson-* (the reference, rewritten only on purpose).
-# Fails when a claim does not hold or an experiment differs from its reference.
+# Fails when a claim does not hold or an experiment differs from its reference. Each lesson spec
+# names TensorFlow (`backend:`), the backend its reference was computed on.
 LESSON_OUT := .lesson-run
 
 run: $(STAMP)
@@ -30,11 +31,11 @@ run: $(STAMP)
 # process (tests/conftest.py leaves tests/torch_backend/ out of the first). Both must pass.
 TORCH_TESTS := KERAS_BACKEND=torch $(BIN)/python -m pytest -q tests/torch_backend
 
-test: $(STAMP) $(VENV)/.ray $(VENV)/.torch browser
+test: $(STAMP) $(VENV)/.ray browser
 	$(BIN)/python -m pytest -q
 	$(TORCH_TESTS)
 
-test-fast: $(STAMP) $(VENV)/.ray $(VENV)/.torch browser
+test-fast: $(STAMP) $(VENV)/.ray browser
 	$(BIN)/python -m pytest -q -m "not slow"
 	$(TORCH_TESTS) -m "not slow"
 
@@ -56,14 +57,7 @@ browser:
 	    || echo "warning: could not install chromium; the browser test will skip"; \
 	else echo "note: no chromium and no apt-get as root to install it; the browser test will skip"; fi
 
-# PyTorch: --backend torch's fused recurrent path, and the benchmark against a plain PyTorch
-# script. Optional for users; the tests compare the fused layers with Keras's, so make test
-# installs it (the CPU build of the pin: see requirements-bench.txt).
-$(VENV)/.torch: requirements-bench.txt $(STAMP)
-	$(BIN)/python -m pip install --quiet -r requirements-bench.txt
-	touch $@
-
-bench: $(STAMP) $(VENV)/.torch
+bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py
 
 validate: $(STAMP)

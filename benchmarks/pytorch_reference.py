@@ -12,8 +12,8 @@ recurrent_throughput.py runs it as a process of its own (`--serve`), as a user
 runs a script: PyTorch and glibc with their defaults, no Keras imported. `serve`
 is also how the suite's side of that benchmark answers, in its own process.
 
-Only this file and recurrent_throughput.py import torch; torch is installed for
-the benchmarks (requirements-bench.txt), not for the suite.
+Of the benchmarks, only this file and recurrent_throughput.py import torch
+themselves.
 """
 
 from __future__ import annotations

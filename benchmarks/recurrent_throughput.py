@@ -76,7 +76,7 @@ def measure(tiny: bool = False, threads: int | None = None, clock: str = "wall")
     a figure that other jobs on a shared machine disturb much less).
     """
     if importlib.util.find_spec("torch") is None:
-        return [_row(f"{cell}, {name}: torch is not installed (pip install -r requirements-bench.txt)",
+        return [_row(f"{cell}, {name}: torch is not installed (pip install -r requirements.txt)",
                      math.nan, math.nan, CPU_GOAL) for name in CONFIGS for cell in CELLS]
     options = ["--threads", str(threads)] * bool(threads)
     configs = {"tiny": TINY} if tiny else CONFIGS

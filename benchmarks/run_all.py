@@ -30,7 +30,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 COLUMNS = ["benchmark", "figure", "value", "unit", "baseline", "ratio", "goal", "met"]
-BENCHMARKS = ["sweep_throughput", "decoding_cost", "lesson_time", "recurrent_throughput"]
+BENCHMARKS = ["sweep_throughput", "default_path", "decoding_cost", "lesson_time", "recurrent_throughput"]
 
 
 def unavailable(name: str) -> str | None:

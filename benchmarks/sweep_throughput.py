@@ -58,7 +58,8 @@ def timed_run(spec: Path, out: Path, *extra: str) -> float:
     environment = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
     started = time.perf_counter()
     result = subprocess.run(
-        [sys.executable, "-m", "seqkeras", "run", str(spec), "--out", str(out), *extra],
+        # On TensorFlow, as measured since issue 9 (benchmarks/default_path.py measures the default backend).
+        [sys.executable, "-m", "seqkeras", "run", str(spec), "--out", str(out), "--backend", "tensorflow", *extra],
         env=environment, capture_output=True, text=True,
     )
     if result.returncode != 0:

@@ -14,10 +14,10 @@ import sys
 import threading
 from pathlib import Path
 
-from seqkeras.backends.runtime import select_backend
+from seqkeras.backends.runtime import AUTO, BACKEND_PACKAGES, resolve_backend, select_backend
 from seqkeras.errors import SpecError
 from seqkeras.execution import sweep
-from seqkeras.execution.executors import ProcessExecutor, RayExecutor, SerialExecutor
+from seqkeras.execution.executors import JOBS_VARIABLE, ProcessExecutor, RayExecutor, SerialExecutor, choose_jobs
 from seqkeras.spec.reference import components_markdown, describe_params
 from seqkeras.spec.sections import TableSpec
 
@@ -80,16 +80,18 @@ def build_parser() -> argparse.ArgumentParser:
                      help="run only the matrix's runs with this value, e.g. --only task.lag=10 (repeatable: "
                           "one key twice means either value)")
     run.add_argument("--out", default="results", help="results root (default: results/)")
-    run.add_argument("--backend", choices=["tensorflow", "jax", "torch"], default=None,
-                     help="Keras backend (default: $KERAS_BACKEND or tensorflow)")
+    run.add_argument("--backend", choices=[AUTO, *BACKEND_PACKAGES], default=None,
+                     help="Keras backend; auto (the default unless $KERAS_BACKEND is set) picks the fastest "
+                          "installed: torch, else tensorflow")
     run.add_argument("--reference", default=None, metavar="DIR",
                      help="then compare each experiment's results with DIR/<name> (same numbers up to rounding; "
                           "timings left out), one line each; exit 1 when one differs")
     run.add_argument("--force", action="store_true", help="rerun runs that already have a finished record")
     run.add_argument("--dry-run", action="store_true",
                      help="validate and list the runs it would make (and reuse); train and write nothing")
-    run.add_argument("--jobs", type=positive_int, default=1, metavar="N",
-                     help="run N runs at once in separate processes (default 1)")
+    run.add_argument("--jobs", type=positive_int, default=None, metavar="N",
+                     help="run N runs at once in separate processes (default: $SEQKERAS_JOBS, else one per "
+                          "core, no more than an experiment's runs or than the memory holds)")
     run.add_argument("--executor", choices=["local", "ray"], default="local",
                      help="local processes (default) or Ray tasks (pip install -r requirements-ray.txt)")
     run.add_argument("--address", default=None, help="Ray cluster address (default: start a local Ray)")
@@ -163,20 +165,58 @@ def positive_int(text: str) -> int:
     return value
 
 
-def make_executor(args, backend: str):
+def command_backend(requested: str | None, experiments) -> tuple[str, str | None]:
+    """The backend `run` uses, and why when the suite chose it (None when the user did).
+
+    `--backend` (or $KERAS_BACKEND) is the user's choice, refused for an experiment that
+    names another in its `backend:`. Under auto the experiments' `backend:` decides, else
+    the fastest installed.
+    """
+    named = {experiment.spec.backend: experiment for experiment in experiments if experiment.spec.backend}
+    chosen = requested if requested != AUTO else None
+    if requested is None:
+        chosen = os.environ.get("KERAS_BACKEND") or None
+    if chosen:
+        for wanted, experiment in named.items():
+            if wanted != chosen:
+                raise SpecError(f"this experiment is computed on {wanted!r}, not on {chosen!r}: run it with "
+                                f"--backend {wanted} or --backend auto", file=experiment.source, path="backend")
+        return resolve_backend(chosen), None
+    if len(named) > 1:
+        first, second = list(named.values())[:2]
+        raise SpecError(f"{first.source} is computed on {first.spec.backend!r} and {second.source} on "
+                        f"{second.spec.backend!r} (their backend:): run them in separate commands")
+    if named:
+        backend = next(iter(named))
+        asking = [e.spec.name for e in experiments if e.spec.backend]
+        return backend, f"backend: {backend} in the spec{'s' if len(asking) > 1 else ''} of {', '.join(asking[:3])}" + (
+            f" and {len(asking) - 3} more" if len(asking) > 3 else "")
+    backend = resolve_backend(AUTO)
+    others = ", ".join(f"--backend {name}" for name in BACKEND_PACKAGES if name != backend)
+    return backend, f"auto: the fastest installed here; {others} to choose"
+
+
+def make_executor(args, backend: str, runs: int):
+    """The executor for `run`'s options; `runs`: the most runs any one experiment of the command has."""
     if args.executor == "ray":
         return RayExecutor(args.address, backend, args.cpus_per_run, args.gpus_per_run)
     if args.address:
         raise SpecError("--address only applies to --executor ray")
-    # Each worker holds a backend (hundreds of MB) and wants a core: more workers than cores only
-    # slows every run and can exhaust memory. (Two stay allowed, so that a small machine can still
-    # check that runs go in parallel.)
-    cores = os.cpu_count() or 1
-    jobs = min(args.jobs, max(cores, 2))
-    if jobs < args.jobs:
-        print(f"note: --jobs {args.jobs} is more than this machine's {cores} cores; running {jobs} at once",
-              file=sys.stderr)
-    return ProcessExecutor(jobs, backend) if jobs > 1 else SerialExecutor()
+    jobs, reason = choose_jobs(requested_jobs(args), runs)
+    return ProcessExecutor(jobs, backend, reason) if jobs > 1 else SerialExecutor(reason)
+
+
+def requested_jobs(args) -> int | None:
+    """--jobs, else $SEQKERAS_JOBS, else None (the default)."""
+    if args.jobs is not None:
+        return args.jobs
+    text = os.environ.get(JOBS_VARIABLE)
+    if not text:
+        return None
+    try:
+        return positive_int(text)
+    except argparse.ArgumentTypeError as error:
+        raise SpecError(f"${JOBS_VARIABLE}={text!r}: {error}") from None
 
 
 def command_validate(args) -> int:
@@ -188,22 +228,24 @@ def command_validate(args) -> int:
 
 
 def command_run(args) -> int:
-    backend = select_backend(args.backend, load=False)
     out_root = Path(args.out)
+    # The specs are read first (a second, and no backend): the backend and how many workers to start
+    # depend on them.
+    experiments = sweep.load_all(args.paths, args.overrides, args.only)
+    sweep.check_out_root(out_root, args.paths, experiments)
+    backend, why = command_backend(args.backend, experiments)
+    select_backend(backend, load=False)
     if args.dry_run:
-        experiments = sweep.load_all(args.paths, args.overrides, args.only)
-        sweep.check_out_root(out_root, args.paths, experiments)
         sweep.plan(experiments, out_root, force=args.force)
         return EXIT_OK
-    executor = make_executor(args, backend)
+    reference = Path(args.reference) if args.reference else None
+    if reference is not None:
+        sweep.check_reference_root(reference, out_root)
+    if why:
+        print(f"backend: {backend} ({why})")
+    executor = make_executor(args, backend, max((len(e.runs) for e in experiments), default=1))
     try:
-        # Worker processes import their backend (seconds) while this one reads the specs.
         executor.start()
-        experiments = sweep.load_all(args.paths, args.overrides, args.only)
-        sweep.check_out_root(out_root, args.paths, experiments)
-        reference = Path(args.reference) if args.reference else None
-        if reference is not None:
-            sweep.check_reference_root(reference, out_root)
         outcome = sweep.run_all(experiments, out_root, executor, force=args.force, reference=reference)
     finally:
         executor.close()  # worker processes serve every experiment, then stop

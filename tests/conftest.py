@@ -18,6 +18,9 @@ from pathlib import Path
 import pytest
 
 os.environ["CUDA_VISIBLE_DEVICES"] = ""  # tests never rely on a GPU
+# Runs in this process unless a test asks for workers: monkeypatched code must reach them, and
+# each worker would import a backend again. Tests of the --jobs default remove it.
+os.environ["SEQKERAS_JOBS"] = "1"
 
 from seqkeras.backends.runtime import select_backend
 

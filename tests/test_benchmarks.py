@@ -25,7 +25,7 @@ def test_bench_runs_end_to_end_at_tiny_size(tmp_path):
     assert list(table.columns) == COLUMNS
     assert "| benchmark" in result.stdout and str(csv) in result.stdout  # the table is printed too
     # Every benchmark gave its rows (the recurrent one, when it cannot run here, a row saying why).
-    assert {"sweep throughput", "decoding cost", "lesson time"} <= set(table["benchmark"])
+    assert {"sweep throughput", "default path", "decoding cost", "lesson time"} <= set(table["benchmark"])
     assert table["benchmark"].nunique() >= 4
     assert not table["figure"].str.startswith("failed:").any()
     assert table["met"].isin([True, False]).all()

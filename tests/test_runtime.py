@@ -1,8 +1,11 @@
-"""Process set-up (seqkeras/runtime.py): freed memory kept for reuse on the torch backend, a lighter Keras import."""
+"""Process set-up (seqkeras/backends/runtime.py): the backend auto picks, freed memory kept for reuse on the torch
+backend, a lighter Keras import."""
 
 from __future__ import annotations
 
 import ctypes
+import importlib.util
+import os
 import subprocess
 import sys
 
@@ -60,3 +63,103 @@ def test_keras_starts_without_its_scikit_learn_and_matplotlib_integrations(backe
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.split("\n")[-2] == "[] (1, 2)"
+
+
+# In a process of its own, without $KERAS_BACKEND: pytest's process has imported Keras on TensorFlow.
+AUTO_CHOICE = """
+from seqkeras.backends.runtime import resolve_backend, select_backend
+print(resolve_backend(None), resolve_backend("auto"), resolve_backend("tensorflow"), select_backend(None, load=False))
+"""
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed")
+def test_auto_picks_torch_unless_keras_backend_is_set():
+    env = {key: value for key, value in os.environ.items() if key != "KERAS_BACKEND"}
+    result = subprocess.run([sys.executable, "-c", AUTO_CHOICE], cwd=REPO, env=env, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split() == ["torch", "torch", "tensorflow", "torch"]
+    result = subprocess.run([sys.executable, "-c", AUTO_CHOICE], cwd=REPO, env={**env, "KERAS_BACKEND": "tensorflow"},
+                            capture_output=True, text=True, timeout=120)
+    assert result.stdout.split() == ["tensorflow", "torch", "tensorflow", "tensorflow"]
+
+
+def test_a_process_that_imported_keras_keeps_its_backend():
+    from seqkeras.backends.runtime import resolve_backend
+    from seqkeras.errors import SpecError
+
+    assert resolve_backend(None) == resolve_backend("auto") == "tensorflow"  # this process: conftest chose it
+    with pytest.raises(SpecError, match="already imported in this process with backend 'tensorflow'"):
+        resolve_backend("torch")
+
+
+def test_a_misspelt_backend_is_named():
+    from seqkeras.backends.runtime import select_backend
+    from seqkeras.errors import SpecError
+
+    with pytest.raises(SpecError, match="unknown Keras backend 'tensorflw'. Allowed: auto, tensorflow, jax, torch"):
+        select_backend("tensorflw", load=False)
+
+
+@pytest.mark.parametrize(
+    "requested, runs, cores, memory_gib, expected",
+    [
+        (None, 12, 2, 20, (2, "the default: one per core")),
+        (None, 1, 2, 20, (1, "the default: one per run")),
+        (None, 3, 16, 20, (3, "the default: one per run")),
+        (8, 12, 2, 20, (2, "--jobs 8, capped at this machine's 2 cores")),
+        (2, 12, 1, 20, (2, "--jobs 2")),  # two stay allowed on one core
+        (None, 64, 16, 5.5, (2, "the default: one per core, capped at 2: 5.5 GiB of memory available, "
+                                "about 2 GiB per worker")),
+    ],
+)
+def test_jobs_are_one_per_core_by_default_and_never_more_than_cores_or_memory_allow(
+        monkeypatch, requested, runs, cores, memory_gib, expected):
+    from seqkeras.execution import executors
+
+    monkeypatch.setattr(executors.os, "cpu_count", lambda: cores)
+    monkeypatch.setattr(executors, "available_memory", lambda: int(memory_gib * 2**30))
+    assert executors.choose_jobs(requested, runs) == expected
+
+
+def test_a_bad_seqkeras_jobs_is_named(monkeypatch, tmp_path, capsys):
+    from tests.helpers import run_cli
+
+    monkeypatch.setenv("SEQKERAS_JOBS", "two")
+    spec = tmp_path / "s.yaml"
+    spec.write_text("version: 1\nname: s\ntask: {name: delayed_recall}\nmodel: {kind: classifier}\n")
+    done = run_cli(capsys, "run", spec, "--out", tmp_path / "out")
+    assert done.code == 2 and "$SEQKERAS_JOBS='two': expected a whole number" in done.err
+
+
+def _experiment(name, backend):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(spec=SimpleNamespace(name=name, backend=backend), source=f"{name}.yaml")
+
+
+def test_an_experiments_backend_key_decides_under_auto_and_refuses_another(monkeypatch):
+    from seqkeras.cli import command_backend
+    from seqkeras.errors import SpecError
+
+    monkeypatch.delenv("KERAS_BACKEND")  # as a user's shell; this process's Keras is on TensorFlow
+    lesson, free = _experiment("lesson", "tensorflow"), _experiment("free", None)
+    assert command_backend(None, [free, lesson]) == ("tensorflow", "backend: tensorflow in the spec of lesson")
+    assert command_backend("auto", [lesson]) == ("tensorflow", "backend: tensorflow in the spec of lesson")
+    assert command_backend("tensorflow", [lesson, free]) == ("tensorflow", None)  # the user's choice: nothing said
+    with pytest.raises(SpecError) as error:
+        command_backend("torch", [free, lesson])
+    assert (error.value.file, error.value.path) == ("lesson.yaml", "backend")
+    assert "computed on 'tensorflow', not on 'torch'" in error.value.message
+    with pytest.raises(SpecError, match="run them in separate commands"):
+        command_backend(None, [lesson, _experiment("other", "torch")])
+
+
+def test_keras_backend_in_the_environment_is_the_users_choice_too(monkeypatch):
+    from seqkeras.cli import command_backend
+    from seqkeras.errors import SpecError
+
+    monkeypatch.setenv("KERAS_BACKEND", "tensorflow")
+    assert command_backend(None, [_experiment("free", None)]) == ("tensorflow", None)
+    with pytest.raises(SpecError, match="not on 'tensorflow'"):
+        command_backend(None, [_experiment("gpu", "torch")])

@@ -170,12 +170,20 @@ print(sorted({m.split(".")[0] for m in sys.modules} & {"keras", "tensorflow", "t
 """
 
 
-def imported_by(*commands, cwd=None) -> str:
-    environment = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": ""}
+def imported_by(*commands, cwd=None, output: list | None = None, unset=("KERAS_BACKEND",)) -> str:
+    """The packages a process imported running `commands`; with a list as `output`, its stdout lines go there.
+
+    Without $KERAS_BACKEND (this process sets it), as a user's shell: the backend is the default one.
+    """
+    environment = {key: value for key, value in os.environ.items() if key not in unset}
+    environment.update(TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
     result = subprocess.run([sys.executable, "-c", IMPORTED_AFTER, *commands], cwd=cwd, env=environment,
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-2000:]
-    return result.stdout.strip().splitlines()[-1]
+    lines = result.stdout.strip().splitlines()
+    if output is not None:
+        output.extend(lines)
+    return lines[-1]
 
 
 def test_commands_that_only_read_specs_and_results_never_import_tensorflow(tiny_spec):
@@ -187,19 +195,27 @@ def test_commands_that_only_read_specs_and_results_never_import_tensorflow(tiny_
 
 
 @pytest.mark.slow
-def test_the_parent_of_parallel_jobs_leaves_tensorflow_to_its_workers(tiny_spec, tmp_path):
-    """Its workers import TensorFlow side by side; the parent importing it first would delay them all."""
-    assert imported_by(f"run|{tiny_spec}|--out|{tmp_path}|--jobs|2") == "[]"
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="one core: the default is one run at a time")
+def test_by_default_runs_go_one_per_core_and_the_parent_leaves_the_backend_to_its_workers(tiny_spec, tmp_path):
+    """Its workers import their backend side by side; the parent importing it first would delay them all."""
+    output = []
+    assert imported_by(f"run|{tiny_spec}|--out|{tmp_path}|--backend|tensorflow", output=output,
+                       unset=("KERAS_BACKEND", "SEQKERAS_JOBS")) == "[]"
+    workers = min(os.cpu_count(), 4)  # the tiny spec has 4 runs
+    default = "the default: one per core" if workers == os.cpu_count() else "the default: one per run"
+    assert f"tiny: 4 run(s) in {workers} worker processes (1 thread(s) each; {default})" in output
     runs = pd.read_csv(tmp_path / "tiny" / "runs.csv")
     assert list(runs["status"]) == ["ok"] * 4
 
 
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed")
-def test_a_torch_run_never_imports_tensorflow(tiny_spec, tmp_path):
+def test_the_default_backend_is_torch_and_a_torch_run_never_imports_tensorflow(tiny_spec, tmp_path):
     """Keras's set_random_seed would import it (to seed tf.data): seconds and memory a torch run never uses."""
-    assert imported_by(f"run|{tiny_spec}|--out|{tmp_path}|--backend|torch") == "['keras', 'torch']"
+    output = []
+    assert imported_by(f"run|{tiny_spec}|--out|{tmp_path}", output=output) == "['keras', 'torch']"
+    assert "backend: torch (auto: the fastest installed here; --backend tensorflow, --backend jax to choose)" in output
     runs = pd.read_csv(tmp_path / "tiny" / "runs.csv")
-    assert list(runs["status"]) == ["ok"] * 4
+    assert list(runs["status"]) == ["ok"] * 4 and set(runs["backend"]) == {"torch"}
 
 
 @pytest.mark.slow
@@ -224,26 +240,20 @@ def test_one_set_of_workers_serves_every_experiment_of_a_command(write_spec, tmp
     assert len(accuracies[0]) == 4 and accuracies[0] == accuracies[1]  # the same runs, the same numbers
 
 
-def test_parallel_workers_start_before_the_specs_are_read_and_stop_on_a_spec_error(
-        tiny_spec, monkeypatch, capsys):
-    """Their backend import (seconds) overlaps the parent's reading; an invalid spec leaves no worker behind."""
+def test_an_invalid_spec_starts_no_worker(tiny_spec, monkeypatch, capsys):
+    """The specs are read before any worker starts (how many start depends on the runs): a spec error costs
+    no backend import."""
     import multiprocessing
 
     from seqkeras import cli as cli_module
 
-    started = []
-
     def invalid_specs(paths, overrides, only=()):
-        started.extend(multiprocessing.active_children())
         raise cli_module.SpecError("tiny.yaml: model.units: must be at least 1")
 
     monkeypatch.setattr(cli_module.sweep, "load_all", invalid_specs)
     assert main(["run", str(tiny_spec), "--jobs", "2"]) == 2
     assert "model.units: must be at least 1" in capsys.readouterr().err
-    assert len(started) == 2, started
-    for worker in started:
-        worker.join(timeout=10)
-        assert not worker.is_alive()
+    assert multiprocessing.active_children() == []
 
 
 @pytest.mark.slow
@@ -256,6 +266,31 @@ def test_ray_local_executor_gives_the_same_table_as_serial(tiny_spec, tmp_path, 
     ray.shutdown()
     assert code == 0, capsys.readouterr()
     assert metrics_of(tmp_path / "ray" / "tiny") == metrics_of(tmp_path / "serial" / "tiny")
+
+
+@pytest.mark.slow
+def test_a_sweep_across_a_two_node_ray_cluster_gives_the_same_table_as_serial(tiny_spec, tmp_path, capsys):
+    """A head and one worker node on this machine, one CPU each: the four runs go to both nodes, as on a cluster
+    whose nodes share the results folder."""
+    pytest.importorskip("ray", reason="Ray is optional: pip install -r requirements-ray.txt")
+    import ray
+    from ray.cluster_utils import Cluster
+
+    assert main(["run", str(tiny_spec), "--out", str(tmp_path / "serial")]) == 0
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
+    address = cluster.address  # None once it is shut down
+    try:
+        cluster.add_node(num_cpus=1)
+        code = main(["run", str(tiny_spec), "--out", str(tmp_path / "ray"), "--executor", "ray",
+                     "--address", address, "--cpus-per-run", "1"])
+        ray.shutdown()
+    finally:
+        cluster.shutdown()
+    assert code == 0, capsys.readouterr()
+    assert f"4 run(s) as Ray tasks on {address}" in capsys.readouterr().out
+    assert metrics_of(tmp_path / "ray" / "tiny") == metrics_of(tmp_path / "serial" / "tiny")
+    records = [json.loads(path.read_text()) for path in (tmp_path / "ray" / "tiny").glob("*/metrics.json")]
+    assert len(records) == 4 and len({record["worker"]["ray_node"] for record in records}) == 2
 
 
 def test_nan_loss_fails_the_run():

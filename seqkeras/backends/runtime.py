@@ -42,22 +42,58 @@ def note_once(reason: str) -> None:
         print(f"note: {reason}")
 
 
+AUTO = "auto"
+
+# What `auto` picks: the first of these that is installed. torch first because its fused
+# recurrent kernels train the suite's recurrent models fastest on the CPU (2.8× TensorFlow on
+# 2 cores, issue 20) and it is the backend with CUDA on the GPU machines (which have no TensorFlow).
+AUTO_PREFERENCE = ("torch", "tensorflow", "jax")
+
+
+def resolve_backend(name: str | None = None) -> str:
+    """The backend `name` means: itself; `auto` → the first installed of AUTO_PREFERENCE;
+    None → $KERAS_BACKEND when set, else as auto. Imports nothing.
+
+    Keras reads its backend once, at its import: in a process that has imported Keras
+    already, that backend is the only one possible, and asking for another is an error.
+    """
+    loaded = _loaded_keras_backend()
+    if name in (None, AUTO) and loaded:
+        return loaded
+    if name is None:
+        name = os.environ.get("KERAS_BACKEND") or AUTO
+    if name == AUTO:
+        name = next((b for b in AUTO_PREFERENCE if importlib.util.find_spec(BACKEND_PACKAGES[b])), "tensorflow")
+    if name not in BACKEND_PACKAGES:
+        return name  # select_backend names it in its error
+    if loaded and name != loaded:
+        raise SpecError(f"Keras is already imported in this process with backend {loaded!r}, so it cannot run on "
+                        f"{name!r}: choose the backend before importing Keras (KERAS_BACKEND={name})")
+    return name
+
+
+def _loaded_keras_backend() -> str | None:
+    keras = sys.modules.get("keras")
+    backend = getattr(getattr(keras, "backend", None), "backend", None)
+    return backend() if callable(backend) else None
+
+
 def select_backend(name: str | None = None, *, load: bool = True) -> str:
-    """Choose the Keras backend (must run before Keras is imported) and, with `load`, import it and
-    Keras quietly, without the Keras integrations seqkeras never uses (`KERAS_EXTRAS`).
+    """Choose the Keras backend (must run before Keras is imported; `resolve_backend` says which)
+    and, with `load`, import it and Keras quietly, without the Keras integrations seqkeras never
+    uses (`KERAS_EXTRAS`).
 
     Without `load` nothing heavy is imported: a process that only validates
     specs, reads results or hands runs to worker processes never needs
     TensorFlow, whose import takes seconds (3-5 s on 2 cores), seconds that a
     `--jobs N` parent would spend before its workers start importing their own.
     """
-    if name:
-        os.environ["KERAS_BACKEND"] = name
-    backend = os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    backend = resolve_backend(name)
     package = BACKEND_PACKAGES.get(backend)
-    if package is None:
-        raise SpecError(f"unknown Keras backend {backend!r}. Allowed: {', '.join(BACKEND_PACKAGES)}.")
+    if package is None:  # a misspelt --backend or $KERAS_BACKEND
+        raise SpecError(f"unknown Keras backend {backend!r}. Allowed: {AUTO}, {', '.join(BACKEND_PACKAGES)}.")
+    os.environ["KERAS_BACKEND"] = backend
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     if importlib.util.find_spec(package) is None:
         raise SpecError(f"backend {backend!r} is not installed: .venv/bin/pip install {package}")
     if not load:

@@ -74,6 +74,57 @@ def execute_once(run: RunSpec, folder: Path, force: bool) -> dict[str, Any]:
         return {**new_record(run), **failure(OSError(message)), "seconds": 0.0}
 
 
+# A worker's peak resident memory, rounded up: its backend (0.5-0.8 GB) plus a model, its data
+# and the freed memory torch keeps for reuse (1.5 GB measured for a 1.2-million-parameter
+# encoder-decoder on de_en). More workers than the available memory holds at this size would
+# swap or be killed, so neither the default nor --jobs starts more.
+WORKER_MEMORY_BYTES = 2 << 30
+
+# The --jobs default when it is set (a whole number): for a shell, a CI job or a test suite.
+JOBS_VARIABLE = "SEQKERAS_JOBS"
+
+
+def available_memory() -> int | None:
+    """Bytes the kernel says can be allocated without swapping (Linux's MemAvailable); None elsewhere."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def choose_jobs(requested: int | None, runs: int) -> tuple[int, str]:
+    """How many runs go at once for `--jobs requested` (None: the default), and why, for the plan line.
+
+    The default is one worker per core: small recurrent models use a second thread
+    poorly, so runs side by side on one thread each finish sooner than one after
+    another on all of them (on 2 cores: the sweep benchmark's 9 small runs 1.5×
+    sooner; an epoch of the de_en encoder-decoder takes 42 s alone on 2 threads, 44-47 s
+    each for two side by side). Never more workers than runs (each would hold a
+    backend and do nothing), nor than the memory holds.
+    """
+    cores = os.cpu_count() or 1
+    memory = available_memory()
+    by_memory = max(1, memory // WORKER_MEMORY_BYTES) if memory else None
+    if requested is None:
+        jobs = min(cores, max(runs, 1))
+        reason = "the default: one per core" if runs >= cores else "the default: one per run"
+    else:
+        # More workers than cores only slows every run. (Two stay allowed, so that a small machine
+        # can still check that runs go in parallel.)
+        jobs = min(requested, max(cores, 2))
+        reason = f"--jobs {requested}" if jobs == requested else (
+            f"--jobs {requested}, capped at this machine's {cores} cores")
+    if by_memory is not None and jobs > by_memory:
+        jobs = by_memory
+        reason = (f"{reason}, capped at {by_memory}: {memory / 2**30:.1f} GiB of memory available, "
+                  f"about {WORKER_MEMORY_BYTES / 2**30:g} GiB per worker")
+    return jobs, reason
+
+
 @dataclass
 class Job:
     index: int
@@ -84,6 +135,9 @@ class Job:
 class SerialExecutor:
     slots = 1  # runs at once
 
+    def __init__(self, reason: str = ""):
+        self.reason = reason  # why one at a time, for the plan line
+
     def start(self) -> None:
         pass  # runs in this process, which imports its backend once the specs are read
 
@@ -92,7 +146,7 @@ class SerialExecutor:
             yield job, execute_once(job.run, job.folder, force)
 
     def describe(self) -> str:
-        return "in this process"
+        return f"in this process ({self.reason})" if self.reason else "in this process"
 
     def close(self) -> None:
         pass
@@ -106,9 +160,10 @@ class ProcessExecutor:
     otherwise pay again for each one.
     """
 
-    def __init__(self, jobs: int, backend: str):
+    def __init__(self, jobs: int, backend: str, reason: str = ""):
         self.jobs = jobs
         self.backend = backend
+        self.reason = reason  # why this many, for the plan line
         self.threads = max(1, (os.cpu_count() or 1) // jobs)
         self.pool: ProcessPoolExecutor | None = None
 
@@ -117,7 +172,8 @@ class ProcessExecutor:
         return self.jobs
 
     def describe(self) -> str:
-        return f"in {self.jobs} worker processes ({self.threads} thread(s) each)"
+        why = f"; {self.reason}" if self.reason else ""
+        return f"in {self.jobs} worker processes ({self.threads} thread(s) each{why})"
 
     def start(self) -> None:
         """Start every worker now, so that their backend imports overlap the parent's own start-up.

@@ -18,6 +18,7 @@ import numpy
 from seqkeras.backends import runtime
 from seqkeras.evaluation import gradient_flow
 from seqkeras.execution.identity import code_version, run_identity
+from seqkeras.execution.workers import worker_place
 from seqkeras.results.folder import FAILED, OK, write_csv, write_json, write_yaml
 from seqkeras.spec.checks import check_model_size
 from seqkeras.spec.runs import RunSpec
@@ -69,6 +70,7 @@ def new_record(run: RunSpec) -> dict[str, Any]:
         "backend": keras.backend.backend(),
         "identity": run_identity(run),  # what a rerun must match to reuse this record (execution.identity)
         "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "worker": worker_place(),
         "versions": versions(),
     }
 

@@ -8,6 +8,8 @@ quieted."""
 from __future__ import annotations
 
 import os
+import socket
+import sys
 import threading
 import time
 
@@ -31,6 +33,16 @@ def setup_worker(backend: str, threads: int) -> None:
         import torch
 
         torch.set_num_threads(threads)  # else each of N workers starts one thread per core
+
+
+def worker_place() -> dict[str, str | int]:
+    """Where this process runs, for a run's record: its host and process id, and inside a Ray task the
+    Ray node (on a cluster, which machine trained the run; two nodes may share a host)."""
+    place: dict[str, str | int] = {"host": socket.gethostname(), "pid": os.getpid()}
+    ray = sys.modules.get("ray")  # imported only by Ray's own workers and the Ray executor's parent
+    if ray is not None and ray.is_initialized():
+        place["ray_node"] = ray.get_runtime_context().get_node_id()
+    return place
 
 
 def setup_pool_worker(backend: str, threads: int) -> None:

@@ -252,6 +252,12 @@ class ExperimentSpec(Params):
     table: TableSpec | list[TableSpec] | None = None
     expect: list[ExpectSpec] = Field(default_factory=list)
     plots: list[PlotSpec] = Field(default_factory=list, description="Figures drawn from runs.csv into the results folder.")
+    backend: Literal["tensorflow", "torch", "jax"] | None = Field(
+        None,
+        description="The Keras backend this experiment is computed on, e.g. where its committed results were made "
+        "(the lesson's probes use TensorFlow's GradientTape): `run` takes it under the default --backend auto "
+        "and refuses another.",
+    )
 
     @field_validator("seeds")
     @classmethod

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("torch", reason="torch is not installed (pip install -r requirements-bench.txt)")
+pytest.importorskip("torch", reason="torch is not installed (pip install -r requirements.txt)")
 
 import keras
 import numpy as np

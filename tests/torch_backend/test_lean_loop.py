@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("torch", reason="torch is not installed (pip install -r requirements-bench.txt)")
+pytest.importorskip("torch", reason="torch is not installed (pip install -r requirements.txt)")
 
 import keras
 import numpy as np

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-pytest.importorskip("torch", reason="torch is not installed (pip install -r requirements-bench.txt)")
+pytest.importorskip("torch", reason="torch is not installed (pip install -r requirements.txt)")
 
 import keras
 import numpy as np
