@@ -54,7 +54,7 @@ def timed_run(out: Path, size: list[str], extra: list[str]) -> tuple[float, str]
     statuses = set(pd.read_csv(runs)["status"]) if runs.exists() else set()
     if result.returncode not in (0, 1) or statuses != {"ok"}:
         raise RuntimeError(f"seqkeras run {' '.join(extra)} failed:\n{result.stdout[-2000:]}{result.stderr[-2000:]}")
-    plan = next((line for line in result.stdout.splitlines() if " run(s) " in line), "")
+    plan = next((line for line in result.stdout.splitlines() if line.startswith("cells-long-range: ")), "")
     backend = next((line for line in result.stdout.splitlines() if line.startswith("backend: ")), "")
     return seconds, f"{backend.split(' (')[0]}; {plan.split(': ', 1)[-1]}".strip("; ")
 
