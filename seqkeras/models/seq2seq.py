@@ -15,8 +15,8 @@ encoder's outputs. What the decoder sees of the source depends on `attention`:
             (Luong et al., 2015, without input feeding). `luong_layer_norm`
             layer-normalizes W [context; state] before the tanh: on real
             sentences with Adam the unnormalized pre-activations grow past
-            the tanh's range in the first epoch and the model stops learning
-            (docs/guides/seq2seq.md measures it).
+            the tanh's range in the first epoch and the model learns far more
+            slowly (docs/guides/seq2seq.md measures it).
 
 One function, `decoder_step`, computes a decoder step. Training runs it over
 the whole target with teacher forcing (the decoder reads the true previous
