@@ -3,12 +3,13 @@
 #              tests/ on TensorFlow, then tests/torch_backend/ on PyTorch
 # make test-fast — the same two, without the tests marked slow
 # make bench — throughput and scaling measurements (not timed tests)
+# make gpu-wheels — the pure-Python wheels the GPU machine lacks, into .whl/ (benchmarks/gpu_check.sh installs them)
 PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-fast bench validate clean-venv browser
+.PHONY: run test test-fast bench gpu-wheels validate clean-venv browser
 
 $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found; set PYTHON=python3"; exit 1; }
@@ -59,6 +60,20 @@ browser:
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py
+
+# The GPU machine (benchmarks/gpu_check.sh) has Python 3.12, PyTorch, JAX, pandas, SciPy and matplotlib,
+# but no Keras, keras-hub or pydantic, and no network: these wheels, pinned as in requirements.txt,
+# travel with the working tree (about 10 MB of the 64 MiB it may carry). Binary ones (optree,
+# pydantic-core) are CPython 3.12 manylinux builds. Left out: TensorFlow and tensorflow-text (no
+# use there), seqeval (a source archive only; the tagging metrics are not measured there).
+GPU_WHEELS := keras==3.15.1 keras-hub==0.32.0 kagglehub==1.0.2 kagglesdk==0.1.28 namex==0.1.0 optree==0.20.0 \
+	pydantic==2.14.4 pydantic-core==2.50.5 annotated-types==0.8.0 typing-inspection==0.4.5
+GPU_PLATFORMS := $(foreach n,2_28 2_27 2_24 2_17,--platform manylinux_$(n)_x86_64) --platform manylinux2014_x86_64
+
+gpu-wheels: $(STAMP)
+	$(BIN)/python -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+	  $(GPU_PLATFORMS) -d .whl $(GPU_WHEELS)
+	@ls .whl
 
 validate: $(STAMP)
 	$(BIN)/seqkeras validate experiments

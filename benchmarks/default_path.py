@@ -41,12 +41,20 @@ DEFAULTS = ("the README command with its defaults", [])
 TENSORFLOW = ("--backend tensorflow --jobs 2", ["--backend", "tensorflow", "--jobs", "2"])
 
 
-def timed_run(out: Path, size: list[str], extra: list[str]) -> tuple[float, str]:
-    """Seconds of one `seqkeras run`, and its plan line (which says the backend and workers)."""
+# Runs the command as its child and says the peak resident memory of the largest process of its tree
+# (getrusage's children: each process waited for, workers included) on stderr's last line, in KiB.
+PEAK_MEMORY = ("import resource, subprocess, sys; code = subprocess.call(sys.argv[1:]); "
+               "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr); sys.exit(code)")
+
+
+def timed_run(out: Path, size: list[str], extra: list[str]) -> tuple[float, str, float]:
+    """Seconds of one `seqkeras run`, its plan line (which says the backend and workers), and the
+    peak memory of its largest process (MiB): with --jobs, a worker's."""
     environment = {key: value for key, value in os.environ.items() if key not in ("KERAS_BACKEND", "SEQKERAS_JOBS")}
     environment["TF_CPP_MIN_LOG_LEVEL"] = "2"
     started = time.perf_counter()
-    result = subprocess.run([sys.executable, "-m", "seqkeras", "run", str(SPEC), "--out", str(out), *size, *extra],
+    command = [sys.executable, "-m", "seqkeras", "run", str(SPEC), "--out", str(out), *size, *extra]
+    result = subprocess.run([sys.executable, "-c", PEAK_MEMORY, *command],
                             cwd=REPO, env=environment, capture_output=True, text=True)
     seconds = time.perf_counter() - started
     # Exit status 1 is also a claim not reproduced, expected at this size: every run must have finished.
@@ -56,7 +64,8 @@ def timed_run(out: Path, size: list[str], extra: list[str]) -> tuple[float, str]
         raise RuntimeError(f"seqkeras run {' '.join(extra)} failed:\n{result.stdout[-2000:]}{result.stderr[-2000:]}")
     plan = next((line for line in result.stdout.splitlines() if line.startswith("cells-long-range: ")), "")
     backend = next((line for line in result.stdout.splitlines() if line.startswith("backend: ")), "")
-    return seconds, f"{backend.split(' (')[0]}; {plan.split(': ', 1)[-1]}".strip("; ")
+    peak = int(result.stderr.strip().splitlines()[-1]) / 1024
+    return seconds, f"{backend.split(' (')[0]}; {plan.split(': ', 1)[-1]}".strip("; "), peak
 
 
 def measure(tiny: bool = False, rounds: int | None = None) -> list[dict]:
@@ -64,10 +73,12 @@ def measure(tiny: bool = False, rounds: int | None = None) -> list[dict]:
     rounds = rounds or 1
     seconds: dict[str, list[float]] = {DEFAULTS[0]: [], TENSORFLOW[0]: []}
     plans: dict[str, str] = {}
+    peaks: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as folder:
         for round_ in range(rounds):
             for index, (name, extra) in enumerate((TENSORFLOW, DEFAULTS)):
-                took, plans[name] = timed_run(Path(folder) / f"round{round_}-{index}", size, extra)
+                took, plans[name], peak = timed_run(Path(folder) / f"round{round_}-{index}", size, extra)
+                peaks[name] = max(peak, peaks.get(name, 0.0))
                 seconds[name].append(took)
     ratios = sorted(tf / default for tf, default in zip(seconds[TENSORFLOW[0]], seconds[DEFAULTS[0]]))
     ratio = statistics.median(ratios)
@@ -76,7 +87,8 @@ def measure(tiny: bool = False, rounds: int | None = None) -> list[dict]:
     return [{
         "benchmark": "default path",
         "figure": f"cells_long_range, {runs}: the defaults ({plans[DEFAULTS[0]]}) vs "
-                  f"{TENSORFLOW[0]}{spread}",
+                  f"{TENSORFLOW[0]}{spread}; peak memory of a worker {peaks[DEFAULTS[0]]:.0f} MiB "
+                  f"(TensorFlow's {peaks[TENSORFLOW[0]]:.0f} MiB)",
         "value": round(statistics.median(seconds[DEFAULTS[0]]), 1),
         "unit": "s",
         "baseline": round(statistics.median(seconds[TENSORFLOW[0]]), 1),

@@ -92,6 +92,21 @@ def measure(tiny: bool = False, threads: int | None = None, clock: str = "wall")
     return rows
 
 
+def measure_gpu(tiny: bool = False) -> list[dict]:
+    """The GPU rows alone (benchmarks/gpu_check.sh): the suite on each Keras backend installed here against PyTorch's
+    cuDNN path, at the full size; on a machine without CUDA, the same code on the CPU at the tiny size, not a figure."""
+    import torch
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    configs = {"gpu": CONFIGS["full"]} if device == "cuda" and not tiny else {"tiny": TINY}
+    backends = [backend for backend in ("tensorflow", "torch") if importlib.util.find_spec(backend)]
+    rows = [_gpu_row(result) for backend in backends for result in compare(backend, device, configs, [], "wall")]
+    if device != "cuda":
+        rows = [{**row, "figure": f"no GPU here, run on the CPU at a tiny size: {row['figure']}", "met": False}
+                for row in rows]
+    return rows
+
+
 def _cpu_row(result: dict) -> dict:
     config = result["config"]
     figure = (f"{result['cell']}, batch {config['batch']}, units {config['units']}: "

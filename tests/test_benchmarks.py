@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -25,8 +26,8 @@ def test_bench_runs_end_to_end_at_tiny_size(tmp_path):
     assert list(table.columns) == COLUMNS
     assert "| benchmark" in result.stdout and str(csv) in result.stdout  # the table is printed too
     # Every benchmark gave its rows (the recurrent one, when it cannot run here, a row saying why).
-    assert {"sweep throughput", "default path", "decoding cost", "lesson time"} <= set(table["benchmark"])
-    assert table["benchmark"].nunique() >= 4
+    assert {"sweep throughput", "default path", "seeds together", "decoding cost", "lesson time"} <= set(table["benchmark"])
+    assert table["benchmark"].nunique() >= 5
     assert not table["figure"].str.startswith("failed:").any()
     assert table["met"].isin([True, False]).all()
     measured = table[~table["figure"].str.startswith("skipped:")]
@@ -38,15 +39,22 @@ def test_bench_runs_end_to_end_at_tiny_size(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("backend", ["tensorflow", "torch"])
-def test_gpu_comparison_runs_here_on_the_cpu(backend):
-    """The GPU rows' code path, on the CPU: without a GPU `make bench` never runs it, so a break would wait for one."""
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    import recurrent_throughput
-
-    results = recurrent_throughput.compare(backend, "cpu", {"tiny": recurrent_throughput.TINY}, [], "wall")
-    assert [result["cell"] for result in results] == recurrent_throughput.CELLS
-    assert {result["backend"] for result in results} == {backend}
-    rows = [recurrent_throughput._gpu_row(result) for result in results]
-    assert all(row["value"] > 0 and row["baseline"] > 0 and row["goal"] == ">= 0.9" for row in rows)
-    assert all(f"suite ({backend} backend, GPU) vs PyTorch (cuDNN)" in row["figure"] for row in rows)
+def test_gpu_check_script_runs_here_on_the_cpu(tmp_path):
+    """benchmarks/gpu_check.sh's code path on the CPU: without a GPU `make bench` never runs it, so a break would
+    wait for one. Every stacking of seeds it measures ends at each replica's own weights (1e-5)."""
+    environment = {**os.environ, "PYTHON": sys.executable, "OUT": str(tmp_path)}
+    result = subprocess.run(["bash", str(REPO / "benchmarks" / "gpu_check.sh"), "--tiny"], env=environment,
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
+    [csv] = tmp_path.glob("gpu-tiny-*.csv")
+    table = pd.read_csv(csv)
+    recurrent = table[table["benchmark"] == "recurrent training"]
+    # Each Keras backend installed here against PyTorch, said to be on the CPU, never met.
+    assert {"suite (tensorflow backend, GPU)" in f for f in recurrent["figure"]} == {True, False}
+    assert recurrent["figure"].str.startswith("no GPU here").all() and not recurrent["met"].any()
+    assert (recurrent["value"] > 0).all() and (recurrent["baseline"] > 0).all()
+    seeds = table[table["benchmark"] == "seeds together"]
+    assert sorted(set(seeds["figure"].str.extract(r"^(\d+) seeds")[0].astype(int))) == [1, 8, 64]
+    drift = seeds["figure"].str.extract(r"difference from alone ([0-9.e+-]+)")[0].astype(float)
+    assert (drift < 1e-5).all(), seeds["figure"].tolist()
+    assert (seeds["ratio"] > 0).all()

@@ -108,6 +108,10 @@ def select_backend(name: str | None = None, *, load: bool = True) -> str:
                 tf.config.list_physical_devices()  # the CUDA probe prints here
                 tf.get_logger().setLevel("ERROR")  # retracing notices: each run builds new models
         import keras  # noqa: F401  (TensorFlow's import has imported it already)
+    if backend != "tensorflow":
+        from keras.src.saving import serialization_lib
+
+        serialization_lib.tf = _TensorFlowIfImported(serialization_lib.tf)
     return backend
 
 
@@ -160,5 +164,26 @@ def set_random_seed(seed: int) -> None:
 
 class _Absent:
     available = False  # what Keras's lazy module says when the package is not installed
+
+
+class _TensorFlowIfImported:
+    """Keras's lazy `tensorflow` module as serialization_lib sees it on the other backends: available only once imported.
+
+    `serialize_keras_object` asks `tf.available` (which imports TensorFlow when it is
+    installed) to test whether a value is a TensorShape, DType or TypeSpec. Bidirectional
+    serializes its layer to copy it, so a torch worker that builds one imported all of
+    TensorFlow for that test: 3.2 s of its first run on 2 cores (issue 20). A value can
+    be a TensorFlow object only if TensorFlow is imported, so the answer is the same.
+    """
+
+    def __init__(self, lazy_module):
+        self._lazy_module = lazy_module
+
+    @property
+    def available(self) -> bool:
+        return "tensorflow" in sys.modules and self._lazy_module.available
+
+    def __getattr__(self, name):
+        return getattr(self._lazy_module, name)
 
 
