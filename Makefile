@@ -32,17 +32,23 @@ run: $(STAMP)
 # process (tests/conftest.py leaves tests/torch_backend/ out of the first). Both must pass.
 TORCH_TESTS := KERAS_BACKEND=torch $(BIN)/python -m pytest -q tests/torch_backend
 
-test: $(STAMP) $(VENV)/.ray browser
+test: $(STAMP) $(VENV)/.ray $(VENV)/.tracking browser
 	$(BIN)/python -m pytest -q
 	$(TORCH_TESTS)
 
-test-fast: $(STAMP) $(VENV)/.ray browser
+test-fast: $(STAMP) $(VENV)/.ray $(VENV)/.tracking browser
 	$(BIN)/python -m pytest -q -m "not slow"
 	$(TORCH_TESTS) -m "not slow"
 
 # Ray is optional for users; the tests check the Ray executor, so they install it.
 $(VENV)/.ray: requirements-ray.txt $(STAMP)
 	$(BIN)/python -m pip install --quiet -r requirements-ray.txt
+	touch $@
+
+# TensorBoard and MLflow are optional for users (train.tensorboard, run --track mlflow); the tests
+# read what the suite writes with their own readers, so they install them.
+$(VENV)/.tracking: requirements-tracking.txt $(STAMP)
+	$(BIN)/python -m pip install --quiet -r requirements-tracking.txt
 	touch $@
 
 # The HTML report is tested in a real headless browser: Debian's chromium, installed

@@ -14,19 +14,18 @@ import sys
 import threading
 from pathlib import Path
 
-from seqkeras.backends.runtime import AUTO, BACKEND_PACKAGES, resolve_backend, select_backend
+from seqkeras.backends.runtime import AUTO, BACKEND_PACKAGES, QUIET_TF_LOG_LEVEL, TF_LOG_LEVEL_VARIABLE, select_backend
 from seqkeras.errors import SpecError
 from seqkeras.execution import sweep
-from seqkeras.execution.executors import JOBS_VARIABLE, ProcessExecutor, RayExecutor, SerialExecutor, choose_jobs
-from seqkeras.spec.reference import components_markdown, describe_params
+from seqkeras.spec.reference import components_markdown, describe_params, section_models
 from seqkeras.spec.sections import TableSpec
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
 
 
 def main(argv: list[str] | None = None) -> int:
-    # TensorFlow's C++ start-up chatter (oneDNN, CUDA probing) hides our output.
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    # TensorFlow's C++ chatter (oneDNN, CUDA probing) hides our output (runtime.QUIET_TF_LOG_LEVEL).
+    os.environ.setdefault(TF_LOG_LEVEL_VARIABLE, QUIET_TF_LOG_LEVEL)
     parser = build_parser()
     args = parser.parse_args(argv)
     with sigterm_as_ctrl_c():
@@ -87,6 +86,12 @@ def build_parser() -> argparse.ArgumentParser:
                      help="then compare each experiment's results with DIR/<name> (same numbers up to rounding; "
                           "timings left out), one line each; exit 1 when one differs")
     run.add_argument("--force", action="store_true", help="rerun runs that already have a finished record")
+    run.add_argument("--track", default=None, metavar="mlflow[=URI]",
+                     help="log every run to MLflow: its spec as params, per-epoch and final metrics, its files "
+                          "(default store: sqlite:///<out>/mlflow.db; pip install -r requirements-tracking.txt)")
+    run.add_argument("--tensorboard", action="store_true",
+                     help="write TensorBoard event files into each run's folder (train.tensorboard=true for every "
+                          "experiment that trains); then: tensorboard --logdir results/<name>")
     run.add_argument("--dry-run", action="store_true",
                      help="validate and list the runs it would make (and reuse); train and write nothing")
     run.add_argument("--jobs", type=positive_int, default=None, metavar="N",
@@ -114,12 +119,14 @@ def build_parser() -> argparse.ArgumentParser:
     table.add_argument("--pool", nargs="+", default=[], metavar="KEY",
                        help="matrix or decoder key(s) to average over, as over seeds (else a key that varies "
                             "within a cell is an error)")
-    table.add_argument("--format", choices=["md", "csv"], default="md")
+    table.add_argument("--format", choices=["md", "csv"], default="md",
+                       help="md: mean ± std in each cell (default); csv: numbers, a column each for mean, std and n")
     table.add_argument("--rebuild", action="store_true",
                        help="rebuild runs.csv from every run folder's metrics.json, then table.md and the plots")
     table.set_defaults(handler=command_table)
 
-    listing = commands.add_parser("list", help="every task, model kind, cell, decoder, probe and metric")
+    listing = commands.add_parser("list", help="every section's options, and every task, model kind, cell, decoder, "
+                                               "probe and metric")
     listing.add_argument("--markdown", action="store_true", help="as Markdown: the page docs/components.md is")
     listing.set_defaults(handler=command_list)
 
@@ -149,6 +156,12 @@ def build_parser() -> argparse.ArgumentParser:
                         help="write the pages (and copies of the plots) here; default: beside the results")
     report.set_defaults(handler=command_report)
 
+    export = commands.add_parser("export", help="log results that already exist to a tracker (MLflow)")
+    export.add_argument("results_dirs", nargs="+", metavar="RESULTS_DIR", help="results/<name> or a results root")
+    export.add_argument("--track", default="mlflow", metavar="mlflow[=URI]",
+                        help="the tracking store (default: sqlite:///<results root>/mlflow.db)")
+    export.set_defaults(handler=command_export)
+
     schema = commands.add_parser("schema", help="print the JSON Schema of experiment files (for editors)")
     schema.add_argument("--out", default=None, metavar="FILE", help="write it to FILE instead of printing it")
     schema.set_defaults(handler=command_schema)
@@ -165,60 +178,6 @@ def positive_int(text: str) -> int:
     return value
 
 
-def command_backend(requested: str | None, experiments) -> tuple[str, str | None]:
-    """The backend `run` uses, and why when the suite chose it (None when the user did).
-
-    `--backend` (or $KERAS_BACKEND) is the user's choice, refused for an experiment that
-    names another in its `backend:`. Under auto the experiments' `backend:` decides, else
-    the fastest installed.
-    """
-    named = {experiment.spec.backend: experiment for experiment in experiments if experiment.spec.backend}
-    chosen = requested if requested != AUTO else None
-    if requested is None:
-        chosen = os.environ.get("KERAS_BACKEND") or None
-    if chosen:
-        for wanted, experiment in named.items():
-            if wanted != chosen:
-                raise SpecError(f"this experiment is computed on {wanted!r}, not on {chosen!r}: run it with "
-                                f"--backend {wanted} or --backend auto", file=experiment.source, path="backend")
-        return resolve_backend(chosen), None
-    if len(named) > 1:
-        first, second = list(named.values())[:2]
-        raise SpecError(f"{first.source} is computed on {first.spec.backend!r} and {second.source} on "
-                        f"{second.spec.backend!r} (their backend:): run them in separate commands")
-    if named:
-        backend = next(iter(named))
-        asking = [e.spec.name for e in experiments if e.spec.backend]
-        return backend, f"backend: {backend} in the spec{'s' if len(asking) > 1 else ''} of {', '.join(asking[:3])}" + (
-            f" and {len(asking) - 3} more" if len(asking) > 3 else "")
-    backend = resolve_backend(AUTO)
-    others = ", ".join(f"--backend {name}" for name in BACKEND_PACKAGES if name != backend)
-    return backend, f"auto: the fastest installed here; {others} to choose"
-
-
-def make_executor(args, backend: str, runs: int):
-    """The executor for `run`'s options; `runs`: the most runs any one experiment of the command has."""
-    if args.executor == "ray":
-        return RayExecutor(args.address, backend, args.cpus_per_run, args.gpus_per_run)
-    if args.address:
-        raise SpecError("--address only applies to --executor ray")
-    jobs, reason = choose_jobs(requested_jobs(args), runs)
-    return ProcessExecutor(jobs, backend, reason) if jobs > 1 else SerialExecutor(reason)
-
-
-def requested_jobs(args) -> int | None:
-    """--jobs, else $SEQKERAS_JOBS, else None (the default)."""
-    if args.jobs is not None:
-        return args.jobs
-    text = os.environ.get(JOBS_VARIABLE)
-    if not text:
-        return None
-    try:
-        return positive_int(text)
-    except argparse.ArgumentTypeError as error:
-        raise SpecError(f"${JOBS_VARIABLE}={text!r}: {error}") from None
-
-
 def command_validate(args) -> int:
     for experiment in sweep.load_all(args.paths, args.overrides, args.only):
         print(f"ok  {experiment.source}  ({experiment.spec.name}: {len(experiment.runs)} runs)")
@@ -228,29 +187,17 @@ def command_validate(args) -> int:
 
 
 def command_run(args) -> int:
-    out_root = Path(args.out)
-    # The specs are read first (a second, and no backend): the backend and how many workers to start
-    # depend on them.
-    experiments = sweep.load_all(args.paths, args.overrides, args.only)
-    sweep.check_out_root(out_root, args.paths, experiments)
-    backend, why = command_backend(args.backend, experiments)
-    select_backend(backend, load=False)
-    if args.dry_run:
-        sweep.plan(experiments, out_root, force=args.force)
+    from seqkeras.api import run_paths
+
+    outcome, _ = run_paths(args.paths, overrides=args.overrides, only=args.only, out=args.out, backend=args.backend,
+                           jobs=args.jobs, force=args.force,
+                           reference=args.reference, executor=args.executor, address=args.address,
+                           cpus_per_run=args.cpus_per_run, gpus_per_run=args.gpus_per_run, dry_run=args.dry_run,
+                           tensorboard=args.tensorboard, track=args.track)
+    if outcome is None:  # --dry-run
         return EXIT_OK
-    reference = Path(args.reference) if args.reference else None
-    if reference is not None:
-        sweep.check_reference_root(reference, out_root)
-    if why:
-        print(f"backend: {backend} ({why})")
-    executor = make_executor(args, backend, max((len(e.runs) for e in experiments), default=1))
-    try:
-        executor.start()
-        outcome = sweep.run_all(experiments, out_root, executor, force=args.force, reference=reference)
-    finally:
-        executor.close()  # worker processes serve every experiment, then stop
     problems = [f"{outcome.failed_runs} failed run(s)", f"{outcome.failed_expectations} expectation(s) not reproduced"]
-    if reference is not None:
+    if args.reference is not None:
         problems.append(f"{len(outcome.differing)} experiment(s) differ from the reference")
     if outcome.failed_runs or outcome.failed_expectations or outcome.differing:
         print(f"\n{', '.join(problems)}", file=sys.stderr)
@@ -270,12 +217,12 @@ def command_table(args) -> int:
         if not (args.rows and args.value):
             raise SpecError("give --rows and --value (and optionally --columns), or none of them")
         table = TableSpec(rows=args.rows, columns=args.columns, value=args.value, pool=args.pool)
-        frames = [("", pivot(runs, table))]
+        frames = [("", pivot(runs, table, statistics=args.format == "csv"))]
     else:
         folder = results_dir if results_dir.is_dir() else results_dir.parent
         tables = declared_tables(read_saved_spec(folder, warn=print_warning), folder / "experiment.yaml")
         matrix_columns = [c for c in runs.columns if is_matrix_column(c)]
-        frames = summary_tables(runs, tables, matrix_columns, pool=args.pool)
+        frames = summary_tables(runs, tables, matrix_columns, pool=args.pool, statistics=args.format == "csv")
     for title, frame in frames:
         if title and args.format == "md":
             print(f"## {title}\n")
@@ -290,6 +237,12 @@ def command_list(args) -> int:
     if args.markdown:
         sys.stdout.write(components_markdown(catalog.ALL))
         return EXIT_OK
+    print("SECTIONS:")
+    for path, model in section_models().items():
+        print(f"  {path}")
+        for line in describe_params(model):
+            print(f"      {line}")
+    print()
     for kind, registry in catalog.ALL.items():
         print(f"{kind}s:".upper())
         for component in registry:
@@ -328,6 +281,13 @@ def command_report(args) -> int:
         print(f"wrote {page}")
     print(f"wrote {index}")
     return EXIT_OK
+
+
+def command_export(args) -> int:
+    from seqkeras.tracking.export import export_results
+
+    failed = export_results([Path(p) for p in args.results_dirs], args.track)
+    return EXIT_FAILED if failed else EXIT_OK
 
 
 def command_schema(args) -> int:

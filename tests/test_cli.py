@@ -68,7 +68,15 @@ def test_set_and_table_from_the_command_line(tiny_spec, tmp_path, capsys):
     assert code == 0 and "| gru" in stdout and "±" in stdout
     code, stdout, _ = run_cli(capsys, "table", out / "tiny", "--rows", "seed", "--columns", "model.cell",
                               "--value", "accuracy", "--format", "csv")
-    assert code == 0 and stdout.splitlines()[0] == "seed,gru"
+    # CSV is data: a column per statistic, numbers in them (one seed per cell: no std).
+    assert code == 0 and stdout.splitlines()[0] == "seed,gru mean,gru std,gru n"
+    first = stdout.splitlines()[1].split(",")
+    assert first[0] == "0" and float(first[1]) == runs["accuracy"][0] and first[2:] == ["", "1"]
+    code, stdout, _ = run_cli(capsys, "table", out / "tiny", "--rows", "model.cell", "--value", "accuracy",
+                              "--format", "csv")
+    header, row = stdout.splitlines()[:2]
+    assert header == "model.cell,accuracy mean,accuracy std,accuracy n" and row.startswith("gru,")
+    assert float(row.split(",")[2]) == pytest.approx(runs["accuracy"].std()) and row.endswith(",2")
     code, _, stderr = run_cli(capsys, "table", out / "tiny", "--rows", "model.cel", "--value", "accuracy")
     assert code == 2 and "Did you mean 'model.cell'?" in stderr
 
@@ -145,6 +153,15 @@ def test_validate_and_list(tiny_spec, capsys):
     for heading in ("TASKS:", "MODEL KINDS:", "CELLS:", "PROBES:", "METRICS:", "DECODERS:"):
         assert heading in stdout
     assert "gradient_flow" in stdout and "forget_bias" in stdout and "one of simple_rnn|lstm|gru" in stdout
+    # Every section's options, from the models that validate them, not only the components.
+    sections = stdout[stdout.index("SECTIONS:"):stdout.index("TASKS:")]
+    for heading in ("(top level)", "train", "train.optimizer", "train.early_stopping", "evaluate", "table",
+                    "expect", "plots"):
+        assert f"\n  {heading}\n" in sections
+    for option in ("validation_split (float, default 0.0, ≥ 0, < 0.5)", "early_stopping (EarlyStoppingSpec | None",
+                   "verbose (one of 0|1|2, default 2)", "distribution (one of none|mirrored", "tensorboard (bool",
+                   "patience (int, default 2, ≥ 1)", "decoders (list[GreedyChoice | BeamChoice | SampleChoice]"):
+        assert option in sections, option
 
 
 def test_missing_path_is_a_clear_error(tmp_path, capsys):
@@ -176,3 +193,22 @@ def test_dry_run_lists_what_would_run_and_reuse_and_writes_nothing(write_spec, t
     assert plan() == ["reuse", "reuse"]
     assert plan("--force") == ["run", "run"]
     assert sorted(out.rglob("*")) == written
+
+
+def test_progress_names_each_run_when_it_starts_and_counts_done_failed_and_time_left(tiny_spec, tmp_path, capsys):
+    code, stdout, _ = run_cli(capsys, "run", tiny_spec, "--out", tmp_path, "--set", "train.epochs=2",
+                              "--set", "train.verbose=2")
+    assert code == 0
+    lines = stdout.splitlines()
+    runs = pd.read_csv(tmp_path / "tiny" / "runs.csv")["run_id"].tolist()
+    started = [line for line in lines if line.startswith("started run ")]
+    assert started == [f"started run {i} of 4: {run_id}" for i, run_id in enumerate(runs, start=1)]
+    # Between a run's start and its end, its epochs, counted as the spec counts them, on TensorFlow as on torch.
+    first = lines.index(started[0])
+    end = next(i for i, line in enumerate(lines) if line.startswith("[1/4] "))
+    assert [line.split(" - ")[0] for line in lines[first + 1:end] if line.startswith("Epoch")] == ["Epoch 1/2",
+                                                                                                  "Epoch 2/2"]
+    assert sum(line.startswith("Epoch 1/2") for line in lines) == 4 and not any("Epoch 1/1" in line for line in lines)
+    done = [line for line in lines if line.startswith("[")]
+    assert "; 1 of 4 done, " in done[0] and " elapsed, about " in done[0] and done[0].endswith(" left")
+    assert "; 4 of 4 done, " in done[-1] and "left" not in done[-1]

@@ -483,3 +483,83 @@ def test_curves_of_matrix_points_that_differ_in_a_key_only_one_sets_get_differen
     runs = pd.read_csv(folder / "runs.csv")
     curves = _read_curves(folder, runs, "history", ["model.cell", "model.chrono"])
     assert [curve.label for curve in curves] == ["chrono=-", "chrono=100"]
+
+
+# --------------------------------------------------------------------------- #
+# Plots at the scale of a sweep; the report's runs and samples (issue 21)
+# --------------------------------------------------------------------------- #
+
+
+def test_learning_curves_are_small_multiples_along_the_matrix_axes(tmp_path):
+    """2 cells × 3 lags × 3 seeds: a row per lag, a column per quantity, a line (the mean of 3 seeds) per cell,
+    one legend outside the panels, and each panel saying what it shows."""
+    from seqkeras.reporting.plots import axis_groups, draw_learning_curves, _read_curves
+
+    folder = training_results(tmp_path)
+    runs = pd.read_csv(folder / "runs.csv")
+    curves = _read_curves(folder, runs, "history", ["task.lag", "model.cell"],
+                          axis_groups(["task.lag", "model.cell"], ["task.lag", "model.cell"]))
+    figure = draw_learning_curves(curves)
+    axes = [ax for ax in figure.axes if ax.get_visible()]
+    assert len(axes) == 3 * 2  # lags × (loss, accuracy)
+    assert [ax.get_title() for ax in axes[::2]] == ["lag=5", "lag=20", "lag=50"]  # numeric order, not text order
+    assert {ax.get_ylabel() for ax in axes} == {"loss", "accuracy"}
+    for ax in axes:
+        assert ax.get_legend() is None
+        solid = [line for line in ax.get_lines() if line.get_linestyle() == "-"]
+        dashed = [line for line in ax.get_lines() if line.get_linestyle() == "--"]
+        assert len(solid) == 2 and len(dashed) == 2  # a training and a validation line per cell, seeds pooled
+    [legend] = figure.legends
+    assert [text.get_text() for text in legend.get_texts()] == [
+        "cell=lstm", "cell=simple_rnn", "training set", "validation (held-out share of training)"]
+    assert "mean ± std over 3 seeds" in figure._suptitle.get_text()
+    # Without axes known (a results folder's own spec missing), each section is one axis: the same layout.
+    assert axis_groups(["task.lag", "model.cell"], None) == [["task.lag"], ["model.cell"]]
+    plot_folder(folder, [], ["task.lag", "model.cell"], runs, axes=["task.lag", "model.cell"])
+    assert_drawn_png(folder / "learning_curves.png")
+
+
+def test_quality_by_length_pools_seeds_into_one_line_per_configuration(tmp_path):
+    from seqkeras.reporting.plots import draw_by_length, _read_curves
+
+    folder = seq2seq_results(tmp_path)
+    runs = pd.read_csv(folder / "runs.csv")
+    for run_id in list(runs["run_id"]):  # a second seed of each, with other scores
+        copy = folder / run_id.replace("seed=0", "seed=1")
+        shutil.copytree(folder / run_id, copy)
+        frame = pd.read_csv(copy / "by_length.csv")
+        frame["bleu"] -= 10
+        frame.to_csv(copy / "by_length.csv", index=False)
+    runs = pd.concat([runs, runs.assign(run_id=runs["run_id"].str.replace("seed=0", "seed=1"), seed=1)])
+    curves = _read_curves(folder, runs, "by_length", ["model.attention"])
+    figure = draw_by_length(curves)
+    bleu = figure.axes[0]
+    assert [line.get_label() for line in bleu.get_lines()] == ["attention=luong", "attention=none"]
+    assert list(bleu.get_lines()[0].get_ydata()) == [94.0, 85.0, 90.0]  # the mean of the two seeds
+    assert bleu.get_legend() is None and len(figure.legends) == 1
+
+
+def test_report_has_a_row_per_run_with_links_to_its_files_and_sample_outputs(tmp_path):
+    import re
+
+    results = tmp_path / "results"
+    folder = seq2seq_results(results)
+    for run_id in pd.read_csv(folder / "runs.csv")["run_id"]:
+        pd.DataFrame({"decoder": ["greedy"] * 5 + ["beam"] * 5, "pair": list(range(5)) * 2,
+                      "source": [f"source {i}" for i in range(5)] * 2, "reference": ["ref"] * 10,
+                      "output": [f"{run_id} says {i}" for i in range(10)], "log_prob": [-1.0] * 10}).to_csv(
+            folder / run_id / "outputs.csv", index=False)
+    for out in (None, tmp_path / "site"):  # beside the results, and in a folder of its own
+        _, [page_path] = write_reports([folder], out)
+        page = page_path.read_text(encoding="utf-8")
+        assert '<h2 id="runs">Runs (2)</h2>' in page and "<th>parameters</th>" in page and "<th>status</th>" in page
+        # Sample outputs: the first 3 of each decoder, of each configuration.
+        assert '<h2 id="samples">Sample outputs</h2>' in page
+        assert "attention=luong_seed=0_0000 says 2" in page and "attention=luong_seed=0_0000 says 3" not in page
+        assert "attention=none_seed=0_0000 says 7" in page  # beam's third
+        links = [link for link in re.findall(r'href="([^"]+)"', page) if not link.endswith(".html") and link != "data:,"]
+        assert len(links) >= 2 * 4  # each run's folder and files
+        for link in links:
+            from urllib.parse import unquote
+
+            assert (page_path.parent / unquote(link)).exists(), link

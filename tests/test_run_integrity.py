@@ -437,13 +437,11 @@ def test_a_run_folder_that_cannot_be_written_is_a_failed_run(write_spec, tmp_pat
 
 
 def test_jobs_beyond_the_cores_are_bounded():
-    import argparse
     import os
 
-    from seqkeras.cli import make_executor
+    from seqkeras.execution.executors import make_executor
 
-    args = argparse.Namespace(executor="local", address=None, jobs=100)
-    executor = make_executor(args, "tensorflow", runs=200)
+    executor = make_executor("local", "tensorflow", runs=200, jobs=100)
     assert executor.slots == max(os.cpu_count() or 1, 2)  # this machine's memory holds more than that
     assert f"--jobs 100, capped at this machine's {os.cpu_count()} cores" in executor.describe()
 

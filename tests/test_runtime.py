@@ -139,27 +139,55 @@ def _experiment(name, backend):
 
 
 def test_an_experiments_backend_key_decides_under_auto_and_refuses_another(monkeypatch):
-    from seqkeras.cli import command_backend
+    from seqkeras.execution.sweep import choose_backend
     from seqkeras.errors import SpecError
 
     monkeypatch.delenv("KERAS_BACKEND")  # as a user's shell; this process's Keras is on TensorFlow
     lesson, free = _experiment("lesson", "tensorflow"), _experiment("free", None)
-    assert command_backend(None, [free, lesson]) == ("tensorflow", "backend: tensorflow in the spec of lesson")
-    assert command_backend("auto", [lesson]) == ("tensorflow", "backend: tensorflow in the spec of lesson")
-    assert command_backend("tensorflow", [lesson, free]) == ("tensorflow", None)  # the user's choice: nothing said
+    assert choose_backend(None, [free, lesson]) == ("tensorflow", "backend: tensorflow in the spec of lesson")
+    assert choose_backend("auto", [lesson]) == ("tensorflow", "backend: tensorflow in the spec of lesson")
+    assert choose_backend("tensorflow", [lesson, free]) == ("tensorflow", None)  # the user's choice: nothing said
     with pytest.raises(SpecError) as error:
-        command_backend("torch", [free, lesson])
+        choose_backend("torch", [free, lesson])
     assert (error.value.file, error.value.path) == ("lesson.yaml", "backend")
     assert "computed on 'tensorflow', not on 'torch'" in error.value.message
     with pytest.raises(SpecError, match="run them in separate commands"):
-        command_backend(None, [lesson, _experiment("other", "torch")])
+        choose_backend(None, [lesson, _experiment("other", "torch")])
 
 
 def test_keras_backend_in_the_environment_is_the_users_choice_too(monkeypatch):
-    from seqkeras.cli import command_backend
+    from seqkeras.execution.sweep import choose_backend
     from seqkeras.errors import SpecError
 
     monkeypatch.setenv("KERAS_BACKEND", "tensorflow")
-    assert command_backend(None, [_experiment("free", None)]) == ("tensorflow", None)
+    assert choose_backend(None, [_experiment("free", None)]) == ("tensorflow", None)
     with pytest.raises(SpecError, match="not on 'tensorflow'"):
-        command_backend(None, [_experiment("gpu", "torch")])
+        choose_backend(None, [_experiment("gpu", "torch")])
+
+
+QUIET_TENSORFLOW = """
+import os
+from seqkeras.backends.runtime import select_backend
+select_backend("torch")
+print("level", os.environ["TF_CPP_MIN_LOG_LEVEL"])
+import tensorflow as tf  # as a lesson probe imports it in a torch worker, long after select_backend
+print(int(tf.reduce_sum(tf.constant([1, 2]))))  # the first op: where the CUDA probe logs its failure
+"""
+
+
+@pytest.mark.parametrize("level", [None, "0"])
+def test_tensorflow_imported_late_says_nothing_unless_the_user_asks_for_its_logs(level):
+    """TensorFlow's C++ notices (I0000 … oneDNN, E0000 … cuInit) stay off stderr in a process the suite set up,
+    wherever TensorFlow is first imported; a TF_CPP_MIN_LOG_LEVEL the user sets is left as it is."""
+    import subprocess
+
+    environment = {key: value for key, value in os.environ.items() if key != "TF_CPP_MIN_LOG_LEVEL"}
+    if level is not None:
+        environment["TF_CPP_MIN_LOG_LEVEL"] = level
+    done = subprocess.run([sys.executable, "-c", QUIET_TENSORFLOW], env=environment, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["level", level or "3", "3"]
+    assert "I0000" not in done.stderr and "oneDNN custom operations" not in done.stderr
+    if level is None:
+        assert "E0000" not in done.stderr and "cuInit" not in done.stderr

@@ -131,3 +131,25 @@ def test_matrix_axes_are_checked_against_their_parameters(validator):
     assert not validator.is_valid(raw)
     raw["matrix"] = {"task.lag": [5, 10], "model.cell": ["lstm"], "train.epochs": [1, 2]}
     assert validator.is_valid(raw)
+
+
+WHERE = [
+    ("model: {kind: classifier, cell: gru, units: 4, embedding_dim: 4, unts: 3}", ["model"], "'unts' was unexpected"),
+    ("train: {epochs: 1, batch_size: 16, bach_size: 4}", ["train"], "'bach_size' was unexpected"),
+    ("task: {name: delayed_recall, lag: 3, n_train: 64, n_test: 32, lagg: 4}", ["task"], "'lagg' was unexpected"),
+    ("table: {rows: model.cell, value: accuracy, colums: seed}", ["table"], "'colums' was unexpected"),
+    ("evaluate: {decoders: [{name: beam, widht: 3}]}", ["evaluate", "decoders", 0], "'widht' was unexpected"),
+    ("evaluate: {decoders: [{name: beem}]}", ["evaluate", "decoders", 0, "name"], "'beem' is not one of"),
+]
+
+
+@pytest.mark.parametrize("line, path, message", WHERE, ids=[m.split("'")[1] for _, _, m in WHERE])
+def test_the_schema_names_the_misspelt_key_where_it_is(line, path, message, validator):
+    """Unions are decided by if/then on a name or a type, so an editor shows the branch's own error at the key,
+    not "… is not valid under any of the given schemas" at the section."""
+    raw = yaml.safe_load(textwrap.dedent(TINY_TRAINING_SPEC))
+    raw.update(yaml.safe_load(line))
+    errors = list(validator.iter_errors(raw))
+    assert errors and all("is not valid under any of the given schemas" not in e.message for e in errors)
+    assert any(list(e.absolute_path) == path and message in e.message for e in errors), \
+        [(list(e.absolute_path), e.message) for e in errors]

@@ -247,7 +247,7 @@ def test_an_invalid_spec_starts_no_worker(tiny_spec, monkeypatch, capsys):
 
     from seqkeras import cli as cli_module
 
-    def invalid_specs(paths, overrides, only=()):
+    def invalid_specs(paths, overrides, only=(), tensorboard=False):
         raise cli_module.SpecError("tiny.yaml: model.units: must be at least 1")
 
     monkeypatch.setattr(cli_module.sweep, "load_all", invalid_specs)

@@ -18,6 +18,12 @@ from seqkeras.errors import SpecError
 
 BACKEND_PACKAGES = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch"}
 
+# TensorFlow's C++ log lines at run time ("E0000 … oneDNN supports DT_BOOL only on platforms with
+# AVX-512", "failed call to cuInit") are notices, not errors of the run, and 2 lets ERROR-level ones
+# through: 3 keeps them out of every process the suite starts (workers inherit it). A value the
+# user sets wins; TensorFlow's Python errors are exceptions and surface whatever the level.
+TF_LOG_LEVEL_VARIABLE, QUIET_TF_LOG_LEVEL = "TF_CPP_MIN_LOG_LEVEL", "3"
+
 
 @contextlib.contextmanager
 def quiet_stderr():
@@ -30,6 +36,53 @@ def quiet_stderr():
     finally:
         os.dup2(saved, 2)
         os.close(saved)
+
+
+class _QuietTensorFlowImport:
+    """A meta-path finder: the `import tensorflow` of the process, wherever it happens, runs with
+    descriptor 2 on /dev/null (its C++ start-up notices); the finder then removes itself.
+
+    On the other backends TensorFlow is imported only if something asks for it (the lesson's
+    probes, which compute with it, say), long after `select_backend`: without this each such
+    process printed `I0000 … oneDNN custom operations are on` and the CUDA probe's lines.
+    """
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "tensorflow":
+            return None
+        # The other finders' spec (find_spec also answers Keras's `is it installed?` checks, which import nothing).
+        spec = next((spec for finder in sys.meta_path if finder is not self and hasattr(finder, "find_spec")
+                     for spec in [finder.find_spec(name, path, target)] if spec is not None), None)
+        if spec is not None and spec.loader is not None:
+            spec.loader = _QuietLoader(spec.loader, self)
+        return spec
+
+
+class _QuietLoader:
+    """The package's own loader, executing it with stderr silenced; afterwards the module names its own loader."""
+
+    def __init__(self, loader, finder):
+        self.loader = loader
+        self.finder = finder
+
+    def __getattr__(self, name):
+        return getattr(self.loader, name)
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        module.__spec__.loader = module.__loader__ = self.loader
+        if self.finder in sys.meta_path:  # imported once: the finder's work is done
+            sys.meta_path.remove(self.finder)
+        with quiet_stderr():
+            self.loader.exec_module(module)
+
+
+def quiet_tensorflow_import() -> None:
+    """Install `_QuietTensorFlowImport` unless TensorFlow is imported already (or it is installed)."""
+    if "tensorflow" not in sys.modules and not any(isinstance(f, _QuietTensorFlowImport) for f in sys.meta_path):
+        sys.meta_path.insert(0, _QuietTensorFlowImport())
 
 
 NOTED: set[str] = set()  # notes already said in this process
@@ -93,9 +146,10 @@ def select_backend(name: str | None = None, *, load: bool = True) -> str:
     if package is None:  # a misspelt --backend or $KERAS_BACKEND
         raise SpecError(f"unknown Keras backend {backend!r}. Allowed: {AUTO}, {', '.join(BACKEND_PACKAGES)}.")
     os.environ["KERAS_BACKEND"] = backend
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    os.environ.setdefault(TF_LOG_LEVEL_VARIABLE, QUIET_TF_LOG_LEVEL)
     if importlib.util.find_spec(package) is None:
         raise SpecError(f"backend {backend!r} is not installed: .venv/bin/pip install {package}")
+    quiet_tensorflow_import()
     if not load:
         return backend
     if backend == "torch":

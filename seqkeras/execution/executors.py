@@ -1,6 +1,6 @@
 """Where runs execute: in this process, in N worker processes, or as Ray tasks.
 
-Every executor calls the same `execute_once(run, folder, force)`, which holds
+Every executor calls the same `execute_once(run, folder, force, label)`, which holds
 the run's lock while it runs, so two sweeps sharing a results folder never run
 the same run twice or interleave its files. Executors yield finished records
 as they come; the runner records each one immediately.
@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 # Only light imports at the top: the parent of `--jobs N` imports this module to
 # start its workers, and pandas or the spec models (0.7 s) would delay that.
+from seqkeras.backends.runtime import QUIET_TF_LOG_LEVEL, TF_LOG_LEVEL_VARIABLE
 from seqkeras.errors import SpecError
 from seqkeras.execution.identity import identity_changes
 from seqkeras.execution.workers import setup_pool_worker, setup_worker, worker_ready
@@ -60,7 +61,9 @@ def reusable_record(folder: Path, run: RunSpec, force: bool) -> dict[str, Any] |
     return None if force else examine_record(folder, run)[0]
 
 
-def execute_once(run: RunSpec, folder: Path, force: bool) -> dict[str, Any]:
+def execute_once(run: RunSpec, folder: Path, force: bool, label: str = "") -> dict[str, Any]:
+    """The run, under its folder's lock; `label` ("run 3 of 18: <run id>") is said when it starts, in
+    the process that runs it, so that the training lines that follow can be told apart."""
     from seqkeras.execution.single_run import execute, failure, new_record
 
     try:
@@ -68,6 +71,8 @@ def execute_once(run: RunSpec, folder: Path, force: bool) -> dict[str, Any]:
             previous = reusable_record(folder, run, force)
             if previous is not None:  # another process finished it while we waited
                 return {**previous, "reused": True}
+            if label:
+                print(f"started {label}", flush=True)  # flushed: a worker's output is a pipe's, not a terminal's
             return execute(run, folder)
     except OSError as error:  # its folder cannot be written (read-only, a file in the way, disk full)
         message = f"cannot write the run folder {folder}: {error.strerror or error}"
@@ -125,11 +130,39 @@ def choose_jobs(requested: int | None, runs: int) -> tuple[int, str]:
     return jobs, reason
 
 
+def make_executor(kind: str, backend: str, runs: int, *, jobs: int | None = None, address: str | None = None,
+                  cpus_per_run: float = 1.0, gpus_per_run: float = 0.0):
+    """The executor `run` asked for: "local" (this process, or `jobs` worker processes) or "ray".
+
+    runs: the most runs any one experiment of the command has (no more workers than that).
+    jobs None: $SEQKERAS_JOBS, else `choose_jobs`'s default.
+    """
+    if kind == "ray":
+        return RayExecutor(address, backend, cpus_per_run, gpus_per_run)
+    if kind != "local":
+        raise SpecError(f"unknown executor {kind!r}. Allowed: local, ray.")
+    if address:
+        raise SpecError("--address only applies to --executor ray")
+    jobs, reason = choose_jobs(jobs if jobs is not None else jobs_from_environment(), runs)
+    return ProcessExecutor(jobs, backend, reason) if jobs > 1 else SerialExecutor(reason)
+
+
+def jobs_from_environment() -> int | None:
+    """$SEQKERAS_JOBS as a number of workers, or None when it is not set."""
+    text = os.environ.get(JOBS_VARIABLE)
+    if not text:
+        return None
+    if not text.strip().isdigit() or int(text) < 1:
+        raise SpecError(f"${JOBS_VARIABLE}={text!r}: expected a whole number of at least 1")
+    return int(text)
+
+
 @dataclass
 class Job:
     index: int
     run: RunSpec
     folder: Path
+    label: str = ""  # said when the run starts (execute_once)
 
 
 class SerialExecutor:
@@ -143,7 +176,7 @@ class SerialExecutor:
 
     def map(self, jobs: list[Job], force: bool) -> Iterator[tuple[Job, dict[str, Any]]]:
         for job in jobs:
-            yield job, execute_once(job.run, job.folder, force)
+            yield job, execute_once(job.run, job.folder, force, job.label)
 
     def describe(self) -> str:
         return f"in this process ({self.reason})" if self.reason else "in this process"
@@ -194,7 +227,7 @@ class ProcessExecutor:
 
     def map(self, jobs: list[Job], force: bool) -> Iterator[tuple[Job, dict[str, Any]]]:
         self.start()
-        futures = {self.pool.submit(execute_once, job.run, job.folder, force): job for job in jobs}
+        futures = {self.pool.submit(execute_once, job.run, job.folder, force, job.label): job for job in jobs}
         try:
             for future in as_completed(futures):
                 yield futures[future], _result_or_failure(future.result, futures[future])
@@ -251,7 +284,9 @@ class RayExecutor:
         ray = self.ray
         if not ray.is_initialized():
             options: dict[str, Any] = {
-                "runtime_env": {"env_vars": {"KERAS_BACKEND": self.backend, "TF_CPP_MIN_LOG_LEVEL": "2"}},
+                "runtime_env": {"env_vars": {"KERAS_BACKEND": self.backend,
+                                             TF_LOG_LEVEL_VARIABLE: os.environ.get(TF_LOG_LEVEL_VARIABLE,
+                                                                                   QUIET_TF_LOG_LEVEL)}},
                 "logging_level": "ERROR",
                 "log_to_driver": False,
             }

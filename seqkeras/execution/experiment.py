@@ -8,6 +8,7 @@ interrupted sweep keeps everything it finished.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -48,7 +49,9 @@ def run_experiment(
     force: bool = False,
     executor=None,
     echo: Callable[[str], None] = print,
+    tracker=None,
 ) -> Outcome:
+    """tracker: an `MlflowTracker` (run --track), given every finished record, reused ones too."""
     executor = executor or SerialExecutor()
     folder = out_root / experiment.spec.name
     folder.mkdir(parents=True, exist_ok=True)
@@ -69,10 +72,14 @@ def run_experiment(
         else:
             if why_not:
                 echo(f"{run.run_id}: {why_not}; running it again")
-            pending.append(Job(index, run, run_folder))
+            pending.append(Job(index, run, run_folder, f"run {index + 1} of {total}: {run.run_id}"))
     if records:
         echo(f"{experiment.spec.name}: {len(records)} of {total} runs done before, reused: {reused_under()} "
              "(--force reruns them)")
+    if tracker is not None:
+        echo(f"{experiment.spec.name}: {tracker.describe()}")
+        for index, record in records.items():
+            track(tracker, record, folder / experiment.runs[index].run_id, echo)
     if pending:
         echo(f"{experiment.spec.name}: {len(pending)} run(s) {executor.describe()}")
 
@@ -83,13 +90,17 @@ def run_experiment(
             write_csv(folder / "runs.csv", frame)
         return frame
 
+    progress = Progress(len(pending))
     try:
         for done, (job, record) in enumerate(executor.map(pending, force), start=1):
             records[job.index] = record
             status = "ok" if record["status"] == OK else f"FAILED: {record['error']}"
             if record.get("reused"):
                 status = "finished by another process, reused"
-            echo(f"[{len(records)}/{total}] {job.run.run_id}: {status} ({record.get('seconds', 0):.1f} s)")
+            progress.finished(record["status"] != OK)
+            echo(f"[{len(records)}/{total}] {job.run.run_id}: {status} ({record.get('seconds', 0):.1f} s); {progress}")
+            if tracker is not None:
+                track(tracker, record, job.folder, echo)
             write_runs()
             if len(pending) - done < executor.slots:  # a worker has no run left: use its core to
                 import_matplotlib()  # get the plots' imports done before the last run ends
@@ -97,6 +108,42 @@ def run_experiment(
         # Also on Ctrl-C: what finished is summarized, nothing is lost.
         runs = write_runs()
     return summarize(folder, experiment, runs, echo=echo)
+
+
+def track(tracker, record: dict[str, Any], run_folder: Path, echo: Callable[[str], None]) -> None:
+    """Log one record; a tracking error is said, and the run stays recorded as it is."""
+    problem = tracker.log(record, run_folder)
+    if problem:
+        echo(f"{record['run_id']}: not logged to the tracker ({problem}); its folder and runs.csv have it")
+
+
+class Progress:
+    """Runs done of those this command runs, failures, time elapsed and, from the pace so far, time left."""
+
+    def __init__(self, total: int):
+        self.total, self.done, self.failed = total, 0, 0
+        self.started = time.monotonic()
+
+    def finished(self, failed: bool) -> None:
+        self.done += 1
+        self.failed += failed
+
+    def __str__(self) -> str:
+        elapsed = time.monotonic() - self.started
+        left = self.total - self.done
+        pace = f", about {duration(elapsed / self.done * left)} left" if left and self.done else ""
+        failures = f", {self.failed} failed" if self.failed else ""
+        return f"{self.done} of {self.total} done{failures}, {duration(elapsed)} elapsed{pace}"
+
+
+def duration(seconds: float) -> str:
+    """'42 s', '3 min 05 s', '1 h 02 min'."""
+    seconds = round(seconds)
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60:02d} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
 
 
 def summarize(folder: Path, experiment: Experiment, runs: pd.DataFrame, *,

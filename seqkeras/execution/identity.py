@@ -19,7 +19,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from seqkeras import __version__
+from seqkeras.version import __version__
 from seqkeras.backends.runtime import BACKEND_PACKAGES
 
 if TYPE_CHECKING:

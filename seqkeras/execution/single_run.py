@@ -22,6 +22,7 @@ from seqkeras.execution.workers import worker_place
 from seqkeras.results.folder import FAILED, OK, write_csv, write_json, write_yaml
 from seqkeras.spec.checks import check_model_size
 from seqkeras.spec.runs import RunSpec
+from seqkeras.tracking import tensorboard
 
 
 
@@ -92,6 +93,7 @@ def run_training(run: RunSpec, folder: Path, record: dict[str, Any]) -> None:
     longest = data.x_train.shape[1] if hasattr(data.x_train, "shape") else 0  # a Transformer's position table
     check_model_size(run.model.params, vocabulary=len(data.vocabulary), outputs=data.num_outputs, max_length=longest)
     measures_gradient_flow = gradient_flow.NAME in run.diagnostics
+    events = tensorboard.EventWriter(folder / tensorboard.FOLDER) if run.train.tensorboard else None
     # Variables, compile and fit all belong inside the strategy's scope.
     with trainer.distribution_scope(run.train.distribution) as devices:
         if devices:
@@ -99,7 +101,12 @@ def run_training(run: RunSpec, folder: Path, record: dict[str, Any]) -> None:
         model = run.model.component.load()(run.model.params, data)
         # Measured before fit and without drawing a random number, so training runs as it would without it.
         at_init = gradient_flow.measure(model, data) if measures_gradient_flow else None
-        history, seconds = trainer.fit(model, data, run.train, seed=run.seed, checkpoint_dir=folder / ".resume")
+        try:
+            history, seconds = trainer.fit(model, data, run.train, seed=run.seed, checkpoint_dir=folder / ".resume",
+                                           events=events)
+        finally:
+            if events is not None:
+                events.close()
         trained = gradient_flow.measure(model, data) if measures_gradient_flow else None
     # After fitting: a count-based model (n-gram) has its parameters (counts) only then.
     record["params"] = int(model.count_params())
@@ -110,6 +117,9 @@ def run_training(run: RunSpec, folder: Path, record: dict[str, Any]) -> None:
         write_csv(folder / f"{gradient_flow.CURVE}.csv", gradient_flow.curve(at_init, trained))
         for row in rows:  # one measurement of the one trained model, in each of its rows
             row.metrics.update(gradient_flow.summary(at_init, trained))
+    if run.train.tensorboard:
+        curve = gradient_flow.curve(at_init, trained) if measures_gradient_flow else None
+        tensorboard.write_results(folder, len(history), rows, curve)
     if len(rows) == 1 and not rows[0].keys:
         record["metrics"] = rows[0].metrics
     else:  # one trained model, several evaluations (e.g. one per decoder)

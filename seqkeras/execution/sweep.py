@@ -6,12 +6,13 @@ command line only parses arguments and maps outcomes to exit codes.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from seqkeras.backends.runtime import select_backend
+from seqkeras.backends.runtime import AUTO, BACKEND_PACKAGES, resolve_backend, select_backend
 from seqkeras.errors import SpecError
 from seqkeras.execution.executors import SerialExecutor, examine_record
 
@@ -38,14 +39,21 @@ def spec_files(paths: list[str]) -> list[Path]:
     return files
 
 
-def load_all(paths: list[str], overrides: list[str], only: list[str] = ()):
-    """Validate every spec first: one bad file means nothing runs."""
+def load_all(paths: list[str], overrides: list[str], only: list[str] = (), tensorboard: bool = False):
+    """Validate every spec first: one bad file means nothing runs.
+
+    tensorboard: `run --tensorboard`, i.e. `--set train.tensorboard=true` for each experiment that trains
+    (a probe has no train section).
+    """
     from seqkeras.spec.loader import load_experiment
 
     experiments, errors = [], []
     for file in spec_files(paths):
         try:
-            experiments.append(load_experiment(file, overrides, list(only)))
+            experiment = load_experiment(file, overrides, list(only))
+            if tensorboard and experiment.spec.probe is None:
+                experiment = load_experiment(file, [*overrides, "train.tensorboard=true"], list(only))
+            experiments.append(experiment)
         except SpecError as error:
             errors.append(str(error))
     if errors:
@@ -75,6 +83,37 @@ def check_out_root(out_root: Path, paths: list[str], experiments) -> None:
             raise SpecError(f"cannot write the results of {experiment.spec.name}: {folder} is a file, not a folder")
 
 
+def choose_backend(requested: str | None, experiments) -> tuple[str, str | None]:
+    """The backend a run command uses, and why when the suite chose it (None when the user did).
+
+    `--backend` (or $KERAS_BACKEND) is the user's choice, refused for an experiment that
+    names another in its `backend:`. Under auto the experiments' `backend:` decides, else
+    the fastest installed.
+    """
+    named = {experiment.spec.backend: experiment for experiment in experiments if experiment.spec.backend}
+    chosen = requested if requested != AUTO else None
+    if requested is None:
+        chosen = os.environ.get("KERAS_BACKEND") or None
+    if chosen:
+        for wanted, experiment in named.items():
+            if wanted != chosen:
+                raise SpecError(f"this experiment is computed on {wanted!r}, not on {chosen!r}: run it with "
+                                f"--backend {wanted} or --backend auto", file=experiment.source, path="backend")
+        return resolve_backend(chosen), None
+    if len(named) > 1:
+        first, second = list(named.values())[:2]
+        raise SpecError(f"{first.source} is computed on {first.spec.backend!r} and {second.source} on "
+                        f"{second.spec.backend!r} (their backend:): run them in separate commands")
+    if named:
+        backend = next(iter(named))
+        asking = [e.spec.name for e in experiments if e.spec.backend]
+        return backend, f"backend: {backend} in the spec{'s' if len(asking) > 1 else ''} of {', '.join(asking[:3])}" + (
+            f" and {len(asking) - 3} more" if len(asking) > 3 else "")
+    backend = resolve_backend(AUTO)
+    others = ", ".join(f"--backend {name}" for name in BACKEND_PACKAGES if name != backend)
+    return backend, f"auto: the fastest installed here; {others} to choose"
+
+
 def headline(experiments, out_root: Path) -> str:
     """The line that opens a run command's output: how much work, and where it goes."""
     return f"{len(experiments)} experiment(s), {sum(len(e.runs) for e in experiments)} run(s) → {out_root}/"
@@ -95,8 +134,11 @@ class SweepOutcome:
         return sum(not verdict.holds for _, verdict in self.verdicts)
 
 
-def run_all(experiments, out_root: Path, executor, *, force: bool, reference: Path | None = None) -> SweepOutcome:
-    """Every experiment of the command, in turn, then (with a reference) each checked against it."""
+def run_all(experiments, out_root: Path, executor, *, force: bool, reference: Path | None = None,
+            tracker=None) -> SweepOutcome:
+    """Every experiment of the command, in turn, then (with a reference) each checked against it.
+
+    tracker: an MlflowTracker (run --track) that each finished record is logged to."""
     if isinstance(executor, SerialExecutor):  # runs here: import the backend (chosen above) now, quietly
         select_backend()
     from seqkeras.execution.experiment import run_experiment
@@ -113,7 +155,7 @@ def run_all(experiments, out_root: Path, executor, *, force: bool, reference: Pa
     print(headline(experiments, out_root))
     all_verdicts, failed_runs = [], 0
     for experiment in experiments:
-        outcome = run_experiment(experiment, out_root, force=force, executor=executor)
+        outcome = run_experiment(experiment, out_root, force=force, executor=executor, tracker=tracker)
         page = (out_root / experiment.spec.name / "table.md").read_text(encoding="utf-8")
         print("\n" + page)
         failed_runs += outcome.failed_runs

@@ -1,8 +1,11 @@
 """`seqkeras report`: one static report.html per experiment and an index.html linking them.
 
 A page shows the experiment's description, its tables (mean ± std over seeds),
-its verdicts, its plots and the spec as run, all computed from the results
-folder (runs.csv, experiment.yaml, plots.json and the PNGs). Pages are plain
+its verdicts, its plots, sample outputs of seq2seq and language models (the first
+rows of each configuration's outputs.csv / samples.csv), a row per run (its matrix
+values, status, parameters, run time and links to its files) and the spec as run,
+all computed from the results folder (runs.csv, experiment.yaml, plots.json, the
+PNGs and the run folders). Pages are plain
 HTML with inline CSS: no script, no network, images referenced relatively, so
 a results folder can be opened from disk, zipped or served as is.
 
@@ -25,7 +28,7 @@ import pandas as pd
 import yaml
 
 from seqkeras.errors import SpecError
-from seqkeras.results.folder import FAILED, is_matrix_column, read_runs, run_counts, write_atomic
+from seqkeras.results.folder import FAILED, OK, is_matrix_column, one_row_per_run, read_runs, run_counts, write_atomic
 from seqkeras.spec.sections import ExperimentSpec
 
 REPORT, INDEX = "report.html", "index.html"
@@ -46,6 +49,7 @@ th { background: #f6f8fa; } td.number { text-align: right; font-variant-numeric:
 figure { margin: 1rem 0 2rem; } figure img { max-width: 100%; height: auto; border: 1px solid #d0d7de; }
 figcaption { color: #57606a; font-size: .9rem; } pre { background: #f6f8fa; padding: 1rem; overflow-x: auto; }
 footer { margin-top: 3rem; color: #57606a; font-size: .8rem; }
+.files { font-size: .78rem; color: #57606a; max-width: 34rem; }
 """
 
 
@@ -62,6 +66,7 @@ class ExperimentPage:
     plots: list[dict[str, str]] = field(default_factory=list)
     spec_text: str = ""
     problems: list[str] = field(default_factory=list)
+    matrix_columns: list[str] = field(default_factory=list)
 
     @property
     def total_runs(self) -> int:
@@ -126,7 +131,7 @@ def write_reports(paths: list[Path], out: Path | None = None) -> tuple[Path, lis
             for plot in page.plots:
                 shutil.copyfile(folder / plot["file"], page_dir / plot["file"])
         target = page_dir / REPORT
-        _write_page(target, render_experiment(page, index_href=_href(index, page_dir)))
+        _write_page(target, render_experiment(page, index_href=_href(index, page_dir), page_dir=page_dir))
         pages.append((page, target))
         written.append(target)
     if not pages:
@@ -191,13 +196,14 @@ def read_experiment(folder: Path) -> ExperimentPage:
     plots = read_manifest(folder)
     if plots is None:
         try:
-            plot_folder(folder, spec.plots if spec else [], matrix_columns, runs)
+            plot_folder(folder, spec.plots if spec else [], matrix_columns, runs,
+                        axes=list(spec.matrix) if spec else None)
         except Exception as error:  # plots are a view of the results: the page goes on without them
             problems.append(f"plots could not be drawn ({type(error).__name__}: {error})")
         plots = read_manifest(folder) or []
     plots = [p for p in plots if (folder / p["file"]).is_file()]
     return ExperimentPage(folder, name, spec.description if spec else "", runs, tables, verdicts, plots,
-                          spec_text, problems)
+                          spec_text, problems, matrix_columns)
 
 
 # --------------------------------------------------------------------------- #
@@ -205,8 +211,10 @@ def read_experiment(folder: Path) -> ExperimentPage:
 # --------------------------------------------------------------------------- #
 
 
-def render_experiment(page: ExperimentPage, *, index_href: str) -> str:
+def render_experiment(page: ExperimentPage, *, index_href: str, page_dir: Path | None = None) -> str:
+    """The page; `page_dir`: where it is written (links to the run folders are relative to it)."""
     e = html.escape
+    page_dir = page_dir or page.folder
     body = [f'<nav><a href="{e(index_href)}">← all experiments</a></nav>', f"<h1>{e(page.name)}</h1>"]
     if page.description:
         body.append(f'<p class="description">{e(page.description.strip())}</p>')
@@ -228,9 +236,13 @@ def render_experiment(page: ExperimentPage, *, index_href: str) -> str:
             title = plot.get("title") or plot["file"]
             body.append(f'<figure><img src="{e(plot["file"])}" alt="{e(title)}">'
                         f"<figcaption>{e(title)}</figcaption></figure>")
+    samples = samples_html(page, page_dir)
+    if samples:
+        body += ['<h2 id="samples">Sample outputs</h2>', *samples]
     if page.failed_runs:
         failures = page.runs[page.runs["status"] == FAILED][[c for c in ("run_id", "error") if c in page.runs]]
         body += ["<h2>Failed runs</h2>", frame_html(failures)]
+    body += [f'<h2 id="runs">Runs ({page.total_runs})</h2>', runs_html(page, page_dir)]
     if page.spec_text:
         body.append(f"<details><summary>The experiment as run (experiment.yaml)</summary>"
                     f"<pre>{e(page.spec_text)}</pre></details>")
@@ -266,6 +278,81 @@ def render_index(pages: list[tuple[ExperimentPage, str]], skipped: list[tuple[st
         body.append("</ul>")
     body.append("<footer>Written by <code>seqkeras report</code>.</footer>")
     return _document("seqkeras results", body)
+
+
+# What a run row shows besides its matrix values: (runs.csv column, heading).
+RUN_COLUMNS = (("seed", "seed"), ("status", "status"), ("params", "parameters"), ("train_seconds", "training s"),
+               ("seconds", "run s"), ("backend", "backend"))
+SAMPLE_FILES = {"outputs.csv": ("decoder", "source", "reference", "output"),
+                "samples.csv": ("decoder", "prompt", "continuation")}
+SAMPLES_PER_DECODER, SAMPLE_RUNS = 3, 8
+
+
+def runs_html(page: ExperimentPage, page_dir: Path) -> str:
+    """A row per run: its link, matrix values, seed, status, parameters, run times, backend and files."""
+    e = html.escape
+    runs = one_row_per_run(page.runs) if "run_id" in page.runs else page.runs
+    matrix = [c for c in page.matrix_columns if c in runs and runs[c].nunique(dropna=False) > 1]
+    shown = [(column, heading) for column, heading in RUN_COLUMNS if column in runs]
+    head = "".join(f"<th>{e(h)}</th>" for h in ["run and its files", *matrix, *(h for _, h in shown)])
+    rows = []
+    for _, run in runs.iterrows():
+        folder = page.folder / str(run["run_id"])
+        link = f'<a href="{e(_href(folder, page_dir))}/">{e(str(run["run_id"]))}</a>' if folder.is_dir() \
+            else e(str(run["run_id"]))
+        files = sorted(folder.iterdir()) if folder.is_dir() else []
+        links = " · ".join(f'<a href="{e(_href(f, page_dir))}{"/" if f.is_dir() else ""}">{e(f.name)}</a>'
+                           for f in files if not f.name.startswith("."))
+        cells = [f'<td>{link}<div class="files">{links}</div></td>', *(_cell(_short(run[c])) for c in matrix),
+                 *(_cell(_short(run[c], digits=3)) for c, _ in shown)]
+        rows.append(f"<tr>{''.join(cells)}</tr>")
+    table = f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    if len(rows) > 24:  # a sweep's rows: folded, so that the tables and plots stay on top
+        return f"<details><summary>every run, with links to its files</summary>{table}</details>"
+    return table
+
+
+def samples_html(page: ExperimentPage, page_dir: Path) -> list[str]:
+    """The first outputs of each configuration's first seed (seq2seq translations, language-model samples)."""
+    e = html.escape
+    if "run_id" not in page.runs or page.runs.empty:
+        return []
+    runs = one_row_per_run(page.runs[page.runs["status"] == OK])
+    matrix = [c for c in page.matrix_columns if c in runs and runs[c].nunique(dropna=False) > 1]
+    if "seed" in runs and matrix:
+        runs = runs.sort_values("seed", kind="stable").drop_duplicates(matrix)
+    elif "seed" in runs:
+        runs = runs.sort_values("seed", kind="stable").head(1)
+    parts = []
+    for _, run in runs.head(SAMPLE_RUNS).iterrows():
+        for name, columns in SAMPLE_FILES.items():
+            path = page.folder / str(run["run_id"]) / name
+            if not path.is_file():
+                continue
+            try:
+                frame = pd.read_csv(path, keep_default_na=False)
+            except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, OSError):
+                continue
+            present = [c for c in columns if c in frame]
+            if "decoder" in frame:
+                frame = frame.groupby("decoder", sort=False).head(SAMPLES_PER_DECODER)
+            else:
+                frame = frame.head(SAMPLES_PER_DECODER)
+            label = ", ".join(f"{c.split('.', 1)[-1]}={_short(run[c])}" for c in matrix if not pd.isna(run[c]))
+            title = f"{label or run['run_id']}, seed {run['seed']}" if "seed" in run else (label or run["run_id"])
+            parts += [f'<h3>{e(str(title))} (<a href="{e(_href(path, page_dir))}">{e(name)}</a>)</h3>',
+                      frame_html(frame[present])]
+    if len(runs) > SAMPLE_RUNS and parts:
+        parts.append(f"<p><em>{len(runs) - SAMPLE_RUNS} more configuration(s): their files are linked under "
+                     "Runs.</em></p>")
+    return parts
+
+
+def _short(value: Any, digits: int = 6) -> Any:
+    """A cell's value as the page shows it: whole floats without '.0', others to `digits` significant digits."""
+    if isinstance(value, float) and not pd.isna(value):
+        return str(int(value)) if value.is_integer() and abs(value) < 1e15 else f"{value:.{digits}g}"
+    return value
 
 
 def frame_html(frame: pd.DataFrame) -> str:

@@ -23,6 +23,7 @@ import io
 import json
 import re
 import sys
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,7 +75,8 @@ def write_plots(
 ) -> list[Path]:
     """Every plot of an experiment into its results folder; never raises (a failed plot is a warning)."""
     try:
-        return plot_folder(folder, experiment.spec.plots, experiment.matrix_columns, runs, echo=echo)
+        return plot_folder(folder, experiment.spec.plots, experiment.matrix_columns, runs, echo=echo,
+                           axes=list(experiment.spec.matrix))
     except Exception as error:  # plots are a view of the results; losing them must not lose the results
         _warn(f"no plots written for {folder}: {type(error).__name__}: {error}")
         return []
@@ -87,11 +89,16 @@ def plot_folder(
     runs: pd.DataFrame,
     *,
     echo: Callable[[str], None] | None = None,
+    axes: list[str] | None = None,
 ) -> list[Path]:
-    """Draw and save every planned plot; returns the PNGs written. Rewrites plots.json."""
+    """Draw and save every planned plot; returns the PNGs written. Rewrites plots.json.
+
+    axes: the spec's matrix axes (`task`, `model.cell`, …), which lay out the learning
+    curves' panels; without them each section (`task.*`, `model.*`) counts as one axis.
+    """
     written: list[dict[str, str]] = []
     paths: list[Path] = []
-    for plan in plan_plots(folder, plots, matrix_columns, runs):
+    for plan in plan_plots(folder, plots, matrix_columns, runs, axes):
         try:
             figure = plan.draw()
             save_png(figure, folder / f"{plan.file}.png")
@@ -118,7 +125,8 @@ def read_manifest(folder: Path) -> list[dict[str, str]] | None:
     return [e for e in entries if isinstance(e, dict) and isinstance(e.get("file"), str)]
 
 
-def plan_plots(folder: Path, plots: list[PlotSpec], matrix_columns: list[str], runs: pd.DataFrame) -> list[PlannedPlot]:
+def plan_plots(folder: Path, plots: list[PlotSpec], matrix_columns: list[str], runs: pd.DataFrame,
+               axes: list[str] | None = None) -> list[PlannedPlot]:
     """Declared plots first (the author chose them), then each curve's natural plot, then learning curves."""
     plans: list[PlannedPlot] = []
     used: set[str] = set()
@@ -134,11 +142,12 @@ def plan_plots(folder: Path, plots: list[PlotSpec], matrix_columns: list[str], r
         add(plot.default_file(), plot.default_title(), "spec",
             lambda plot=plot: draw_declared(plot, runs, matrix_columns))
     finished = _finished_runs(folder, runs)
+    groups = axis_groups(matrix_columns, axes)
     for curve, (title, draw) in CURVE_PLOTS.items():
-        curves = _read_curves(folder, finished, curve, matrix_columns)
+        curves = _read_curves(folder, finished, curve, matrix_columns, groups)
         if curves:
             add(curve, title, curve, lambda draw=draw, curves=curves: draw(curves))
-    histories = _read_curves(folder, finished, "history", matrix_columns)
+    histories = _read_curves(folder, finished, "history", matrix_columns, groups)
     if histories:
         add("learning_curves", "Learning curves (mean ± std over seeds)", "history",
             lambda: draw_learning_curves(histories))
@@ -237,11 +246,12 @@ def _series_label(plot: PlotSpec, hue: Any, metric: str, n_metrics: int) -> str:
 
 @dataclass
 class Curve:
-    """One run's curve file, with the label of its matrix point."""
+    """One run's curve file, with the label of its matrix point (and that label along each matrix axis)."""
 
     label: str
     seed: int
     frame: pd.DataFrame
+    parts: tuple[str, ...] = ()  # one label per matrix axis that varies, in the spec's order
 
 
 def draw_gradient_norms(curves: list[Curve]) -> "Figure":
@@ -381,17 +391,26 @@ def draw_next_word(curves: list[Curve]) -> "Figure":
 
 
 def draw_attention(curves: list[Curve]) -> "Figure":
-    """One heatmap per run: output step (rows) × source position (columns) → attention weight."""
-    shown = curves[:4]
-    figure, axes = _panels(len(shown), columns=2, height=4.2)
+    """One heatmap per run: output step (rows) × source position (columns) → attention weight.
+
+    Up to four: the first seed of each configuration first, then further seeds."""
+    firsts: dict[tuple, Curve] = {}
+    for curve in curves:
+        firsts.setdefault(curve.parts or (curve.label,), curve)
+    chosen = {id(curve) for curve in firsts.values()}
+    shown = (list(firsts.values()) + [curve for curve in curves if id(curve) not in chosen])[:4]
+    figure, axes = _panels(len(shown), columns=2, height=5.2, width=6.0)
     image = None
     for ax, curve in zip(axes, shown):
         frame = curve.frame
         weights = frame.pivot(index="output_position", columns="source_position", values="weight")
         image = ax.imshow(weights.to_numpy(dtype=float), cmap="viridis", vmin=0, vmax=1, aspect="auto",
                           interpolation="nearest")
-        ax.set_xticks(range(weights.shape[1]), _tokens(frame, "source_position", "source_token"), fontsize=6)
-        ax.set_yticks(range(weights.shape[0]), _tokens(frame, "output_position", "output_token"), fontsize=6)
+        # Readable at the figure's size: a label per token up to 30 of them, rotated under the columns.
+        size = 9 if max(weights.shape) <= 15 else 7
+        ax.set_xticks(range(weights.shape[1]), _tokens(frame, "source_position", "source_token"), fontsize=size,
+                      rotation=60, ha="right", rotation_mode="anchor")
+        ax.set_yticks(range(weights.shape[0]), _tokens(frame, "output_position", "output_token"), fontsize=size)
         ax.set_xlabel("source token")
         ax.set_ylabel("output token")
         ax.set_title(curve.label, fontsize=9)
@@ -406,58 +425,121 @@ def _tokens(frame: pd.DataFrame, position: str, token: str) -> list[str]:
 
 
 def draw_by_length(curves: list[Curve]) -> "Figure":
-    """BLEU (and exact match) against the source length, one line per run and decoder."""
+    """BLEU (and exact match) against the source length: a line per matrix point and decoder, the mean over
+    seeds with a ± std band; the legend outside the panels."""
     metrics = [m for m in ("bleu", "exact_match") if all(m in c.frame for c in curves)]
     figure, axes = _panels(len(metrics), columns=2)
+    labels = list(dict.fromkeys(curve.label for curve in curves))
+    several = any("decoder" in c.frame and c.frame["decoder"].nunique() > 1 for c in curves)
+    lines = [(label, decoder) for label in labels
+             for decoder in dict.fromkeys(d for c in curves if c.label == label
+                                         for d in (c.frame["decoder"] if "decoder" in c.frame else [None]))]
+    seeds = max(sum(1 for c in curves if c.label == label) for label in labels)
     for ax, metric in zip(axes, metrics):
-        index = 0
-        for curve in curves:
-            frame = curve.frame
-            groups = frame.groupby("decoder", sort=False) if "decoder" in frame else [(None, frame)]
-            several = "decoder" in frame and frame["decoder"].nunique() > 1
-            for decoder, group in groups:
-                middle = (group["length_min"] + group["length_max"]) / 2
-                label = f"{curve.label}, {decoder}" if several else curve.label
-                ax.plot(middle, group[metric], marker="o", color=_color(index), label=label)
-                index += 1
+        for index, (label, decoder) in enumerate(lines):
+            frames = [c.frame if decoder is None else c.frame[c.frame["decoder"] == decoder]
+                      for c in curves if c.label == label]
+            table = pd.concat([f.set_index(["length_min", "length_max"])[metric] for f in frames], axis=1)
+            middle = [(low + high) / 2 for low, high in table.index]
+            mean, std = table.mean(axis=1), table.std(axis=1, ddof=1).fillna(0.0)
+            colour = _color(index, len(lines))
+            ax.plot(middle, mean, marker="o", markersize=3, color=colour,
+                    label=f"{label}, {decoder}" if several and decoder is not None else label)
+            if len(frames) > 1:
+                ax.fill_between(middle, mean - std, mean + std, color=colour, alpha=0.15, linewidth=0)
         ax.set_xlabel("source length (middle of the bucket)")
-        ax.set_ylabel(metric.replace("_", " "))
+        ax.set_ylabel(f"{metric.replace('_', ' ')} on the test set")
         ax.grid(True, alpha=0.3)
-    axes[0].legend(fontsize=7)
-    figure.suptitle("Quality against source length")
+    handles, names = axes[0].get_legend_handles_labels()
+    figure.legend(handles, names, loc="outside lower center", ncols=min(len(names), 2), fontsize=8, frameon=False)
+    spread = f"mean ± std over {seeds} seeds" if seeds > 1 else "one seed"
+    figure.suptitle(f"Quality against source length ({spread})")
     return figure
 
 
 def draw_learning_curves(curves: list[Curve]) -> "Figure":
-    """One panel per quantity (loss, accuracy, ...); validation dashed; mean ± std over seeds per matrix point."""
+    """Small multiples: a column per quantity (loss, accuracy, …), a row per point of the matrix's other axes,
+    a line per value of its last axis, each the mean over seeds with a ± std band; validation dashed.
+
+    At the scale of a sweep (cells_long_range: 6 tasks × 6 models × 3 seeds) one panel with a line per
+    run and a legend inside cannot be read: here each panel holds the models compared on one task, and
+    the legend sits outside the panels, once.
+    """
+    from matplotlib.lines import Line2D
     from matplotlib.ticker import MaxNLocator
 
-    columns: list[str] = []
+    quantities: list[str] = []
     for curve in curves:
-        columns += [c for c in curve.frame.columns if c != "epoch" and not c.startswith("val_") and c not in columns]
-    figure, axes = _panels(len(columns))
-    labels = list(dict.fromkeys(curve.label for curve in curves))
-    for ax, column in zip(axes, columns):
-        for index, label in enumerate(labels):
-            group = [c.frame.set_index("epoch") for c in curves if c.label == label]
-            for name, style in ((column, "-"), (f"val_{column}", "--")):
-                series = [frame[name] for frame in group if name in frame]
-                if not series:
-                    continue
-                table = pd.concat(series, axis=1)
-                mean, std = table.mean(axis=1), table.std(axis=1, ddof=1).fillna(0.0)
-                ax.plot(mean.index, mean, color=_color(index), linestyle=style, marker="o", markersize=3,
-                        label=label if style == "-" else None)
-                if len(series) > 1:
-                    ax.fill_between(mean.index, mean - std, mean + std, color=_color(index), alpha=0.15)
-        ax.set_xlabel("epoch")
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.set_ylabel(column)
-        ax.grid(True, alpha=0.3)
-    axes[-1].legend(fontsize=7)
-    validation = any(c.startswith("val_") for curve in curves for c in curve.frame.columns)
-    figure.suptitle("Learning curves (mean ± std over seeds)" + ("; dashed: validation" if validation else ""))
+        quantities += [c for c in curve.frame.columns
+                       if c != "epoch" and not c.startswith("val_") and c not in quantities]
+
+    def hue(curve: Curve) -> str:
+        return curve.parts[-1] if curve.parts else curve.label
+
+    def row(curve: Curve) -> str:
+        return ", ".join(curve.parts[:-1]) if len(curve.parts) > 1 else ""
+
+    rows = sorted(dict.fromkeys(row(curve) for curve in curves), key=_natural)
+    hues = sorted(dict.fromkeys(hue(curve) for curve in curves), key=_natural)
+    seeds = max(sum(1 for c in curves if hue(c) == hue(first) and row(c) == row(first)) for first in curves)
+    figure, grid = _grid(len(rows), len(quantities))
+    validation = False
+    for r, row_label in enumerate(rows):
+        for q, quantity in enumerate(quantities):
+            ax = grid[r][q]
+            for index, hue_label in enumerate(hues):
+                group = [c.frame.set_index("epoch") for c in curves if row(c) == row_label and hue(c) == hue_label]
+                for name, style in ((quantity, "-"), (f"val_{quantity}", "--")):
+                    series = [frame[name] for frame in group if name in frame]
+                    if not series:
+                        continue
+                    validation |= style == "--"
+                    table = pd.concat(series, axis=1)
+                    mean, std = table.mean(axis=1), table.std(axis=1, ddof=1).fillna(0.0)
+                    # Markers too: a count-based model's one-row history is a point, not a line.
+                    ax.plot(mean.index, mean, color=_color(index, len(hues)), linestyle=style, linewidth=1.2,
+                            marker="o", markersize=2.5)
+                    if len(series) > 1:
+                        ax.fill_between(mean.index, mean - std, mean + std, color=_color(index, len(hues)),
+                                        alpha=0.15, linewidth=0)
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+            ax.grid(True, alpha=0.3)
+            ax.tick_params(labelsize=7)
+            if r == len(rows) - 1:
+                ax.set_xlabel("epoch", fontsize=8)
+            ax.set_ylabel(quantity if validation_in(curves, quantity) else f"{quantity}, training set", fontsize=8)
+            if row_label:  # wrapped to the panel's width, so that neighbouring titles never overlap
+                ax.set_title(textwrap.fill(row_label, 50), fontsize=8)
+    handles = [Line2D([], [], color=_color(index, len(hues)), label=label) for index, label in enumerate(hues)]
+    if validation:
+        handles += [Line2D([], [], color="0.3", label="training set"),
+                    Line2D([], [], color="0.3", linestyle="--", label="validation (held-out share of training)")]
+    if len(hues) > 1 or validation:
+        figure.legend(handles=handles, loc="outside right center", fontsize=7, frameon=False)
+    spread = f"mean ± std over {seeds} seeds" if seeds > 1 else "one seed"
+    where = "solid: training set, dashed: validation" if validation else "on the training set"
+    figure.suptitle(f"Learning curves ({spread}; {where})", fontsize=10)
     return figure
+
+
+def validation_in(curves: list[Curve], quantity: str) -> bool:
+    return any(f"val_{quantity}" in curve.frame for curve in curves)
+
+
+def _natural(label: str) -> list:
+    """A sort key that orders "lag=5" before "lag=25" before "lag=100" (numbers by value, the rest as text)."""
+    return [(0, float(part), "") if re.fullmatch(r"\d+(\.\d+)?", part) else (1, 0.0, part)
+            for part in re.split(r"(\d+(?:\.\d+)?)", label)]
+
+
+def _grid(rows: int, columns: int):
+    """A rows × columns grid of panels sharing the epoch axis, sized for the count."""
+    from matplotlib.figure import Figure
+
+    rows, columns = max(rows, 1), max(columns, 1)
+    figure = Figure(figsize=(3.4 * columns + 3.6, 2.3 * rows + 0.8), layout="constrained")
+    grid = figure.subplots(rows, columns, squeeze=False, sharex=True)
+    return figure, grid
 
 
 # curve file name → (title, drawing function); a run folder holding the file gets the plot.
@@ -487,12 +569,23 @@ def _finished_runs(folder: Path, runs: pd.DataFrame) -> pd.DataFrame:
 
 
 # Curves whose plot pools a matrix point's seeds (the others draw one line per run).
-POOLED_OVER_SEEDS = ("history", "gradient_flow")
+POOLED_OVER_SEEDS = ("history", "gradient_flow", "by_length")
 
 
-def _read_curves(folder: Path, runs: pd.DataFrame, name: str, matrix_columns: list[str]) -> list[Curve]:
+def axis_groups(matrix_columns: list[str], axes: list[str] | None) -> list[list[str]]:
+    """The matrix columns of each axis: `task` → task.name, task.lag, …; without axes, one group per section."""
+    if axes is None:
+        axes = list(dict.fromkeys(column.split(".", 1)[0] for column in matrix_columns))
+    groups = [[c for c in matrix_columns if c == axis or c.startswith(f"{axis}.")] for axis in axes]
+    return [group for group in groups if group]
+
+
+def _read_curves(folder: Path, runs: pd.DataFrame, name: str, matrix_columns: list[str],
+                 groups: list[list[str]] = ()) -> list[Curve]:
     present = [c for c in matrix_columns if c in runs.columns]
     varying = [c for c in present if runs[c].nunique(dropna=False) > 1]  # a key set on one entry only varies too
+    varying_groups = [[c for c in group if c in varying] for group in groups]
+    varying_groups = [group for group in varying_groups if group]
     several_seeds = runs["seed"].nunique() > 1 if "seed" in runs else False
     curves = []
     for _, row in runs.iterrows():
@@ -507,7 +600,8 @@ def _read_curves(folder: Path, runs: pd.DataFrame, name: str, matrix_columns: li
         label = run_label(row, varying)
         if name not in POOLED_OVER_SEEDS and several_seeds:
             label = f"{label}, seed={row['seed']}" if varying else f"seed={row['seed']}"
-        curves.append(Curve(label, int(row["seed"]), frame))
+        parts = tuple(run_label(row, group) for group in varying_groups)
+        curves.append(Curve(label, int(row["seed"]), frame, parts))
     return curves
 
 
@@ -526,13 +620,13 @@ def run_label(row: pd.Series, keys: list[str]) -> str:
 # --------------------------------------------------------------------------- #
 
 
-def _panels(count: int, *, columns: int = 3, height: float = 3.6, sharey: bool = False):
+def _panels(count: int, *, columns: int = 3, height: float = 3.6, sharey: bool = False, width: float = 4.2):
     from matplotlib.figure import Figure
 
     count = max(count, 1)
     ncols = min(count, columns)
     nrows = -(-count // ncols)
-    width = 6.4 if ncols == 1 else 4.2 * ncols
+    width = max(6.4, width) if ncols == 1 else width * ncols
     figure = Figure(figsize=(width, height * nrows + 0.6), layout="constrained")
     axes = figure.subplots(nrows, ncols, squeeze=False, sharey=sharey).ravel()
     for extra in axes[count:]:
@@ -540,9 +634,12 @@ def _panels(count: int, *, columns: int = 3, height: float = 3.6, sharey: bool =
     return figure, list(axes[:count])
 
 
-def _color(index: int):
+def _color(index: int, count: int = 10):
+    """Distinct colours: tab10, or tab20 for up to 20 lines."""
     from matplotlib import colormaps
 
+    if count > 10:
+        return colormaps["tab20"](index % 20)
     return colormaps["tab10"](index % 10)
 
 

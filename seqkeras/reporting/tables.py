@@ -36,8 +36,21 @@ def _keys(value: str | list[str] | None) -> list[str]:
     return [value] if isinstance(value, str) else list(value)
 
 
-def pivot(runs: pd.DataFrame, table: TableSpec) -> pd.DataFrame:
-    """The table a spec asks for: rows × columns of `value`, mean ± std over seeds (and the `pool` keys)."""
+STATISTICS = {"mean": "mean", "std": "std", "n": "count"}  # statistics=True: a column each (std with ddof 1)
+
+
+def _statistics(grouped) -> pd.DataFrame:
+    """A groupby's values as numbers: mean, std and n per group (a text value counts as missing)."""
+    return pd.DataFrame({name: grouped.agg(lambda values, f=function: getattr(pd.to_numeric(values, errors="coerce"), f)())
+                         for name, function in STATISTICS.items()})
+
+
+def pivot(runs: pd.DataFrame, table: TableSpec, statistics: bool = False) -> pd.DataFrame:
+    """The table a spec asks for: rows × columns of `value`, mean ± std over seeds (and the `pool` keys).
+
+    statistics: numbers for pandas instead of "0.76 ± 0.014" texts: a column each for the
+    mean, std and n ("accuracy mean", … without `columns`; "<column> mean", … with them).
+    """
     rows, columns = _keys(table.rows), _keys(table.columns)
     if not (runs["status"] == OK).any():
         # Every run failed (or none ran yet): no metric column may exist at all; the page lists the failures.
@@ -50,15 +63,27 @@ def pivot(runs: pd.DataFrame, table: TableSpec) -> pd.DataFrame:
     keys = rows + columns
     check_pools_only_over_seeds(chosen, keys, [*table.where, *table.pool])
     frame = _labels(chosen[keys + [table.value]], keys)
-    grouped = frame.groupby(keys, sort=False, dropna=False)[table.value].agg(mean_std)
+    groups = frame.groupby(keys, sort=False, dropna=False)[table.value]
+    if statistics:
+        numbers = _statistics(groups)
+        if not columns:
+            return numbers.rename(columns=lambda stat: f"{table.value} {stat}").reset_index()
+        wide = numbers.unstack(columns)  # columns: (statistic, value along each of `columns` …)
+        values = list(dict.fromkeys(column[1:] for column in wide.columns))
+        wide = wide[[(stat, *value) for value in values for stat in STATISTICS]]
+        wide.columns = [f"{_label(value)} {stat}" for value in values for stat in STATISTICS]
+        return wide.reset_index()
+    grouped = groups.agg(mean_std)
     if not columns:
         return grouped.to_frame(table.value).reset_index()
     result = grouped.unstack(columns)
-    result.columns = [
-        " / ".join(str(part) for part in column) if isinstance(column, tuple) else str(column)
-        for column in result.columns
-    ]
+    result.columns = [_label(column if isinstance(column, tuple) else (column,)) for column in result.columns]
     return result.fillna("").reset_index()
+
+
+def _label(parts: tuple) -> str:
+    """A column of a pivot: its values along `columns`, "lstm / False"."""
+    return " / ".join(str(part) for part in parts)
 
 
 def check_pools_only_over_seeds(runs: pd.DataFrame, keys: list[str], pooled: list[str]) -> None:
@@ -94,8 +119,11 @@ def _few(values: list[str], limit: int = 8) -> str:
     return ", ".join(values[:limit]) + (f", … ({len(values)} values)" if len(values) > limit else "")
 
 
-def default_table(runs: pd.DataFrame, matrix_columns: list[str], pool: list[str] = ()) -> pd.DataFrame:
-    """Without a `table:` section: every run's matrix values and metrics (pooling only seeds and `pool`)."""
+def default_table(runs: pd.DataFrame, matrix_columns: list[str], pool: list[str] = (),
+                  statistics: bool = False) -> pd.DataFrame:
+    """Without a `table:` section: every run's matrix values and metrics (pooling only seeds and `pool`).
+
+    statistics: "<metric> mean", "<metric> std" and "<metric> n" columns of numbers, as `pivot`'s."""
     require_columns(runs, pool)
     # Rows of one run told apart by their decoder: the label is the key, its parameters are not metrics.
     decoder_keys = ["decoder"] if "decoder" in runs.columns and "decoder" not in pool else []
@@ -106,7 +134,11 @@ def default_table(runs: pd.DataFrame, matrix_columns: list[str], pool: list[str]
     if finished.empty:
         return pd.DataFrame()
     frame = _labels(finished[keys + metrics], keys)
-    return frame.groupby(keys, sort=False, dropna=False).agg(mean_std).reset_index()
+    groups = frame.groupby(keys, sort=False, dropna=False)
+    if statistics:
+        return pd.concat([_statistics(groups[metric]).rename(columns=lambda stat, m=metric: f"{m} {stat}")
+                          for metric in metrics], axis=1).reset_index()
+    return groups.agg(mean_std).reset_index()
 
 
 def to_markdown(frame: pd.DataFrame) -> str:
@@ -153,13 +185,15 @@ def table_title(table: TableSpec) -> str:
 
 
 def summary_tables(runs: pd.DataFrame, tables: list[TableSpec], matrix_columns: list[str],
-                   pool: list[str] = ()) -> list[tuple[str, pd.DataFrame]]:
-    """The declared tables (or every run's values), each also pooling over `pool` (table --pool)."""
+                   pool: list[str] = (), statistics: bool = False) -> list[tuple[str, pd.DataFrame]]:
+    """The declared tables (or every run's values), each also pooling over `pool` (table --pool).
+
+    statistics: numbers (mean, std, n columns; see `pivot`), not the page's texts."""
     if not tables:
-        return [("Runs (mean ± std over seeds)", default_table(runs, matrix_columns, list(pool)))]
+        return [("Runs (mean ± std over seeds)", default_table(runs, matrix_columns, list(pool), statistics))]
     if pool:
         tables = [t.model_copy(update={"pool": [*t.pool, *pool]}) for t in tables]
-    return [(table_title(t), pivot(runs, t)) for t in tables]
+    return [(table_title(t), pivot(runs, t, statistics)) for t in tables]
 
 
 def declared_tables(spec: dict[str, Any], source: Path, warn: Callable[[str], None] = print_warning) -> list[TableSpec]:

@@ -8,7 +8,7 @@ applies --set, expands the matrix and resolves components against the catalog;
 `validation` turns pydantic errors into one `SpecError` sentence; `json_schema`
 and `reference` describe the same registries for editors and for docs. It may
 import errors, registry, catalog (the loader and checks only) and the
-parameter classes of tasks, models, probes and decoders, and the metric names
-of evaluation's light modules; never training,
+parameter classes of tasks, models, probes and decoders, the metric names
+of evaluation's light modules, and tracking's check that TensorBoard is installed; never training,
 execution or reporting.
 """

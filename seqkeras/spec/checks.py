@@ -17,6 +17,7 @@ from seqkeras.models.transformer import TransformerParams
 from seqkeras.spec.outputs import OutputRow, matching
 from seqkeras.spec.runs import ResolvedComponent, decoder_columns
 from seqkeras.spec.sections import EvaluateSpec, ExperimentSpec
+from seqkeras.tracking import tensorboard
 
 
 def check_run(components: dict[str, ResolvedComponent], evaluate: EvaluateSpec | None) -> list[str]:
@@ -89,6 +90,8 @@ def check_sections(spec: ExperimentSpec) -> None:
         raise SpecError("an experiment needs either a probe section, or task and model sections")
     if spec.probe is not None and (spec.task is not None or spec.model is not None or spec.train is not None):
         raise SpecError("a probe experiment has no task, model or train section; use one or the other")
+    if spec.train is not None and spec.train.tensorboard and tensorboard.missing():
+        raise SpecError(tensorboard.missing(), path="train.tensorboard")
 
 
 def check_references(spec: ExperimentSpec, matrix_columns: list[str]) -> None:

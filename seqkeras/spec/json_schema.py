@@ -68,6 +68,8 @@ def build_schema() -> dict[str, Any]:
     _describe_cells(defs)
     _strip_openapi_keywords(root)
     _strip_openapi_keywords(defs)
+    _discriminate(root, defs)
+    _discriminate(defs, defs)
     return {
         "$schema": SCHEMA_DIALECT,
         "title": "seqkeras experiment",
@@ -194,6 +196,80 @@ def _describe_cells(node: Any) -> None:
     elif isinstance(node, list):
         for value in node:
             _describe_cells(value)
+
+
+# --------------------------------------------------------------------------- #
+# Unions an editor can explain
+# --------------------------------------------------------------------------- #
+#
+# A validator answers a value that fits no branch of an anyOf / oneOf with the union
+# itself ("{'kind': 'classifier', 'unts': 4} is not valid under any of the given
+# schemas"), not with the key that is wrong. Each union the specs have is decided by
+# something an if/then can test first: the JSON type of the value (`train: null` or a
+# mapping; `table:` one table or a list of them), or a name (a decoder's `name`). The
+# branch chosen then reports its own error: "Additional properties are not allowed
+# ('unts' was unexpected)", at the key path of the mistake.
+
+
+def _discriminate(node: Any, defs: dict[str, Any]) -> None:
+    """Every anyOf/oneOf whose branches differ in JSON type, or in one const key, as an if/then chain (in place)."""
+    if isinstance(node, list):
+        for value in node:
+            _discriminate(value, defs)
+        return
+    if not isinstance(node, dict):
+        return
+    for keyword in ("anyOf", "oneOf"):
+        branches = node.get(keyword)
+        if not isinstance(branches, list):
+            continue
+        chain = _by_type(branches, defs) or _by_name(branches, defs)
+        if chain is not None:
+            del node[keyword]
+            node.update(chain)
+    for value in list(node.values()):
+        _discriminate(value, defs)
+
+
+def _json_type(branch: dict[str, Any], defs: dict[str, Any]) -> str | None:
+    if "$ref" in branch:
+        branch = defs.get(branch["$ref"].rsplit("/", 1)[-1], {})
+    kind = branch.get("type")
+    return kind if isinstance(kind, str) else None
+
+
+def _by_type(branches: list[dict[str, Any]], defs: dict[str, Any]) -> dict[str, Any] | None:
+    """if the value is of the first branch's type then that branch, else … : when every branch has its own type."""
+    types = [_json_type(branch, defs) for branch in branches]
+    if None in types or len(set(types)) != len(types) or len(types) < 2:
+        return None
+    if set(types) >= {"integer", "number"}:  # 3 is both
+        return None
+    # The last branch, for a value of none of the other types: a value of no type at all is told every type allowed.
+    chain: dict[str, Any] = {"allOf": [{"type": types}, copy.deepcopy(branches[-1])]}
+    for branch, kind in zip(reversed(branches[:-1]), reversed(types[:-1])):
+        chain = {"if": {"type": kind}, "then": copy.deepcopy(branch), "else": chain}
+    return chain
+
+
+def _by_name(branches: list[dict[str, Any]], defs: dict[str, Any]) -> dict[str, Any] | None:
+    """Branches that are objects told apart by one key's const (a decoder's `name`): if name is X then X's schema."""
+    schemas = [defs.get(b.get("$ref", "").rsplit("/", 1)[-1]) for b in branches]
+    if not all(schemas) or len(schemas) < 2:
+        return None
+    keys = [{key for key, value in schema.get("properties", {}).items() if "const" in value} for schema in schemas]
+    shared = set.intersection(*keys)
+    if len(shared) != 1:
+        return None
+    key = shared.pop()
+    names = [schema["properties"][key]["const"] for schema in schemas]
+    return {
+        "type": "object",
+        "required": [key],
+        "properties": {key: {"enum": names}},
+        "allOf": [{"if": {"properties": {key: {"const": name}}, "required": [key]}, "then": branch}
+                  for name, branch in zip(names, branches)],
+    }
 
 
 def _strip_openapi_keywords(node: Any) -> None:

@@ -275,7 +275,8 @@ def resolve_run(spec: ExperimentSpec, run_raw: dict[str, Any]) -> _Resolved:
     if "task" in components:
         train = _validate(TrainSpec, run_raw.get("train") or {}, path="train")
         evaluate = _validate(EvaluateSpec, run_raw.get("evaluate") or {}, path="evaluate")
-        resolved["train"] = train.model_dump(mode="json")
+        # tensorboard only when asked for, as diagnostics below: the runs of specs without it keep their ids.
+        resolved["train"] = train.model_dump(mode="json", exclude=None if train.tensorboard else {"tensorboard"})
     metrics = check_run(components, evaluate)
     decoders = list(evaluate.decoders) if evaluate else []
     if "task" in components:

@@ -1,7 +1,9 @@
-"""Plain-text descriptions of every component's parameters: `seqkeras list` and docs/components.md.
+"""Plain-text descriptions of every component's parameters and every section's options: `seqkeras list`
+and docs/components.md.
 
-Both are generated from the registries in `seqkeras.catalog`, the same objects
-that validate specs, so what is documented is what is accepted.
+Both are generated from the registries in `seqkeras.catalog` and the section
+models in `seqkeras.spec.sections`, the same objects that validate specs, so what
+is documented is what is accepted.
 """
 
 from __future__ import annotations
@@ -9,8 +11,17 @@ from __future__ import annotations
 import types
 import typing
 
+from seqkeras.spec import sections
+
 
 def type_name(annotation) -> str:
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:  # a discriminated union and the like: the type it annotates
+        return type_name(typing.get_args(annotation)[0])
+    if origin in (list, dict, tuple, set):
+        return f"{origin.__name__}[{', '.join(type_name(a) for a in typing.get_args(annotation))}]"
+    if annotation is typing.Any:
+        return "any"
     if typing.get_origin(annotation) is typing.Literal:
         return "one of " + "|".join(str(a) for a in typing.get_args(annotation))
     if typing.get_origin(annotation) in (typing.Union, types.UnionType):
@@ -32,6 +43,20 @@ def describe_params(model) -> list[str]:
     return lines
 
 
+def section_models() -> dict[str, type]:
+    """The spec's sections that are not components, by their key path: the options `list` shows under SECTIONS."""
+    return {
+        "(top level)": sections.ExperimentSpec,
+        "train": sections.TrainSpec,
+        "train.optimizer": sections.OptimizerSpec,
+        "train.early_stopping": sections.EarlyStoppingSpec,
+        "evaluate": sections.EvaluateSpec,
+        "table": sections.TableSpec,
+        "expect": sections.ExpectSpec,
+        "plots": sections.PlotSpec,
+    }
+
+
 def components_markdown(registries: dict) -> str:
     """docs/components.md: every component of every registry, its summary and its parameters.
 
@@ -47,6 +72,11 @@ def components_markdown(registries: dict) -> str:
         "`seqkeras list --markdown > docs/components.md`. See [the spec reference](spec.md) for the",
         "sections they go in.",
     ]
+    lines += ["", "## Sections", "", "The options of the sections that are not components (`task`, `model` and `probe`",
+              "take a component's parameters, below)."]
+    for path, model in section_models().items():
+        lines += ["", f"### `{path}`", ""]
+        lines += [f"- {line}" for line in describe_params(model)]
     for kind, registry in registries.items():
         lines += ["", f"## {kind.capitalize()}s", ""]
         for component in registry:

@@ -50,7 +50,13 @@ class TrainSpec(Params):
         0.0, ge=0, lt=0.5, description="Share of the training set held out for val_* curves and early stopping."
     )
     early_stopping: EarlyStoppingSpec | None = Field(None, description="Stop when the monitored value stalls.")
-    verbose: Literal[0, 1, 2] = Field(2, description="Keras progress: 0 silent, 1 bar, 2 one line per epoch.")
+    verbose: Literal[0, 1, 2] = Field(2, description="Progress: 0 silent; 1 or 2 one line per epoch (its loss and metrics).")
+    tensorboard: bool = Field(
+        False,
+        description="Write TensorBoard event files into the run's folder (<run>/tensorboard/): each epoch's "
+        "history values, the test metrics, the gradient-flow curve where measured. Needs the tensorboard package "
+        "(requirements-tracking.txt).",
+    )
     distribution: Literal["none", "mirrored"] = Field(
         "none",
         description="mirrored: data-parallel over all local GPUs (tf.distribute.MirroredStrategy); "

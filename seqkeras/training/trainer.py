@@ -21,6 +21,7 @@ from seqkeras.evaluation.metrics import Predictions
 from seqkeras.results.folder import write_atomic
 from seqkeras.spec.sections import EarlyStoppingSpec, OptimizerSpec, TrainSpec
 from seqkeras.tasks.base import CLASSIFICATION, REGRESSION, SEQ2SEQ, SequenceData
+from seqkeras.tracking.tensorboard import EventWriter
 from seqkeras.training import losses
 
 OPTIMIZERS = {
@@ -96,8 +97,12 @@ def fit(
     *,
     seed: int = 0,
     checkpoint_dir: Path | None = None,
+    events: EventWriter | None = None,
 ) -> tuple[pd.DataFrame, float]:
     """Train one epoch at a time; returns the per-epoch history and the training seconds.
+
+    With `events` (tracking.tensorboard), each epoch's history values are written as
+    TensorBoard scalars at step = epoch.
 
     With `checkpoint_dir`, the weights, optimizer state and history are saved after
     every epoch, and a later call resumes after the last completed one. Shuffling
@@ -144,8 +149,9 @@ def fit(
     for epoch in range(state.epoch, train.epochs):
         order = np.random.default_rng([seed, epoch]).permutation(len(y))
         epoch_data = (take_rows(x, order), y[order], weights[order] if weights is not None else None)
+        epoch_started = time.perf_counter()
         if lean is not None:
-            logs = lean_epoch(lean, epoch_data, validation, train, epoch)
+            logs = lean_epoch(lean, epoch_data, validation, train)
         else:
             result = model.fit(
                 *epoch_data[:2],
@@ -155,9 +161,18 @@ def fit(
                 initial_epoch=epoch,
                 validation_data=validation,
                 shuffle=False,
-                verbose=train.verbose,
+                # Each epoch is a fit of its own (for the checkpoint and the early stopping between), so
+                # Keras's own lines would count "Epoch 2/2", "Epoch 3/3" and leave out the first header:
+                # the line below says it, as the lean loop's does.
+                verbose=0,
             )
             logs = {name: float(values[-1]) for name, values in result.history.items()}
+        if train.verbose:  # one line per epoch (verbose 1 too: no per-step bar, which would read the loss every step)
+            summary = " - ".join(f"{name}: {value:.4f}" for name, value in logs.items())
+            print(f"Epoch {epoch + 1}/{train.epochs} - {time.perf_counter() - epoch_started:.0f}s - {summary}",
+                  flush=True)
+        if events is not None:
+            events.scalars(epoch + 1, logs)
         row = {"epoch": epoch + 1, **logs}
         if not math.isfinite(row["loss"]):
             raise FloatingPointError(
@@ -216,17 +231,13 @@ def lean_loop(model: keras.Model):
     return lean_loop.LeanLoop(model)
 
 
-def lean_epoch(lean, epoch_data: tuple, validation: tuple | None, train: TrainSpec, epoch: int) -> dict[str, float]:
+def lean_epoch(lean, epoch_data: tuple, validation: tuple | None, train: TrainSpec) -> dict[str, float]:
     """One epoch on the lean loop, then validation: the history row Keras's fit would give (loss, accuracy, val_*)."""
-    started = time.perf_counter()
     logs = lean.train_epoch(*epoch_data, batch_size=train.batch_size)
     if validation is not None:
         val_x, val_y, *val_weights = validation
         scores = lean.evaluate(val_x, val_y, val_weights[0] if val_weights else None, batch_size=train.batch_size)
         logs.update({f"val_{name}": value for name, value in scores.items()})
-    if train.verbose:  # one line per epoch (verbose 1 too: no per-step bar, which would read the loss every step)
-        summary = " - ".join(f"{name}: {value:.4f}" for name, value in logs.items())
-        print(f"Epoch {epoch + 1}/{train.epochs} - {time.perf_counter() - started:.0f}s - {summary}")
     return logs
 
 
