@@ -1,4 +1,4 @@
-"""TensorBoard event files from the lean torch loop, read back with TensorBoard's reader, without TensorFlow."""
+"""TensorBoard event files from the lean torch loop, read back with TensorBoard's reader; written without TensorFlow."""
 
 from __future__ import annotations
 
@@ -29,4 +29,33 @@ def test_the_lean_loop_logs_each_epoch_to_tensorboard(write_spec, tmp_path):
             assert [e.step for e in logged] == [1, 2]
             assert [e.value for e in logged] == pytest.approx(list(history[column]), rel=1e-6)
         assert events.Scalars("test/accuracy")[0].value == pytest.approx(run["accuracy"], rel=1e-6)
-    assert "tensorflow" not in sys.modules  # TensorBoard's writer and reader ran on their TensorFlow stub
+
+
+WRITE_WITHOUT_TENSORFLOW = """
+import sys
+from pathlib import Path
+from seqkeras.backends.runtime import select_backend
+select_backend("torch")
+from seqkeras.tracking.tensorboard import EventWriter
+writer = EventWriter(Path(sys.argv[1]))
+writer.scalars(1, {"loss": 0.5})
+writer.close()
+print("tensorflow imported:", "tensorflow" in sys.modules)
+"""
+
+
+def test_a_torch_process_writes_event_files_without_importing_tensorflow(tmp_path):
+    """TensorBoard's writer imports TensorFlow whenever it is installed, unless told to use its stub (3 s and
+    TensorFlow's log lines in a torch worker); in a fresh process, since another test may have imported it here."""
+    import os
+    import subprocess
+
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    result = subprocess.run([sys.executable, "-c", WRITE_WITHOUT_TENSORFLOW, str(tmp_path)],
+                            env={**os.environ, "KERAS_BACKEND": "torch"}, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip().splitlines()[-1] == "tensorflow imported: False"
+    events = EventAccumulator(str(tmp_path))
+    events.Reload()
+    assert [(e.step, e.value) for e in events.Scalars("loss")] == [(1, 0.5)]
