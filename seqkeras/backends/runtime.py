@@ -80,7 +80,7 @@ class _QuietLoader:
 
 
 def quiet_tensorflow_import() -> None:
-    """Install `_QuietTensorFlowImport` unless TensorFlow is imported already (or it is installed)."""
+    """Install `_QuietTensorFlowImport`, unless TensorFlow is imported already or the finder is in place."""
     if "tensorflow" not in sys.modules and not any(isinstance(f, _QuietTensorFlowImport) for f in sys.meta_path):
         sys.meta_path.insert(0, _QuietTensorFlowImport())
 

@@ -483,7 +483,7 @@ def draw_learning_curves(curves: list[Curve]) -> "Figure":
     hues = sorted(dict.fromkeys(hue(curve) for curve in curves), key=_natural)
     seeds = max(sum(1 for c in curves if hue(c) == hue(first) and row(c) == row(first)) for first in curves)
     figure, grid = _grid(len(rows), len(quantities))
-    validation = False
+    validation = any(validation_in(curves, quantity) for quantity in quantities)
     for r, row_label in enumerate(rows):
         for q, quantity in enumerate(quantities):
             ax = grid[r][q]
@@ -493,7 +493,6 @@ def draw_learning_curves(curves: list[Curve]) -> "Figure":
                     series = [frame[name] for frame in group if name in frame]
                     if not series:
                         continue
-                    validation |= style == "--"
                     table = pd.concat(series, axis=1)
                     mean, std = table.mean(axis=1), table.std(axis=1, ddof=1).fillna(0.0)
                     # Markers too: a count-based model's one-row history is a point, not a line.
