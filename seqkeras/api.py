@@ -59,7 +59,7 @@ class Results:
     @property
     def ok(self) -> bool:
         """Every run finished and every claim held."""
-        return run_counts(self.runs)[2] == 0 and bool(self.verdicts["holds"].all() if len(self.verdicts) else True)
+        return run_counts(self.runs)[2] == 0 and bool(self.verdicts["holds"].all())
 
     def table(self, rows: str | list[str], value: str, columns: str | list[str] | None = None,
               pool: Iterable[str] = ()) -> pd.DataFrame:
@@ -67,7 +67,7 @@ class Results:
         return pivot(self.runs, TableSpec(rows=rows, columns=columns, value=value, pool=list(pool)), statistics=True)
 
     def __repr__(self) -> str:
-        held = int(self.verdicts["holds"].sum()) if len(self.verdicts) else 0
+        held = int(self.verdicts["holds"].sum())
         return (f"Results({str(self.folder)!r}: {len(self.runs)} row(s), {len(self.tables)} table(s), "
                 f"{held} of {len(self.verdicts)} claim(s) reproduced)")
 
@@ -107,8 +107,9 @@ def run(spec: str | Path | Mapping[str, Any], *, overrides: Mapping[str, Any] | 
     """
     options = dict(out=out, backend=backend, jobs=jobs, force=force, track=track)
     if isinstance(spec, Mapping):
-        texts = override_texts(overrides) + (["train.tensorboard=true"] if tensorboard and "probe" not in spec else [])
-        _, experiments = run_paths([], experiments=[experiment_from_mapping(spec, texts, only)], **options)
+        experiment = sweep.with_tensorboard(lambda texts: experiment_from_mapping(spec, texts, only),
+                                            override_texts(overrides), tensorboard)
+        _, experiments = run_paths([], experiments=[experiment], **options)
     elif Path(spec).is_dir():
         raise SpecError(f"{spec} is a folder: seqkeras.run takes one spec file (`seqkeras run` takes folders)")
     else:

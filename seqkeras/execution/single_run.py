@@ -93,33 +93,29 @@ def run_training(run: RunSpec, folder: Path, record: dict[str, Any]) -> None:
     longest = data.x_train.shape[1] if hasattr(data.x_train, "shape") else 0  # a Transformer's position table
     check_model_size(run.model.params, vocabulary=len(data.vocabulary), outputs=data.num_outputs, max_length=longest)
     measures_gradient_flow = gradient_flow.NAME in run.diagnostics
-    events = tensorboard.EventWriter(folder / tensorboard.FOLDER) if run.train.tensorboard else None
-    # Variables, compile and fit all belong inside the strategy's scope.
-    with trainer.distribution_scope(run.train.distribution) as devices:
-        if devices:
-            record["devices"] = devices
-        model = run.model.component.load()(run.model.params, data)
-        # Measured before fit and without drawing a random number, so training runs as it would without it.
-        at_init = gradient_flow.measure(model, data) if measures_gradient_flow else None
-        try:
+    with tensorboard.events(folder, run.train.tensorboard) as events:  # None unless train.tensorboard
+        # Variables, compile and fit all belong inside the strategy's scope.
+        with trainer.distribution_scope(run.train.distribution) as devices:
+            if devices:
+                record["devices"] = devices
+            model = run.model.component.load()(run.model.params, data)
+            # Measured before fit and without drawing a random number, so training runs as it would without it.
+            at_init = gradient_flow.measure(model, data) if measures_gradient_flow else None
             history, seconds = trainer.fit(model, data, run.train, seed=run.seed, checkpoint_dir=folder / ".resume",
                                            events=events)
-        finally:
-            if events is not None:
-                events.close()
-        trained = gradient_flow.measure(model, data) if measures_gradient_flow else None
-    # After fitting: a count-based model (n-gram) has its parameters (counts) only then.
-    record["params"] = int(model.count_params())
-    record["train_seconds"] = seconds
-    write_csv(folder / "history.csv", history)
-    rows = run.model.component.load_evaluator()(model, data, run, folder)
-    if measures_gradient_flow:
-        write_csv(folder / f"{gradient_flow.CURVE}.csv", gradient_flow.curve(at_init, trained))
-        for row in rows:  # one measurement of the one trained model, in each of its rows
-            row.metrics.update(gradient_flow.summary(at_init, trained))
-    if run.train.tensorboard:
+            trained = gradient_flow.measure(model, data) if measures_gradient_flow else None
+        # After fitting: a count-based model (n-gram) has its parameters (counts) only then.
+        record["params"] = int(model.count_params())
+        record["train_seconds"] = seconds
+        write_csv(folder / "history.csv", history)
+        rows = run.model.component.load_evaluator()(model, data, run, folder)
         curve = gradient_flow.curve(at_init, trained) if measures_gradient_flow else None
-        tensorboard.write_results(folder, len(history), rows, curve)
+        if curve is not None:
+            write_csv(folder / f"{gradient_flow.CURVE}.csv", curve)
+            for row in rows:  # one measurement of the one trained model, in each of its rows
+                row.metrics.update(gradient_flow.summary(at_init, trained))
+        if events is not None:
+            tensorboard.write_results(events, len(history), rows, curve)
     if len(rows) == 1 and not rows[0].keys:
         record["metrics"] = rows[0].metrics
     else:  # one trained model, several evaluations (e.g. one per decoder)

@@ -11,6 +11,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from seqkeras.backends.runtime import AUTO, BACKEND_PACKAGES, resolve_backend, select_backend
 from seqkeras.errors import SpecError
@@ -50,10 +51,8 @@ def load_all(paths: list[str], overrides: list[str], only: list[str] = (), tenso
     experiments, errors = [], []
     for file in spec_files(paths):
         try:
-            experiment = load_experiment(file, overrides, list(only))
-            if tensorboard and experiment.spec.probe is None:
-                experiment = load_experiment(file, [*overrides, "train.tensorboard=true"], list(only))
-            experiments.append(experiment)
+            experiments.append(with_tensorboard(lambda texts, file=file: load_experiment(file, texts, list(only)),
+                                                overrides, tensorboard))
         except SpecError as error:
             errors.append(str(error))
     if errors:
@@ -63,6 +62,18 @@ def load_all(paths: list[str], overrides: list[str], only: list[str] = (), tenso
     if duplicates:
         raise SpecError(f"two specs share the experiment name {duplicates[0]!r}; names decide results folders")
     return experiments
+
+
+TENSORBOARD_ON = "train.tensorboard=true"
+
+
+def with_tensorboard(load: Callable[[list[str]], Any], overrides: list[str], tensorboard: bool):
+    """`load(overrides)`, again with train.tensorboard=true when `tensorboard` and the experiment trains
+    (a probe has no train section to set it in): what `run --tensorboard` and the API's `tensorboard=True` mean."""
+    experiment = load(list(overrides))
+    if tensorboard and experiment.spec.probe is None:
+        experiment = load([*overrides, TENSORBOARD_ON])
+    return experiment
 
 
 def check_out_root(out_root: Path, paths: list[str], experiments) -> None:

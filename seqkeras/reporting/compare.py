@@ -41,7 +41,7 @@ import pandas as pd
 from seqkeras.errors import SpecError, unknown_choice
 from seqkeras.reporting.formatting import format_number
 from seqkeras.reporting.tables import NON_METRIC_COLUMNS
-from seqkeras.results.folder import FAILED, OK, print_warning, read_runs, read_saved_spec
+from seqkeras.results.folder import FAILED, OK, flat_keys, print_warning, read_runs, read_saved_spec
 from seqkeras.spec.sections import ExperimentSpec
 
 # Timing metrics (seconds_per_sequence, step_ms, us_per_token, ...): they measure the machine, not the model.
@@ -155,7 +155,7 @@ def spec_changes(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
     Both are read through today's schema first, so that a key a newer seqkeras writes with
     its default (a reference recorded before it existed) is no change.
     """
-    flat_a, flat_b = _flatten(_as_today(a)), _flatten(_as_today(b))
+    flat_a, flat_b = flat_keys(_as_today(a)), flat_keys(_as_today(b))
     changes = []
     for key in [*flat_a, *(k for k in flat_b if k not in flat_a)]:
         if key not in flat_b:
@@ -172,16 +172,6 @@ def _as_today(spec: dict[str, Any]) -> dict[str, Any]:
         return ExperimentSpec.model_validate(spec).model_dump(mode="json", exclude_none=True)
     except ValueError:  # written by another version, or edited: compared as it is
         return spec
-
-
-def _flatten(mapping: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    flat: dict[str, Any] = {}
-    for key, value in mapping.items():
-        if isinstance(value, dict) and value:
-            flat.update(_flatten(value, f"{prefix}{key}."))
-        else:  # lists (matrix axes, seeds) are one value: [0, 1, 2] → [0, 1]
-            flat[f"{prefix}{key}"] = value
-    return flat
 
 
 def _spec_value(value: Any, limit: int = 60) -> str:

@@ -36,6 +36,20 @@ os.umask(_UMASK)
 TRAILING_COLUMNS = ["params", "train_seconds", "backend"]
 
 
+def flat_keys(mapping: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A nested spec mapping by dotted key path: {"model": {"units": 32}} → {"model.units": 32}.
+
+    Lists (matrix axes, seeds) and empty mappings are one value each.
+    """
+    flat: dict[str, Any] = {}
+    for key, value in mapping.items():
+        if isinstance(value, dict) and value:
+            flat.update(flat_keys(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
 def write_atomic(path: Path, content: str | bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")

@@ -108,10 +108,7 @@ def _section_schema(section: str, name_key: str, registry: Registry, defs: dict[
         params["additionalProperties"] = False
         params["description"] = f"{section} {component.name}: {component.summary}"
         defs[f"{section}_{component.name}"] = params
-        branches.append({
-            "if": {"properties": {name_key: {"const": component.name}}, "required": [name_key]},
-            "then": {"$ref": f"#/$defs/{section}_{component.name}"},
-        })
+        branches.append(_when_named(name_key, component.name, {"$ref": f"#/$defs/{section}_{component.name}"}))
     names = {"anyOf": [{"const": c.name, "description": c.summary} for c in registry],
              "description": f"Which {registry.kind}: {', '.join(registry.names())}."}
     properties = {name_key: names}
@@ -267,9 +264,13 @@ def _by_name(branches: list[dict[str, Any]], defs: dict[str, Any]) -> dict[str, 
         "type": "object",
         "required": [key],
         "properties": {key: {"enum": names}},
-        "allOf": [{"if": {"properties": {key: {"const": name}}, "required": [key]}, "then": branch}
-                  for name, branch in zip(names, branches)],
+        "allOf": [_when_named(key, name, branch) for name, branch in zip(names, branches)],
     }
+
+
+def _when_named(key: str, name: str, schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` applies once `key` (a component's or a decoder's name) is `name`."""
+    return {"if": {"properties": {key: {"const": name}}, "required": [key]}, "then": schema}
 
 
 def _strip_openapi_keywords(node: Any) -> None:

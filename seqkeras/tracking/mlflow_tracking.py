@@ -30,6 +30,7 @@ from typing import Any
 import yaml
 
 from seqkeras.errors import SpecError
+from seqkeras.results.folder import flat_keys
 
 STORE_FILE = "mlflow.db"
 ARTIFACTS_FOLDER = "mlflow-artifacts"
@@ -141,17 +142,8 @@ def spec_params(run_folder: Path) -> list[tuple[str, str]]:
     path = run_folder / "spec.yaml"
     if not path.is_file():
         return []
-    pairs: list[tuple[str, str]] = []
-
-    def walk(value: Any, prefix: str) -> None:
-        if isinstance(value, dict) and value:
-            for key, item in value.items():
-                walk(item, f"{prefix}.{key}" if prefix else str(key))
-        else:
-            pairs.append((prefix, str(value)[:6000]))
-
-    walk(yaml.safe_load(path.read_text(encoding="utf-8")) or {}, "")
-    return pairs
+    spec = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    return [(key, str(value)[:6000]) for key, value in flat_keys(spec).items()]  # MLflow's limit on a param
 
 
 def metric_name(text: str) -> str:

@@ -17,6 +17,7 @@ The files go into the run's folder, `<run>/tensorboard/`:
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import math
 import sys
@@ -60,16 +61,25 @@ class EventWriter:
         self._writer.close()
 
 
-def write_results(folder: Path, last_epoch: int, rows, curve=None) -> None:
-    """The test metrics of each evaluation row, and the gradient-flow curve, into the run's event files."""
-    writer = EventWriter(folder / FOLDER)
+@contextlib.contextmanager
+def events(run_folder: Path, wanted: bool):
+    """The run's one event file (`<run>/tensorboard/`) while the block runs, closed after it; None unless wanted."""
+    if not wanted:
+        yield None
+        return
+    writer = EventWriter(run_folder / FOLDER)
     try:
-        for row in rows:
-            label = "/".join(f"{key}={value}" for key, value in row.keys.items()) if row.keys else ""
-            writer.scalars(last_epoch, row.metrics, prefix=f"test/{label}/" if label else "test/")
-        if curve is not None:
-            for record in curve.to_dict("records"):
-                writer.scalars(int(record["steps_back"]), {k: v for k, v in record.items() if k != "steps_back"},
-                               prefix="gradient_flow/")
+        yield writer
     finally:
         writer.close()
+
+
+def write_results(writer: EventWriter, last_epoch: int, rows, curve=None) -> None:
+    """The test metrics of each evaluation row, and the gradient-flow curve, into the run's event file."""
+    for row in rows:
+        label = "/".join(f"{key}={value}" for key, value in row.keys.items()) if row.keys else ""
+        writer.scalars(last_epoch, row.metrics, prefix=f"test/{label}/" if label else "test/")
+    if curve is not None:
+        for record in curve.to_dict("records"):
+            writer.scalars(int(record["steps_back"]), {k: v for k, v in record.items() if k != "steps_back"},
+                           prefix="gradient_flow/")
