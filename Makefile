@@ -1,7 +1,7 @@
 # make run   — the lesson suite: every number of the lesson, reproduced and checked
-# make test  — the test suite (fast; slow tests are marked and included), in two pytest processes:
-#              tests/ on TensorFlow, then tests/torch_backend/ on PyTorch
-# make test-fast — the same two, without the tests marked slow
+# make test  — the test suite (fast; slow tests are marked and included), in three pytest processes:
+#              tests/ on TensorFlow, then tests/torch_backend/ on PyTorch, then tests/jax_backend/ on JAX
+# make test-fast — the same three, without the tests marked slow
 # make bench — throughput and scaling measurements (not timed tests)
 # make gpu-wheels — the pure-Python wheels the GPU machine lacks, into .whl/ (benchmarks/gpu_check.sh installs them)
 PYTHON ?= python3.11
@@ -28,17 +28,21 @@ LESSON_OUT := .lesson-run
 run: $(STAMP)
 	$(BIN)/seqkeras run experiments/lesson --force --out $(LESSON_OUT) --reference results
 
-# Keras picks its backend once per process: the torch backend's tests run in a second pytest
-# process (tests/conftest.py leaves tests/torch_backend/ out of the first). Both must pass.
+# Keras picks its backend once per process: the torch and JAX backends' tests run in pytest processes
+# of their own (tests/conftest.py leaves tests/torch_backend/ and tests/jax_backend/ out of the first,
+# and each backend's folder out of the other's). All three must pass.
 TORCH_TESTS := KERAS_BACKEND=torch $(BIN)/python -m pytest -q tests/torch_backend
+JAX_TESTS := KERAS_BACKEND=jax $(BIN)/python -m pytest -q tests/jax_backend
 
 test: $(STAMP) $(VENV)/.ray $(VENV)/.tracking browser
 	$(BIN)/python -m pytest -q
 	$(TORCH_TESTS)
+	$(JAX_TESTS)
 
 test-fast: $(STAMP) $(VENV)/.ray $(VENV)/.tracking browser
 	$(BIN)/python -m pytest -q -m "not slow"
 	$(TORCH_TESTS) -m "not slow"
+	$(JAX_TESTS) -m "not slow"
 
 # Ray is optional for users; the tests check the Ray executor, so they install it.
 $(VENV)/.ray: requirements-ray.txt $(STAMP)

@@ -1,12 +1,14 @@
-"""Two pytest processes, one per Keras backend, each imported once, quietly, on the CPU.
+"""Three pytest processes, one per Keras backend, each imported once, quietly, on the CPU.
 
     .venv/bin/python -m pytest -q                                        # tests/, Keras on TensorFlow
     KERAS_BACKEND=torch .venv/bin/python -m pytest -q tests/torch_backend  # Keras on PyTorch
+    KERAS_BACKEND=jax .venv/bin/python -m pytest -q tests/jax_backend      # Keras on JAX
 
 A process cannot switch backends once Keras is imported, so the main process
-leaves tests/torch_backend/ out, and a process started with KERAS_BACKEND=torch
-leaves out the files here, which expect TensorFlow (tests/torch_backend/conftest.py
-selects torch). `make test` runs both.
+leaves tests/torch_backend/ and tests/jax_backend/ out, and a process started
+with KERAS_BACKEND=torch or jax leaves out the files here, which expect
+TensorFlow, and the other backend's folder (tests/torch_backend/conftest.py
+selects torch, tests/jax_backend/conftest.py jax). `make test` runs all three.
 """
 
 from __future__ import annotations
@@ -24,12 +26,15 @@ os.environ["SEQKERAS_JOBS"] = "1"
 
 from seqkeras.backends.runtime import select_backend
 
-TORCH_PROCESS = os.environ.get("KERAS_BACKEND") == "torch"
-if TORCH_PROCESS:
+# The folder of tests that runs in its own process, per backend other than TensorFlow.
+BACKEND_FOLDERS = {"torch": "torch_backend", "jax": "jax_backend"}
+PROCESS_BACKEND = os.environ.get("KERAS_BACKEND")
+if PROCESS_BACKEND in BACKEND_FOLDERS:
     collect_ignore_glob = ["test_*.py"]
+    collect_ignore = [folder for backend, folder in BACKEND_FOLDERS.items() if backend != PROCESS_BACKEND]
 else:
     select_backend("tensorflow")
-    collect_ignore = ["torch_backend"]
+    collect_ignore = list(BACKEND_FOLDERS.values())
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -26,7 +26,9 @@ def test_bench_runs_end_to_end_at_tiny_size(tmp_path):
     assert list(table.columns) == COLUMNS
     assert "| benchmark" in result.stdout and str(csv) in result.stdout  # the table is printed too
     # Every benchmark gave its rows (the recurrent one, when it cannot run here, a row saying why).
-    assert {"sweep throughput", "default path", "seeds together", "decoding cost", "lesson time"} <= set(table["benchmark"])
+    assert {"sweep throughput", "default path", "seeds together", "decoding cost", "lesson time", "thread scaling",
+            "busy machine", "fixed costs"} <= set(table["benchmark"])
+    assert not table["figure"].str.startswith("failed").any(), table["figure"].tolist()
     assert table["benchmark"].nunique() >= 5
     assert not table["figure"].str.startswith("failed:").any()
     assert table["met"].isin([True, False]).all()

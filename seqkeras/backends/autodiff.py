@@ -2,9 +2,10 @@
 
 Keras 3 has no backend-neutral op for a gradient: training hides it inside each
 backend's trainer. A measurement that differentiates something other than a
-loss with respect to the weights (the `gradient_flow` diagnostic differentiates
-with respect to perturbations of a recurrent state) calls `gradients`, which
-uses the running backend's own autodiff: `tf.GradientTape`,
+loss with respect to the weights (the `gradient_flow` diagnostic and probe
+differentiate with respect to perturbations of a recurrent state, the `unroll`
+and `recurrence_vs_attention` probes with respect to a layer's inputs) calls
+`gradients`, which uses the running backend's own autodiff: `tf.GradientTape`,
 `torch.autograd.grad` or `jax.grad`. Each library is imported inside the
 function, only on its own backend.
 """

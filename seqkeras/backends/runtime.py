@@ -38,32 +38,43 @@ def quiet_stderr():
         os.close(saved)
 
 
-class _QuietTensorFlowImport:
-    """A meta-path finder: the `import tensorflow` of the process, wherever it happens, runs with
-    descriptor 2 on /dev/null (its C++ start-up notices); the finder then removes itself.
+class _ImportHook:
+    """A meta-path finder: the first `import <name>` of the process, wherever it happens, runs inside
+    `context()`; the finder then removes itself.
 
-    On the other backends TensorFlow is imported only if something asks for it (the lesson's
-    probes, which compute with it, say), long after `select_backend`: without this each such
-    process printed `I0000 … oneDNN custom operations are on` and the CUDA probe's lines.
+    Two are installed by `select_backend`:
+
+    - `import tensorflow` with descriptor 2 on /dev/null (`quiet_stderr`): on the other backends
+      TensorFlow is imported only if something asks for it, long after `select_backend`, and
+      without this printed `I0000 … oneDNN custom operations are on` and the CUDA probe's lines.
+    - on torch and JAX, `import keras_hub` with TensorFlow hidden: keras-hub imports all of
+      TensorFlow at its own import whenever it is installed (keras_hub/src/utils/tensor_utils.py,
+      for tf.data preprocessing and tokenizers the suite never uses), which cost a torch run that
+      builds a Transformer or a decoder's sampler 3.5 s. Without it keras-hub takes TensorFlow to be
+      absent, as on the GPU machines: the layers and samplers compute with Keras ops either way.
     """
 
+    def __init__(self, name: str, context):
+        self.name = name
+        self.context = context
+
     def find_spec(self, name, path=None, target=None):
-        if name != "tensorflow":
+        if name != self.name:
             return None
         # The other finders' spec (find_spec also answers Keras's `is it installed?` checks, which import nothing).
         spec = next((spec for finder in sys.meta_path if finder is not self and hasattr(finder, "find_spec")
                      for spec in [finder.find_spec(name, path, target)] if spec is not None), None)
         if spec is not None and spec.loader is not None:
-            spec.loader = _QuietLoader(spec.loader, self)
+            spec.loader = _HookedLoader(spec.loader, self)
         return spec
 
 
-class _QuietLoader:
-    """The package's own loader, executing it with stderr silenced; afterwards the module names its own loader."""
+class _HookedLoader:
+    """The package's own loader, executing it inside its hook's context; afterwards the module names its own loader."""
 
-    def __init__(self, loader, finder):
+    def __init__(self, loader, hook: _ImportHook):
         self.loader = loader
-        self.finder = finder
+        self.hook = hook
 
     def __getattr__(self, name):
         return getattr(self.loader, name)
@@ -73,16 +84,24 @@ class _QuietLoader:
 
     def exec_module(self, module):
         module.__spec__.loader = module.__loader__ = self.loader
-        if self.finder in sys.meta_path:  # imported once: the finder's work is done
-            sys.meta_path.remove(self.finder)
-        with quiet_stderr():
+        if self.hook in sys.meta_path:  # imported once: the hook's work is done
+            sys.meta_path.remove(self.hook)
+        with self.hook.context():
             self.loader.exec_module(module)
 
 
+def install_import_hook(name: str, context) -> None:
+    """Install an `_ImportHook` for `name`, unless it is imported already or a hook for it is in place."""
+    if name not in sys.modules and not any(isinstance(f, _ImportHook) and f.name == name for f in sys.meta_path):
+        sys.meta_path.insert(0, _ImportHook(name, context))
+
+
 def quiet_tensorflow_import() -> None:
-    """Install `_QuietTensorFlowImport`, unless TensorFlow is imported already or the finder is in place."""
-    if "tensorflow" not in sys.modules and not any(isinstance(f, _QuietTensorFlowImport) for f in sys.meta_path):
-        sys.meta_path.insert(0, _QuietTensorFlowImport())
+    install_import_hook("tensorflow", quiet_stderr)
+
+
+def keras_hub_without_tensorflow() -> None:
+    install_import_hook("keras_hub", lambda: hidden_from_import(("tensorflow", "tensorflow_text")))
 
 
 NOTED: set[str] = set()  # notes already said in this process
@@ -97,10 +116,12 @@ def note_once(reason: str) -> None:
 
 AUTO = "auto"
 
-# What `auto` picks: the first of these that is installed. torch first because its fused
-# recurrent kernels train the suite's recurrent models fastest on the CPU (2.8× TensorFlow on
-# 2 cores, issue 20) and it is the backend with CUDA on the GPU machines (which have no TensorFlow).
-AUTO_PREFERENCE = ("torch", "tensorflow", "jax")
+# What `auto` picks: the first of these that is installed, fastest first as measured on the suite's own
+# workload (`make bench`'s busy machine rows: the lag-100 slice of cells_long_range, six recurrent models,
+# one worker per core on 2 cores): torch 24.2 s, JAX 43.2 s, TensorFlow 87.0 s. The same rows check, at
+# every `make bench`, that the backend auto picks is within 5% of the fastest installed one. torch is
+# also the backend with CUDA on the GPU machines (which have no TensorFlow).
+AUTO_PREFERENCE = ("torch", "jax", "tensorflow")
 
 
 def resolve_backend(name: str | None = None) -> str:
@@ -150,6 +171,8 @@ def select_backend(name: str | None = None, *, load: bool = True) -> str:
     if importlib.util.find_spec(package) is None:
         raise SpecError(f"backend {backend!r} is not installed: .venv/bin/pip install {package}")
     quiet_tensorflow_import()
+    if backend != "tensorflow":
+        keras_hub_without_tensorflow()
     if not load:
         return backend
     if backend == "torch":
@@ -178,6 +201,9 @@ def select_backend(name: str | None = None, *, load: bool = True) -> str:
 # scikit-learn, the plots matplotlib); only those two Keras integrations stay
 # off in the process.
 KERAS_EXTRAS = ("sklearn", "matplotlib")
+# Not hidden, though Keras imports it only for an integration seqkeras never uses (its Orbax checkpoint
+# callback, 0.4 s of a worker's start): importing JAX draws from NumPy's global random state, so a JAX
+# imported later (by TensorFlow, say) would change what a run seeded before it draws.
 
 
 @contextlib.contextmanager

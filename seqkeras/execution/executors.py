@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 # Only light imports at the top: the parent of `--jobs N` imports this module to
 # start its workers, and pandas or the spec models (0.7 s) would delay that.
+from seqkeras.backends.threads import share as thread_share
 from seqkeras.backends.runtime import QUIET_TF_LOG_LEVEL, TF_LOG_LEVEL_VARIABLE
 from seqkeras.errors import SpecError
 from seqkeras.execution.identity import identity_changes
@@ -197,7 +198,7 @@ class ProcessExecutor:
         self.jobs = jobs
         self.backend = backend
         self.reason = reason  # why this many, for the plan line
-        self.threads = max(1, (os.cpu_count() or 1) // jobs)
+        self.threads = thread_share(jobs)  # the cores / N each worker may use ($SEQKERAS_THREADS when set)
         self.pool: ProcessPoolExecutor | None = None
 
     @property
@@ -307,12 +308,14 @@ class RayExecutor:
 
 def _result_or_failure(get, job: Job) -> dict[str, Any]:
     """A worker that died (out of memory, killed) is a failed run, not a failed sweep."""
-    from seqkeras.execution.single_run import failure, new_record
-    from seqkeras.results.folder import write_json
-
     try:
         return get()
     except Exception as error:
+        # Imported only here: single_run imports Keras and the backend (seconds, holding the GIL that the
+        # pool's result thread needs), which the parent of `--jobs N` otherwise never imports.
+        from seqkeras.execution.single_run import failure, new_record
+        from seqkeras.results.folder import write_json
+
         record = {**new_record(job.run), **failure(error), "seconds": 0.0}
         try:
             write_json(job.folder / "metrics.json", record)

@@ -6,6 +6,7 @@ knows about the other runs of the sweep.
 
 from __future__ import annotations
 
+import importlib
 import platform
 import time
 import traceback
@@ -15,8 +16,9 @@ from typing import Any
 
 import numpy
 
-from seqkeras.backends import runtime
+from seqkeras.backends import runtime, threads
 from seqkeras.evaluation import gradient_flow
+from seqkeras.execution import machine
 from seqkeras.execution.identity import code_version, run_identity
 from seqkeras.execution.workers import worker_place
 from seqkeras.results.folder import FAILED, OK, write_csv, write_json, write_yaml
@@ -73,6 +75,7 @@ def new_record(run: RunSpec) -> dict[str, Any]:
         "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "worker": worker_place(),
         "versions": versions(),
+        "machine": machine.describe(threads.current()),  # which CPU computed it: kernels differ by instruction set
     }
 
 
@@ -99,6 +102,7 @@ def run_training(run: RunSpec, folder: Path, record: dict[str, Any]) -> None:
             if devices:
                 record["devices"] = devices
             model = run.model.component.load()(run.model.params, data)
+            record["machine"]["threads"] = threads.for_run(model, run.train.batch_size)
             # Measured before fit and without drawing a random number, so training runs as it would without it.
             at_init = gradient_flow.measure(model, data) if measures_gradient_flow else None
             history, seconds = trainer.fit(model, data, run.train, seed=run.seed, checkpoint_dir=folder / ".resume",
@@ -131,8 +135,11 @@ def versions() -> dict[str, str]:
         "keras": keras.__version__,
         "numpy": numpy.__version__,
     }
-    if keras.backend.backend() == "tensorflow":
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
         import tensorflow
 
         found["tensorflow"] = tensorflow.__version__
+    elif backend in ("torch", "jax"):
+        found[backend] = str(importlib.import_module(backend).__version__)  # torch's is a TorchVersion, not a str
     return found

@@ -16,6 +16,7 @@ from typing import Any
 from seqkeras.backends.runtime import AUTO, BACKEND_PACKAGES, resolve_backend, select_backend
 from seqkeras.errors import SpecError
 from seqkeras.execution.executors import SerialExecutor, examine_record
+from seqkeras.execution.workers import configure_this_process
 
 
 def spec_files(paths: list[str]) -> list[Path]:
@@ -130,10 +131,6 @@ def headline(experiments, out_root: Path) -> str:
     return f"{len(experiments)} experiment(s), {sum(len(e.runs) for e in experiments)} run(s) → {out_root}/"
 
 
-# `run --reference`: the same numbers up to float rounding between machines; timings are left out.
-REFERENCE_TOLERANCE, REFERENCE_RELATIVE = 1e-12, 1e-6
-
-
 @dataclass
 class SweepOutcome:
     verdicts: list  # (experiment name, Verdict) pairs
@@ -151,7 +148,7 @@ def run_all(experiments, out_root: Path, executor, *, force: bool, reference: Pa
 
     tracker: an MlflowTracker (run --track) that each finished record is logged to."""
     if isinstance(executor, SerialExecutor):  # runs here: import the backend (chosen above) now, quietly
-        select_backend()
+        configure_this_process(select_backend())
     from seqkeras.execution.experiment import run_experiment
     from seqkeras.reporting.tables import to_markdown, verdict_frame
 
@@ -171,7 +168,11 @@ def run_all(experiments, out_root: Path, executor, *, force: bool, reference: Pa
         print("\n" + page)
         failed_runs += outcome.failed_runs
         all_verdicts += [(experiment.spec.name, v) for v in outcome.verdicts]
-    differing = check_against(experiments, out_root, reference) if reference is not None else []
+    differing = []
+    if reference is not None:
+        from seqkeras.reporting.reproduction import check_against
+
+        differing = check_against(experiments, out_root, reference)
     if len(experiments) > 1 and all_verdicts:
         frame = verdict_frame([v for _, v in all_verdicts])
         frame.insert(0, "experiment", [name for name, _ in all_verdicts])
@@ -187,33 +188,6 @@ def check_reference_root(reference: Path, out_root: Path) -> None:
     if reference.resolve() == out_root.resolve():
         raise SpecError(f"--reference {reference} is the --out folder itself: the runs would be compared with "
                         "themselves; write them elsewhere (--out) and compare with this one")
-
-
-def check_against(experiments, out_root: Path, reference: Path) -> list[str]:
-    """One line per experiment: it matches the reference, or what differs. Returns the experiments that differ."""
-    from seqkeras.reporting.compare import compare_paths
-
-    print(f"# Against the reference {reference}/ (|difference| ≤ {REFERENCE_TOLERANCE:g} + "
-          f"{REFERENCE_RELATIVE:g}·|reference|; timings left out)\n")
-    differing = []
-    for experiment in experiments:
-        name, theirs = experiment.spec.name, reference / experiment.spec.name
-        try:
-            report = compare_paths(theirs, out_root / name, tolerance=REFERENCE_TOLERANCE,
-                                   relative=REFERENCE_RELATIVE, timings=False, common=bool(experiment.unselected))
-            reasons = report.outside_tolerance()
-            changes = [c for comparison in report.comparisons for c in comparison.spec_changes or []]
-        except SpecError as error:
-            reasons, changes = [str(error)], []
-        if not reasons:
-            print(f"- {name}: matches the reference {theirs}")
-            continue
-        differing.append(name)
-        detail = "; ".join(reasons[:3]) + (f"; … ({len(reasons) - 3} more)" if len(reasons) > 3 else "")
-        spec = f" (the spec changed: {'; '.join(changes[:3])})" if changes else ""
-        print(f"- {name}: DIFFERS from the reference {theirs}{spec}: {detail}")
-    print(f"\n{len(experiments) - len(differing)} of {len(experiments)} experiment(s) match the reference\n")
-    return differing
 
 
 def plan(experiments, out_root: Path, *, force: bool, echo: Callable[[str], None] = print) -> None:

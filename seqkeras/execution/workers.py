@@ -14,6 +14,8 @@ import threading
 import time
 
 from seqkeras.backends.runtime import select_backend
+from seqkeras.backends import threads
+from seqkeras.backends.threads import configure_process
 
 
 def setup_worker(backend: str, threads: int) -> None:
@@ -23,16 +25,20 @@ def setup_worker(backend: str, threads: int) -> None:
     unpickles its initializer by importing the module that holds it: from
     seqkeras.execution.executors that would import Keras before stderr is quieted.
     """
+    if backend == "jax":  # XLA reads its thread flags when jax is imported
+        configure_process(backend, threads)
     select_backend(backend)
-    if backend == "tensorflow":
-        import tensorflow as tf
+    if backend != "jax":  # else each of N workers starts one thread per core
+        configure_process(backend, threads)
 
-        tf.config.threading.set_intra_op_parallelism_threads(threads)
-        tf.config.threading.set_inter_op_parallelism_threads(threads)
-    elif backend == "torch":
-        import torch
 
-        torch.set_num_threads(threads)  # else each of N workers starts one thread per core
+def configure_this_process(backend: str) -> None:
+    """Threads for runs in the command's own process (one at a time: all the cores), once its backend is imported.
+
+    Once per process: a later command in the same process (a notebook calling the API again) keeps them.
+    Torch's runs then choose their own (seqkeras.backends.threads.for_run)."""
+    if threads.current() is None and backend != "jax":  # XLA's flags count only before jax is imported
+        configure_process(backend, threads.share(1))
 
 
 def worker_place() -> dict[str, str | int]:

@@ -79,7 +79,6 @@ def run(params: Params, seed: int = 0) -> ProbeResult:
     For sampling, the run's `seed` is added to the decoder's own seed, so the
     seeds of an experiment draw different streams while each run stays reproducible.
     """
-
     try:
         language_model = TableLanguageModel(params.table, params.start, params.end)
     except SpecError as error:

@@ -3,9 +3,10 @@
 The lesson unrolls a 64-unit tanh RNN for 60 steps and backpropagates a unit
 gradient from the last state by hand, printing its norm 1, 10, 30 and 59 steps
 back for spectral radii 0.8, 1.0 and 1.2. This probe runs the same recurrence
-through a `keras.layers.SimpleRNNCell` and lets `tf.GradientTape` do the
-backward pass, so the table is a measurement of what Keras actually computes
-rather than a re-derivation of it.
+through a `keras.layers.SimpleRNNCell` (float64) and lets the running
+backend's autodiff do the backward pass (`seqkeras.backends.autodiff`), so the
+table is a measurement of what Keras actually computes rather than a
+re-derivation of it.
 
 Mapping the lesson onto the cell:
 
@@ -27,7 +28,9 @@ import numpy as np
 import pandas as pd
 from pydantic import Field, model_validator
 
+from seqkeras.backends.autodiff import gradients
 from seqkeras.probes.base import ProbeResult
+from seqkeras.probes.precision import float64_computation
 from seqkeras.registry import Params as BaseParams
 
 
@@ -107,29 +110,35 @@ def draw_weights(params: Params, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def gradient_norms(W: np.ndarray, x: np.ndarray, activation: str) -> np.ndarray:
-    """norms[k] = |d loss / d h_{T-1-k}| for loss = g0 . h_{T-1}, computed by Keras autodiff."""
+    """norms[k] = |d loss / d h_{T-1-k}| for loss = g0 . h_{T-1}, computed by the backend's autodiff in float64."""
+    with float64_computation():
+        return _gradient_norms(W, x, activation)
+
+
+def _gradient_norms(W: np.ndarray, x: np.ndarray, activation: str) -> np.ndarray:
     import keras
-    import tensorflow as tf
+    from keras import ops
 
     T, d = x.shape
     cell = keras.layers.SimpleRNNCell(d, activation=activation, use_bias=False, dtype="float64")
     cell.build((None, d))
     cell.set_weights([np.eye(d), W.T])  # x_t @ I + h @ W.T  ==  (W h + x_t) as a row vector
 
-    inputs = tf.constant(x[:, None, :], dtype=tf.float64)  # (T, batch=1, d)
-    g0 = tf.constant(np.ones((1, d)) / np.sqrt(d), dtype=tf.float64)
-    with tf.GradientTape() as tape:
-        h = tf.zeros((1, d), dtype=tf.float64)
-        states = []
+    inputs = ops.convert_to_tensor(x[:, None, :], dtype="float64")  # (T, batch=1, d)
+    g0 = ops.convert_to_tensor(np.ones((1, d)) / np.sqrt(d), dtype="float64")
+
+    def loss(perturbations):
+        # eps_t (zeros) is added to the state after step t and fed forward with it, so d loss / d eps_t
+        # is d loss / d h_t through every later step. (torch.autograd.grad and jax.grad differentiate
+        # with respect to a function's inputs only, not to the states it computes on the way.)
+        h = ops.zeros((1, d), dtype="float64")
         for t in range(T):
             _, new_state = cell(inputs[t], [h])
-            h = new_state[0]  # the tensor fed forward, so its gradient includes every later path
-            states.append(h)
-        loss = tf.reduce_sum(g0 * states[-1])
-    grads = tape.gradient(loss, states)
-    # A state with no path to the loss would come back as None; with this recurrence every
-    # state reaches the last one, but a zero gradient is the honest value if it ever happens.
-    norms = [0.0 if g is None else float(tf.norm(g)) for g in grads]
+            h = new_state[0] + perturbations[t]
+        return ops.sum(g0 * h)
+
+    grads = gradients(loss, [ops.zeros((1, d), dtype="float64") for _ in range(T)])
+    norms = [float(np.linalg.norm(ops.convert_to_numpy(g))) for g in grads]
     return np.array(norms[::-1])  # index k = steps back from the last state
 
 

@@ -8,9 +8,10 @@ The lesson feeds a single 1.0 at step 0 and then silence for 100 steps:
                  g = tanh(2 x),  c = f c + i g,  h = sigmoid(4) tanh(c)
 
 Here the same weights are loaded into a one-unit `keras.layers.SimpleRNN` or
-`keras.layers.LSTM`, and the numbers are read off what the layer returns. The
-forget gate is measured as c_t / c_{t-1} during the silence (where the input
-gate writes tanh(0) = 0), not copied from sigmoid(forget_bias).
+`keras.layers.LSTM` (float64, on whichever backend Keras runs), and the
+numbers are read off what the layer returns. The forget gate is measured as
+c_t / c_{t-1} during the silence (where the input gate writes tanh(0) = 0),
+not copied from sigmoid(forget_bias).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import pandas as pd
 from pydantic import Field, model_validator
 
 from seqkeras.probes.base import ProbeResult
+from seqkeras.probes.precision import float64_computation
 from seqkeras.registry import Params as BaseParams
 
 
@@ -112,7 +114,7 @@ def _ratio(now: float, before: float) -> float:
 
 def _run_simple_rnn(params: Params) -> ProbeResult:
     import keras
-    import tensorflow as tf
+    from keras import ops
 
     layer = keras.layers.SimpleRNN(
         1, use_bias=False, return_sequences=True, return_state=True, dtype="float64"
@@ -120,9 +122,9 @@ def _run_simple_rnn(params: Params) -> ProbeResult:
     layer.build((None, params.steps, 1))
     layer.set_weights([np.array([[params.input_weight]]), np.array([[params.recurrent_weight]])])
 
-    sequence, final = layer(tf.constant(_signal(params.steps)))
-    h = sequence.numpy()[0, :, 0]
-    memory = float(final.numpy()[0, 0])
+    sequence, final = layer(ops.convert_to_tensor(_signal(params.steps), dtype="float64"))
+    h = ops.convert_to_numpy(sequence)[0, :, 0]
+    memory = float(ops.convert_to_numpy(final)[0, 0])
     # During silence h_t = tanh(w h_{t-1}); the last step's ratio is the current decay factor.
     decay = _ratio(h[-1], h[-2])
     metrics = {
@@ -136,7 +138,7 @@ def _run_simple_rnn(params: Params) -> ProbeResult:
 
 def _run_lstm(params: Params) -> ProbeResult:
     import keras
-    import tensorflow as tf
+    from keras import ops
 
     layer = keras.layers.LSTM(
         1, return_sequences=True, return_state=True, dtype="float64", unit_forget_bias=False
@@ -149,35 +151,42 @@ def _run_lstm(params: Params) -> ProbeResult:
     layer.set_weights([kernel, recurrent_kernel, bias])
 
     x = _signal(params.steps)
-    h_seq, h_final, c_final = layer(tf.constant(x))
+    inputs = ops.convert_to_tensor(x, dtype="float64")
+    h_seq, h_final, c_final = layer(inputs)
     # The layer returns only the last cell state, so measure c_{T-1} by running the same layer
     # one step shorter; the ratio is the forget gate as the layer applies it during silence.
-    _, _, c_before = layer(tf.constant(x[:, :-1]))
-    c_last = float(c_final.numpy()[0, 0])
-    forget_gate = _ratio(c_last, float(c_before.numpy()[0, 0]))
+    _, _, c_before = layer(ops.convert_to_tensor(x[:, :-1], dtype="float64"))
+    c_last = _scalar(c_final)
+    forget_gate = _ratio(c_last, _scalar(c_before))
 
     # The whole cell-state trajectory (for the curve) comes from the layer's own cell, stepped.
     c_curve = []
-    h = c = tf.zeros((1, 1), dtype=tf.float64)
-    inputs = tf.constant(x)
+    h = c = ops.zeros((1, 1), dtype="float64")
     for t in range(params.steps):
         _, (h, c) = layer.cell(inputs[:, t], [h, c])
-        c_curve.append(float(c.numpy()[0, 0]))
+        c_curve.append(_scalar(c))
     if not np.isclose(c_curve[-1], c_last, rtol=1e-9, atol=1e-300):
         raise RuntimeError("stepping the LSTM cell disagrees with the LSTM layer")
 
     metrics = {
         "forget_gate": forget_gate,
         "cell": c_last,
-        "hidden": float(h_final.numpy()[0, 0]),
+        "hidden": _scalar(h_final),
         # The lesson's rule of thumb: a fraction f**T of the stored value survives T steps.
         "retention": forget_gate**params.steps if math.isfinite(forget_gate) else math.nan,
         "half_life_steps": _half_life(forget_gate),
     }
     curve = pd.DataFrame(
-        {"step": np.arange(1, params.steps + 1), "c": c_curve, "h": h_seq.numpy()[0, :, 0]}
+        {"step": np.arange(1, params.steps + 1), "c": c_curve, "h": ops.convert_to_numpy(h_seq)[0, :, 0]}
     )
     return ProbeResult(metrics=metrics, curves={"memory": curve})
+
+
+def _scalar(tensor) -> float:
+    """The one number of a (1, 1) state, read through Keras (a torch tensor that tracks gradients included)."""
+    from keras import ops
+
+    return float(ops.convert_to_numpy(tensor)[0, 0])
 
 
 def metric_names(params: Params) -> list[str]:
@@ -190,6 +199,7 @@ def metric_names(params: Params) -> list[str]:
 def run(params: Params, seed: int) -> ProbeResult:
     # Every weight is fixed by the parameters; the seed has nothing to draw.
     del seed
-    if params.cell == "lstm":
-        return _run_lstm(params)
-    return _run_simple_rnn(params)
+    with float64_computation():
+        if params.cell == "lstm":
+            return _run_lstm(params)
+        return _run_simple_rnn(params)

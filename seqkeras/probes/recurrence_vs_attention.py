@@ -54,6 +54,7 @@ import numpy as np
 import pandas as pd
 from pydantic import Field, model_validator
 
+from seqkeras.backends.autodiff import gradients
 from seqkeras.decoding.cached_step_models import cached_step_model, state_size
 from seqkeras.evaluation import metrics
 from seqkeras.models import recurrent, transformer
@@ -186,18 +187,20 @@ def gradient_path(model, inputs: np.ndarray) -> np.ndarray:
     of the gradient holds ∂ o_T[j] / ∂ x. (Copies never interact: neither an
     LSTM nor a Transformer block mixes the rows of a batch.)
     """
-    import tensorflow as tf
+    from keras import ops
 
     inputs = np.asarray(inputs, dtype="float32")
     if inputs.ndim == 2:
         inputs = inputs[None]
     width_out = int(model.output_shape[-1])
-    copies = tf.constant(np.repeat(inputs[:1], width_out, axis=0))
-    with tf.GradientTape() as tape:
-        tape.watch(copies)
-        last = model(copies, training=False)[:, -1, :]
-        picked = tf.reduce_sum(tf.linalg.diag_part(last))
-    jacobian = tape.gradient(picked, copies).numpy()  # [width_out, T, width_in]
+    copies = ops.convert_to_tensor(np.repeat(inputs[:1], width_out, axis=0))
+
+    def picked(tensors):
+        last = model(tensors[0], training=False)[:, -1, :]
+        return ops.sum(ops.diagonal(last))  # copy j's o_T[j]
+
+    (gradient,) = gradients(picked, [copies])
+    jacobian = ops.convert_to_numpy(gradient)  # [width_out, T, width_in]
     norms = np.sqrt(np.sum(jacobian.astype("float64") ** 2, axis=(0, 2)))
     return norms[::-1]  # index k = positions back from the last
 

@@ -8,7 +8,8 @@ state several steps later but slowly fades because W_h has magnitude below 1.
 This probe builds the same thing from a Keras `Embedding` and `SimpleRNN`
 with seeded weights, records the state table (token x cell), and measures the
 fading directly: the influence of the first token on the state at step t is
-the Frobenius norm of the Jacobian d h_t / d x_1, where x_1 is the first
+the Frobenius norm of the Jacobian d h_t / d x_1 (float64, from the running
+backend's autodiff, `seqkeras.backends.autodiff`), where x_1 is the first
 token's embedding *at position 1* (later occurrences of the same word are
 separate inputs). Because tanh' <= 1 and W_h is scaled to spectral norm
 `recurrent_scale`, each step multiplies that norm by at most `recurrent_scale`,
@@ -21,7 +22,9 @@ import numpy as np
 import pandas as pd
 from pydantic import Field, field_validator
 
+from seqkeras.backends.autodiff import gradients
 from seqkeras.probes.base import ProbeResult
+from seqkeras.probes.precision import float64_computation
 from seqkeras.registry import Params as BaseParams
 
 
@@ -95,8 +98,13 @@ def metric_names(params: Params) -> list[str]:
 
 
 def run(params: Params, seed: int) -> ProbeResult:
+    with float64_computation():
+        return _measure(params, seed)
+
+
+def _measure(params: Params, seed: int) -> ProbeResult:
     import keras
-    import tensorflow as tf
+    from keras import ops
 
     tokens = tokenize(params.sentence)
     vocabulary = list(dict.fromkeys(tokens))  # distinct words, first appearance first
@@ -113,19 +121,11 @@ def run(params: Params, seed: int) -> ProbeResult:
     # Keras computes x @ kernel + h @ recurrent_kernel, i.e. the lesson's W_x x + W_h h transposed.
     rnn.set_weights([W_x.T, W_h.T])
 
-    x = embed(tf.constant(ids))  # (1, n, embedding_dim); position 0 is the first token's own input
-    with tf.GradientTape(persistent=True) as tape:
-        tape.watch(x)
-        states = rnn(x)  # (1, n, units)
-        cells = [states[0, t, i] for t in range(len(tokens)) for i in range(params.units)]
-    # One row of the Jacobian d h_t / d x_1 per state cell: the gradient of that cell with
-    # respect to the whole input sequence, kept at position 0 only. (A loop of small gradients
-    # rather than tape.jacobian, whose vectorized path retraces a tf.function on every call.)
-    rows = [tape.gradient(cell, x)[0, 0].numpy() for cell in cells]
-    del tape
-    jacobian = np.array(rows).reshape(len(tokens), params.units, params.embedding_dim)
+    # (1, n, embedding_dim); position 0 is the first token's own input.
+    x = ops.convert_to_numpy(embed(ops.convert_to_tensor(ids)))
+    states = ops.convert_to_numpy(rnn(ops.convert_to_tensor(x, dtype="float64")))[0]  # (n, units)
+    jacobian = first_input_jacobian(rnn, x)
     influence = np.linalg.norm(jacobian.reshape(len(tokens), -1), axis=1)
-    states = states.numpy()[0]
 
     metrics: dict[str, float | int | str] = {
         f"first_token_influence_{t}": float(value) for t, value in enumerate(influence, start=1)
@@ -144,3 +144,26 @@ def run(params: Params, seed: int) -> ProbeResult:
     return ProbeResult(
         metrics=metrics, curves={"states": state_table, "influence": influence_table}
     )
+
+
+def first_input_jacobian(rnn, x: np.ndarray) -> np.ndarray:
+    """jacobian[t, i] = d h_t[i] / d x_1 for the states h of `rnn` over one sequence x (1, n, features).
+
+    One backward pass gives every row: the sequence is copied once per state cell (t, i), and the
+    sum over copies of copy (t, i)'s own cell is differentiated, so copy (t, i) of the gradient holds
+    d h_t[i] / d x. (The copies never interact: an RNN does not mix the rows of a batch.)
+    """
+    from keras import ops
+
+    _, steps, features = x.shape
+    units = rnn.units
+    copies = ops.convert_to_tensor(np.repeat(x, steps * units, axis=0), dtype="float64")
+    # own[t * units + i] is 1 at step t, cell i and 0 elsewhere: each copy's one picked state cell.
+    own = ops.convert_to_tensor(np.eye(steps * units).reshape(steps * units, steps, units), dtype="float64")
+
+    def picked(tensors):
+        return ops.sum(rnn(tensors[0]) * own)
+
+    (gradient,) = gradients(picked, [copies])
+    # Position 0 only: x_1 is the first token's input there (a later occurrence of the word is another input).
+    return ops.convert_to_numpy(gradient)[:, 0].reshape(steps, units, features)

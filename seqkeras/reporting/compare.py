@@ -356,6 +356,25 @@ def _per_point(frame: pd.DataFrame, keys: list[str], metrics: list[str], kinds: 
     return pd.DataFrame(rows, columns=[*(k for k in keys if k in frame), "run_id", "status", *metrics])
 
 
+def seed_spread(frame: pd.DataFrame, keys: list[str], metrics: list[str]) -> dict[tuple[str, str], float]:
+    """{(matrix point, metric): standard deviation over the point's finished seeds} (0 with one seed).
+
+    The point is labelled as `compare_runs` labels the rows of its unpaired comparison
+    (`point_label`), so that a row's spread is found by its keys."""
+    spread = {}
+    for label, part in frame.groupby(_point_labels(frame, keys), sort=False):
+        finished = part[part["status"] == OK]
+        for metric in metrics:
+            numbers = pd.to_numeric(finished[metric], errors="coerce").dropna() if metric in finished else []
+            spread[label, metric] = float(numbers.std(ddof=1)) if len(numbers) > 1 else 0.0
+    return spread
+
+
+def point_label(row: pd.Series, keys: list[str]) -> str:
+    """One row's matrix point as `seed_spread` labels it."""
+    return "\x1f".join(key_text(row[k]) if k in row else MISSING for k in keys)
+
+
 def _default_keys(a: pd.DataFrame, b: pd.DataFrame) -> list[str]:
     """Matrix keys (dotted names), decoder columns and the seed, in the order they appear in A, then B."""
     keys: list[str] = []

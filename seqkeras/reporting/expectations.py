@@ -67,6 +67,14 @@ def check(expect: ExpectSpec, runs: pd.DataFrame) -> Verdict:
     return Verdict(expect.claim, expected, text, holds)
 
 
+def claim_numbers(expect: ExpectSpec, runs: pd.DataFrame) -> pd.Series | None:
+    """The values a claim's verdict is the mean of: its metric in the finished runs it selects (None when
+    the runs lack a column it reads)."""
+    if expect.metric not in runs.columns or any(key not in runs.columns for key in expect.where):
+        return None
+    return _numbers(expect, select(runs, expect.where))
+
+
 def _numbers(expect: ExpectSpec, runs: pd.DataFrame) -> pd.Series:
     """Each run's value of the claim's metric (divided by `relative_to` when set); NaN where not a number."""
     numbers = pd.to_numeric(runs[expect.metric], errors="coerce")

@@ -261,8 +261,14 @@ class ExperimentSpec(Params):
     backend: Literal["tensorflow", "torch", "jax"] | None = Field(
         None,
         description="The Keras backend this experiment is computed on, e.g. where its committed results were made "
-        "(the lesson's probes use TensorFlow's GradientTape): `run` takes it under the default --backend auto "
+        "(where its committed results were computed): `run` takes it under the default --backend auto "
         "and refuses another.",
+    )
+    reference_tolerance: float | None = Field(
+        None, ge=0, allow_inf_nan=False,
+        description="For an experiment that trains: how far each metric's mean over seeds may move from a reference's "
+        "(`run --reference`) on another machine, when that is more than 3 times the reference's own spread over "
+        "seeds. Probes are held to float rounding.",
     )
 
     @field_validator("seeds")

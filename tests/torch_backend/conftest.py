@@ -34,14 +34,6 @@ if TORCH:
     torch.set_num_threads(1)  # small tensors: threads only add noise (and the CPU is shared)
 
 
-def pytest_configure(config):
-    # Keras's torch backend converts tensors with np.array(x), which NumPy 2 warns about for
-    # torch.Tensor.__array__ (no `copy` keyword) on every call: hundreds of lines about Keras, not seqkeras.
-    config.addinivalue_line(
-        "filterwarnings", r"ignore:__array__ implementation doesn't accept a copy keyword:DeprecationWarning:keras\."
-    )
-
-
 def pytest_sessionfinish(session, exitstatus):
     # Without torch every module skips at import, which pytest counts as no tests collected (exit 5).
     if not TORCH and exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:

@@ -1,0 +1,74 @@
+"""Fixed costs: the wall time of a small run that is not training, in a `--jobs 2` sweep of 8 small runs.
+
+Issue 28, goal 4: at most 2 s a run. Each run trains an LSTM or a GRU on 300
+sequences for 3 epochs (about a second of training); everything else (process
+start, imports, data, model build, tracing, evaluation, records, tables and
+plots) is the fixed cost. The figure is (sweep wall time × workers − Σ training
+seconds) / runs: each worker's share of the command's time that did not train.
+The records' own split (a run's `seconds` minus its `train_seconds`) is shown
+beside it, as the part of the fixed cost spent inside the runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+GOAL = 2.0  # seconds of non-training time per run
+JOBS = 2
+
+SPEC = """
+version: 1
+name: fixed-costs
+task: {{name: delayed_recall, lag: 10, n_train: {n_train}, n_test: 64}}
+model: {{kind: classifier, embedding_dim: 8}}
+train: {{epochs: {epochs}, batch_size: 32, verbose: 0}}
+matrix:
+  model.cell: [lstm, gru]
+  model.units: [8, 16]
+seeds: [0, 1]
+"""
+
+
+def sweep(n_train: int, epochs: int, *extra: str) -> tuple[float, list[dict]]:
+    """(wall seconds, the records) of one `seqkeras run` on a fresh folder."""
+    with tempfile.TemporaryDirectory() as scratch:
+        spec = Path(scratch) / "fixed_costs.yaml"
+        spec.write_text(SPEC.format(n_train=n_train, epochs=epochs))
+        environment = {k: v for k, v in os.environ.items() if k not in ("KERAS_BACKEND", "SEQKERAS_JOBS")}
+        started = time.perf_counter()
+        result = subprocess.run([sys.executable, "-m", "seqkeras", "run", str(spec), "--out", f"{scratch}/out",
+                                 "--jobs", str(JOBS), *extra], env=environment, capture_output=True, text=True)
+        wall = time.perf_counter() - started
+        if result.returncode != 0:
+            raise RuntimeError(f"seqkeras run failed:\n{result.stdout[-2000:]}{result.stderr[-2000:]}")
+        records = [json.loads(p.read_text()) for p in sorted(Path(scratch, "out", "fixed-costs").glob("*/metrics.json"))]
+    return wall, records
+
+
+def measure(tiny: bool = False) -> list[dict]:
+    n_train, epochs = (32, 1) if tiny else (300, 3)
+    wall, records = sweep(n_train, epochs)
+    runs = len(records)
+    training = sum(r["train_seconds"] or 0.0 for r in records)
+    inside = sum((r["seconds"] or 0.0) - (r["train_seconds"] or 0.0) for r in records) / runs
+    fixed = (wall * JOBS - training) / runs
+    backend = records[0]["backend"]
+    return [{
+        "benchmark": "fixed costs",
+        "figure": f"{runs} runs of {n_train} sequences × {epochs} epochs on {backend}, --jobs {JOBS}: wall × workers "
+                  f"− training, per run (wall {wall:.1f} s, training {training / runs:.2f} s a run; "
+                  f"{inside:.2f} s a run of it inside the runs)",
+        "value": round(fixed, 2), "unit": "s", "baseline": None, "ratio": None,
+        "goal": f"value <= {GOAL:g}", "met": fixed <= GOAL,
+    }]
+
+
+if __name__ == "__main__":
+    for row in measure(tiny="--tiny" in sys.argv):
+        print(row["figure"], "→", row["value"], row["unit"])

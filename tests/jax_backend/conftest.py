@@ -1,0 +1,38 @@
+"""The JAX process: Keras on JAX, on the CPU, for the probes (and whatever else must hold on JAX).
+
+    KERAS_BACKEND=jax .venv/bin/python -m pytest -q tests/jax_backend
+
+The TensorFlow and torch pytest processes leave this folder out (tests/conftest.py).
+Without jax installed, every module here skips.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+
+import pytest
+
+if "keras" in sys.modules and sys.modules["keras"].backend.backend() != "jax":
+    raise pytest.UsageError(
+        "tests/jax_backend needs Keras on jax, and this process has it on "
+        f"{sys.modules['keras'].backend.backend()}: KERAS_BACKEND=jax .venv/bin/python -m pytest tests/jax_backend"
+    )
+
+JAX = importlib.util.find_spec("jax") is not None
+if JAX:
+    os.environ["KERAS_BACKEND"] = "jax"
+    # The CPU only, as the other processes (tests/conftest.py hides CUDA devices): without this JAX
+    # also probes for GPU and TPU plugins at its first array and warns that it found none.
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+    from seqkeras.backends.runtime import select_backend
+
+    select_backend("jax")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    # Without jax every module skips at import, which pytest counts as no tests collected (exit 5).
+    if not JAX and exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
+        session.exitstatus = pytest.ExitCode.OK
