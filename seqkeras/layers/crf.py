@@ -38,8 +38,10 @@ Design: how the CRF plugs into a Keras model
 The CRF math runs in float32 whatever the layer's compute dtype (log-space sums
 need the precision under mixed precision).
 
-`CRF` is backend-agnostic. `CRFTagger.predict_step` has the signature of the
-TensorFlow (and torch) trainers; on JAX, decode with `crf.viterbi_decode(model(x))`.
+`CRF` is backend-agnostic, and so is `CRFTagger.predict`: its `predict_step`
+takes the TensorFlow and torch trainers' `(data)` and the JAX trainer's
+stateless `(state, data)`, and subclasses change what a batch predicts in
+`predict_batch`.
 """
 
 from __future__ import annotations
@@ -382,7 +384,25 @@ class CRFTagger(keras.Model):
             loss = loss + ops.sum(ops.cast(extra, "float32"))
         return loss
 
-    def predict_step(self, data):
+    def predict_step(self, *args):
+        """`predict_batch` of one batch, as each backend's trainer calls it.
+
+        TensorFlow and torch call `predict_step(data)`. JAX calls `predict_step(state, data)`
+        with the weights in `state` (the model's own are purged while it predicts) and
+        expects `(outputs, non_trainable_variables)` back: the batch is predicted with
+        the variables mapped to those values.
+        """
+        if len(args) == 1:
+            return self.predict_batch(args[0])
+        state, data = args
+        trainable, non_trainable = state
+        mapping = [*zip(self.trainable_variables, trainable), *zip(self.non_trainable_variables, non_trainable)]
+        with keras.StatelessScope(state_mapping=mapping):
+            outputs = self.predict_batch(data)
+        return outputs, non_trainable
+
+    def predict_batch(self, data):
+        """The Viterbi tag ids of one batch of inputs."""
         x, _, _ = keras.utils.unpack_x_y_sample_weight(data)
         emissions = self(x, training=False)
         return self.crf.viterbi_decode(emissions, mask=_get_keras_mask(emissions))
