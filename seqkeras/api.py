@@ -12,31 +12,40 @@
     seqkeras.load("results/cells-long-range")  # the same object for a folder that exists
 
 `run` takes what `seqkeras run` takes, validated the same way: a user's mistake
-raises `SpecError` naming the file (or "<dict>"), the key path and the value;
-nothing runs then. The command line's `run` is this module's `run_paths`.
+(in the spec or in an argument: `jobs=0`, `overrides="k=v"`) raises `SpecError`
+naming the file (or "<dict>"), the key path or argument and the value; nothing
+runs then. Runs that fail are not exceptions: `run` returns what finished, says
+so on stderr ("warning: ...") and `Results.ok` is False. It works from a script
+with no `if __name__ == "__main__":` guard, `python -c`, stdin and a notebook:
+its worker processes never run the caller's main module (workers.WorkerContext).
+The command line's `run` is this module's `run_paths`.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import numbers
+import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from pydantic import ValidationError
 
-from seqkeras.backends.runtime import select_backend
-from seqkeras.errors import SpecError
+from seqkeras.backends.runtime import AUTO, BACKEND_PACKAGES, select_backend
+from seqkeras.errors import SpecError, shown, unknown_choice
 from seqkeras.execution import sweep
 from seqkeras.execution.executors import make_executor
 from seqkeras.reporting.expectations import check
 from seqkeras.reporting.tables import declared_tables, pivot, summary_tables, verdict_frame
-from seqkeras.results.folder import is_matrix_column, read_runs, read_saved_spec, run_counts
-from seqkeras.spec.loader import build_experiment, load_experiment
-from seqkeras.spec.sections import TableSpec
+from seqkeras.results.folder import is_matrix_column, print_warning, read_runs, read_saved_spec, run_counts
+from seqkeras.spec.loader import build_experiment
+from seqkeras.spec.sections import ExpectSpec, TableSpec
 from seqkeras.spec.selection import parse_only, select_runs
+from seqkeras.spec.validation import translate_validation_error
 from seqkeras.tracking.mlflow_tracking import MlflowTracker, parse_track
 
 DICT_SOURCE = "<dict>"  # where errors in a spec given as a mapping say they are
@@ -73,17 +82,42 @@ class Results:
 
 
 def load(folder: str | Path) -> Results:
-    """The results folder of one experiment (results/<name>, as `run` writes it), read back."""
-    folder = Path(folder)
+    """The results folder of one experiment (results/<name>, as `run` writes it), read back.
+
+    Only the folder is read, each file through `results.files` (regular files, bounded, no links: the
+    folder may be someone else's): its saved experiment.yaml is not validated as a spec to run (its data
+    files need not be on this machine); only its tables and claims are read, and one that cannot be
+    read is a warning, not an error.
+    """
+    folder = Path(checked_path(folder, "folder"))
     if not folder.is_dir():
         raise SpecError(f"{folder}: not a results folder (expected results/<name>, which `run` writes)")
     runs = read_runs(folder)
     saved = folder / "experiment.yaml"
-    spec = read_saved_spec(folder)
+    spec = read_saved_spec(folder, warn=print_warning)
     matrix_columns = [column for column in runs.columns if is_matrix_column(column)]
     tables = dict(summary_tables(runs, declared_tables(spec, saved), matrix_columns, statistics=True))
-    claims = load_experiment(saved).spec.expect if saved.is_file() else []
+    claims = saved_claims(spec, saved)
     return Results(folder, runs, tables, verdict_rows([check(expect, runs) for expect in claims]))
+
+
+def saved_claims(spec: Mapping[str, Any], source: Path, warn=print_warning) -> list[ExpectSpec]:
+    """The claims (`expect`) of a saved experiment.yaml, each read on its own: one that no longer reads as a
+    claim (written by another version of the suite, edited by hand) is a warning and is left out."""
+    declared = spec.get("expect")
+    if declared is None:
+        return []
+    if not isinstance(declared, list):
+        warn(f"{source}: its expect section is {shown(declared, 60)}, not a list of claims; no claim is checked")
+        return []
+    claims = []
+    for index, raw in enumerate(declared):
+        try:
+            claims.append(ExpectSpec.model_validate(raw))
+        except ValidationError as error:
+            problem = translate_validation_error(error, ExpectSpec, raw, path_prefix=f"expect[{index}]")
+            warn(f"{source}: {problem}; this claim is not checked")
+    return claims
 
 
 def verdict_rows(verdicts) -> pd.DataFrame:
@@ -100,22 +134,105 @@ def run(spec: str | Path | Mapping[str, Any], *, overrides: Mapping[str, Any] | 
     """Run one experiment (a YAML file, or the spec as a mapping) and return its results.
 
     overrides: {"model.units": 32} or ["model.units=32"], as `--set`; only: ["seed=0"], as
-    `--only`; out: the results root; backend: auto (default), tensorflow, torch or jax;
-    jobs: worker processes (default as the command line's); tensorboard: event files in
-    each run's folder; track: "mlflow" or "mlflow=URI", as `--track`. Finished runs of
-    the same spec in `out` are reused unless `force`.
+    `--only` (one text alone, "seed=0", is refused); out: the results root; backend: auto
+    (default), tensorflow, torch or jax; jobs: worker processes, a whole number ≥ 1 (default
+    as the command line's); tensorboard: event files in each run's folder; track: "mlflow"
+    or "mlflow=URI", as `--track`. Finished runs of the same spec in `out` are reused unless
+    `force`. A wrong argument raises SpecError before anything runs; failed runs do not
+    raise: they are a warning on stderr, rows with status "failed" and `ok` False.
     """
-    options = dict(out=out, backend=backend, jobs=jobs, force=force, track=track)
+    overrides, only = check_arguments(spec, overrides=overrides, only=only, out=out, backend=backend, jobs=jobs,
+                                      force=force, tensorboard=tensorboard, track=track)
+    options = dict(out=out, backend=backend, jobs=None if jobs is None else int(jobs), force=force, track=track)
     if isinstance(spec, Mapping):
         experiment = sweep.with_tensorboard(lambda texts: experiment_from_mapping(spec, texts, only),
                                             override_texts(overrides), tensorboard)
-        _, experiments = run_paths([], experiments=[experiment], **options)
+        outcome, experiments = run_paths([], experiments=[experiment], **options)
     elif Path(spec).is_dir():
         raise SpecError(f"{spec} is a folder: seqkeras.run takes one spec file (`seqkeras run` takes folders)")
     else:
-        _, experiments = run_paths([str(spec)], overrides=override_texts(overrides), only=only,
-                                   tensorboard=tensorboard, **options)
-    return load(Path(out) / experiments[0].spec.name)
+        outcome, experiments = run_paths([os.fspath(spec)], overrides=override_texts(overrides), only=only,
+                                         tensorboard=tensorboard, **options)
+    results = load(Path(out) / experiments[0].spec.name)
+    warn_of_failures(outcome, results)
+    return results
+
+
+def warn_of_failures(outcome, results: Results, warn=print_warning) -> None:
+    """What the command line says before it exits with status 1, as a warning: a script or a notebook goes on
+    with the results, but never without being told (`results.ok` is False)."""
+    if not outcome.failed_runs and not outcome.failed_expectations:
+        return
+    problems = []
+    if outcome.failed_runs:
+        runs = results.runs
+        errors = runs.loc[runs["status"] != "ok", "error"].dropna().astype(str) if "error" in runs else []
+        first = f" (the first: {shown(errors.iloc[0], 160)})" if len(errors) else ""
+        problems.append(f"{outcome.failed_runs} failed run(s){first}")
+    if outcome.failed_expectations:
+        problems.append(f"{outcome.failed_expectations} claim(s) not reproduced")
+    warn(f"{results.folder}: {', '.join(problems)}; results.ok is False (see results.runs['error'] and "
+         "results.verdicts)")
+
+
+KEY_VALUE_EXAMPLES = {"overrides": "model.units=32", "only": "seed=0"}
+BACKEND_CHOICES = [AUTO, *BACKEND_PACKAGES]
+
+
+def check_arguments(spec: Any, *, overrides: Any, only: Any, out: Any, backend: Any, jobs: Any, force: Any,
+                    tensorboard: Any, track: Any) -> tuple[Mapping[str, Any] | list[str] | None, list[str]]:
+    """`run`'s arguments checked as the command line's parser checks its options, before anything is read or
+    run: a wrong one is a SpecError naming it. Returns (overrides, only) as `run` goes on with them."""
+    if not isinstance(spec, Mapping):
+        checked_path(spec, "spec", what="a spec file's path (str or Path) or the spec as a dict")
+    if isinstance(overrides, Mapping):
+        for key, value in overrides.items():
+            if not isinstance(key, str) or not key:
+                raise SpecError(f"overrides: the key {shown(key)} is not a dotted key path like model.units")
+            value_text(key, value)
+    elif overrides is not None:
+        overrides = key_value_texts(overrides, "overrides", also="or a mapping {\"model.units\": 32}")
+    only = key_value_texts(only, "only") if only is not None else []
+    checked_path(out, "out", what="a folder's path (str or Path)")
+    if backend is not None and backend not in BACKEND_CHOICES:
+        raise SpecError(unknown_choice("backend", backend, BACKEND_CHOICES))
+    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, numbers.Integral) or jobs < 1):
+        raise SpecError(f"jobs: expected a whole number of at least 1 (worker processes, as --jobs N) or None "
+                        f"(the default), got {shown(jobs)}")
+    for name, value in (("force", force), ("tensorboard", tensorboard)):
+        if not isinstance(value, bool):
+            raise SpecError(f"{name}: expected True or False, got {shown(value)}")
+    if track is not None and not isinstance(track, str):
+        raise SpecError(f"track: expected a text, \"mlflow\" or \"mlflow=URI\" (as --track), got {shown(track)}")
+    return overrides, only
+
+
+def key_value_texts(value: Any, name: str, also: str = "") -> list[str]:
+    """A list (or tuple) of "KEY=VALUE" texts, as the repeated `--set`/`--only` give; one text alone is refused,
+    not read letter by letter: which of its "=" and "," separate values would be a guess."""
+    example = KEY_VALUE_EXAMPLES[name]
+    wanted = f"a list of KEY=VALUE texts, [\"{example}\"]" + (f", {also}" if also else "")
+    if isinstance(value, str):
+        raise SpecError(f"{name}: {shown(value)} is one text; {name} takes {wanted}")
+    if not isinstance(value, (list, tuple)):
+        raise SpecError(f"{name}: expected {wanted}, got {shown(value)}")
+    for index, item in enumerate(value):
+        if not isinstance(item, str) or "=" not in item:
+            raise SpecError(f"{name}[{index}]: expected a KEY=VALUE text such as \"{example}\", got {shown(item)}")
+    return list(value)
+
+
+def checked_path(value: Any, name: str, what: str = "a folder's path (str or Path)") -> str:
+    """`value` as a path's text, if it is one (str or os.PathLike, not empty); else a SpecError naming `name`."""
+    try:
+        text = os.fspath(value)
+    except TypeError:
+        raise SpecError(f"{name}: expected {what}, got {shown(value)}") from None
+    if isinstance(text, bytes):
+        raise SpecError(f"{name}: expected {what}, got bytes {shown(value)}")
+    if not text.strip():
+        raise SpecError(f"{name}: expected {what}, got an empty text")
+    return text
 
 
 def override_texts(overrides: Mapping[str, Any] | list[str] | None) -> list[str]:
@@ -123,8 +240,21 @@ def override_texts(overrides: Mapping[str, Any] | list[str] | None) -> list[str]
     if overrides is None:
         return []
     if isinstance(overrides, Mapping):
-        return [f"{key}={json.dumps(value)}" for key, value in overrides.items()]
+        return [f"{key}={value_text(key, value)}" for key, value in overrides.items()]
     return list(overrides)
+
+
+def value_text(key: str, value: Any) -> str:
+    """An override's value as JSON (a numpy number as the number it holds); else a SpecError naming it."""
+    def plain(item: Any) -> Any:
+        if hasattr(item, "item") and hasattr(item, "dtype") and getattr(item, "ndim", None) == 0:
+            return item.item()  # a numpy scalar: np.arange's values in a notebook's loop
+        raise TypeError
+    try:
+        return json.dumps(value, allow_nan=False, default=plain)
+    except (TypeError, ValueError):
+        raise SpecError(f"overrides[{key!r}]: {shown(value)} is not a spec value (a number, a text, true/false, "
+                        "None, or a list or dict of them)") from None
 
 
 def experiment_from_mapping(spec: Mapping[str, Any], overrides: list[str], only: list[str] | None):
@@ -150,15 +280,13 @@ def run_paths(paths: list[str], *, overrides: list[str] = (), only: list[str] | 
     # depend on them.
     if experiments is None:
         experiments = sweep.load_all(paths, list(overrides), only or [], tensorboard=tensorboard)
-    sweep.check_out_root(out_root, paths, experiments)
+    sweep.check_out_root(out, paths, experiments)
+    reference = None if reference is None else sweep.check_reference_root(reference, out_root, experiments)
     chosen, why = sweep.choose_backend(backend, experiments)
     select_backend(chosen, load=False)
     if dry_run:
         sweep.plan(experiments, out_root, force=force)
         return None, experiments
-    reference = Path(reference) if reference else None
-    if reference is not None:
-        sweep.check_reference_root(reference, out_root)
     tracker = None
     if track is not None:
         tracker = MlflowTracker(parse_track(track, out_root), out_root)

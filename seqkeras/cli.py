@@ -30,6 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with sigterm_as_ctrl_c():
         try:
+            check_path_arguments(args)
             if args.command != "run":  # `run` picks its backend from --backend first
                 select_backend(load=False)  # these commands read specs and results: no Keras needed
             return args.handler(args)
@@ -42,6 +43,25 @@ def main(argv: list[str] | None = None) -> int:
         except KeyboardInterrupt:
             print("\ninterrupted: finished runs are recorded; run again to continue where it stopped", file=sys.stderr)
             return 130
+        except OSError as error:  # the machine, not the input: a folder that cannot be written, a lock file in the way
+            where = f" ({error.filename})" if error.filename else ""
+            print(f"error: {error.strerror or error}{where}; finished runs are recorded", file=sys.stderr)
+            return EXIT_FAILED
+
+
+# Every argument that names a file or folder, by its attribute, as the user wrote it. An empty one would
+# become Path(""), the current folder (`--out ''` wrote results into it): each is refused instead.
+PATH_ARGUMENTS = {"paths": "PATH", "out": "--out", "reference": "--reference", "results_dir": "RESULTS_DIR",
+                  "results_dirs": "RESULTS_DIR", "a": "A", "b": "B"}
+
+
+def check_path_arguments(args: argparse.Namespace) -> None:
+    """Refuse an empty or blank path argument (sweep.given_path) before any command reads or writes."""
+    for attribute, label in PATH_ARGUMENTS.items():
+        value = getattr(args, attribute, None)
+        for text in value if isinstance(value, list) else [value]:
+            if text is not None:
+                sweep.given_path(text, label)
 
 
 @contextlib.contextmanager

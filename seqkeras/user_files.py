@@ -20,7 +20,7 @@ from seqkeras.errors import SpecError
 MISSING = "does not exist"
 
 
-def _kind(mode: int) -> str | None:
+def non_regular(mode: int) -> str | None:
     """What a non-regular file is, in words; None for a regular file."""
     if stat.S_ISREG(mode):
         return None
@@ -41,7 +41,7 @@ def file_problem(path: str | os.PathLike) -> str | None:
     Only `stat`s (through symlinks): it never opens, so a FIFO cannot block it.
     """
     try:
-        return _kind(os.stat(path).st_mode)
+        return non_regular(os.stat(path).st_mode)
     except (FileNotFoundError, NotADirectoryError):
         return MISSING
     except ValueError:  # os.stat refuses a NUL character
@@ -68,7 +68,7 @@ def open_regular_file(path: str | os.PathLike, *, limit: int) -> BinaryIO:
     except OSError as error:
         raise SpecError(f"cannot be read ({error.strerror})") from None
     info = os.fstat(fd)
-    problem = _kind(info.st_mode)
+    problem = non_regular(info.st_mode)
     if problem is None and info.st_size > limit:
         problem = f"is {size_in_words(info.st_size)}; the limit is {size_in_words(limit)}"
     if problem:

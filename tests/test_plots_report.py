@@ -291,8 +291,16 @@ def test_report_out_folder_is_self_contained(tmp_path):
     out = tmp_path / "site"
     index, pages = write_reports([results / "sweep"], out)
     assert index == out / "index.html" and pages == [out / "sweep" / "report.html"]
+    # results without plots.json get their plots drawn for the report, into --out: the results are input
+    drawn = read_manifest(out / "sweep")
+    assert drawn and all((out / "sweep" / entry["file"]).is_file() for entry in drawn)
+    assert read_manifest(results / "sweep") is None and not list((results / "sweep").glob("*.png"))
+    # results with plots.json (a report beside them draws them there) have those copied beside the page
+    write_reports([results / "sweep"])
+    write_reports([results / "sweep"], tmp_path / "second-site")
     for entry in read_manifest(results / "sweep"):
-        assert (out / "sweep" / entry["file"]).read_bytes() == (results / "sweep" / entry["file"]).read_bytes()
+        assert (tmp_path / "second-site" / "sweep" / entry["file"]).read_bytes() == \
+            (results / "sweep" / entry["file"]).read_bytes()
 
 
 def test_report_of_a_missing_folder_exits_2(tmp_path, capsys):

@@ -1,7 +1,7 @@
 """The lesson probes reproduce the lessons' printed numbers, by running them.
 
 Every expected number below is either printed in the lesson text
-(/work/shared/lesson/000_*.txt, 001_*.txt) or computed by hand / by an
+(the lesson's two parts, docs/guides/lesson.md) or computed by hand / by an
 independent numpy reference written here, never stored from a previous run.
 """
 

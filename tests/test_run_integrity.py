@@ -479,8 +479,8 @@ def test_reference_mistakes_are_clear(write_spec, tmp_path, capsys):
     assert code == 2 and "is the --out folder itself" in err
     empty = tmp_path / "empty"
     empty.mkdir()
-    code, stdout, _ = run_cli(capsys, "run", spec, "--out", out, "--reference", empty)
-    assert code == 1 and "memory-subset: DIFFERS from the reference" in stdout
+    code, _, err = run_cli(capsys, "run", spec, "--out", out, "--reference", empty)
+    assert code == 2 and "holds no results of 'memory-subset'" in err  # before anything runs
 
 
 def test_an_infinite_metric_survives_its_record(write_spec, tmp_path, capsys):

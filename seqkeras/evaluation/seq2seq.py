@@ -27,7 +27,7 @@ from seqkeras.decoding.decoders import GreedyChoice, build_decoder, decoder_labe
 from seqkeras.evaluation.rows import EvaluationRow
 from seqkeras.evaluation.seq2seq_metrics import DecodedOutputs, bucket_metric_name, length_buckets
 from seqkeras.models.seq2seq import Seq2SeqModel
-from seqkeras.results.folder import write_csv
+from seqkeras.results.folder import write_atomic, write_csv
 from seqkeras.spec.runs import decoder_keys
 from seqkeras.tasks.seq2seq_data import Seq2SeqData
 
@@ -39,7 +39,7 @@ SHOWN_OUTPUTS = 50  # test pairs listed in outputs.csv
 
 
 def evaluate(model: Seq2SeqModel, data: Seq2SeqData, run, folder: Path) -> list[EvaluationRow]:
-    data.target_vocabulary.save(folder / "target_vocabulary.json")
+    write_atomic(folder / "target_vocabulary.json", data.target_vocabulary.to_json())
     requested = [name for name in run.metrics if name != BY_LENGTH]
     functions = {name: catalog.METRICS.get(name).load() for name in requested}
     every_metric = {c.name: c.load() for c in catalog.METRICS if data.problem in c.problems and c.name != BY_LENGTH}

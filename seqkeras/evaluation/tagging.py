@@ -32,17 +32,33 @@ def _check_aligned(true: TagSequences, pred: TagSequences) -> None:
             )
 
 
+# What seqeval's default mode reads as a tag of the IOB/IOBES schemes; anything else it warns about
+# ("<pad> seems not to be NE tag") and then misreads, e.g. as the start of an entity of type "pad>".
+CHUNK_TAGS = ("O", "B", "I", "E", "S")
+CHUNK_PREFIXES = ("B-", "I-", "E-", "S-")
+
+
+def entity_tag(tag: str) -> str:
+    """The tag as entity scoring reads it: an IOB/IOBES tag as it is, any other outside an entity (O).
+
+    The padding tag `<pad>` is one of a tagger's outputs, so a model can predict it at a real
+    token; such a token belongs to no entity (as in `invalid_transitions`), and seqeval never sees it.
+    """
+    return tag if tag in CHUNK_TAGS or tag.startswith(CHUNK_PREFIXES) else "O"
+
+
 def entity_scores(true: TagSequences, pred: TagSequences) -> dict[str, float]:
     """Micro-averaged entity precision, recall and F1 (seqeval default/conlleval mode).
 
     An entity counts as correct only if its type and both boundaries match.
-    With no predicted (or no true) entities the undefined ratio is 0.
+    With no predicted (or no true) entities the undefined ratio is 0. A tag outside the IOB/IOBES
+    schemes (`<pad>` predicted at a real token) counts as O (`entity_tag`).
     """
     from seqeval.metrics import f1_score, precision_score, recall_score
 
     _check_aligned(true, pred)
-    true = [list(seq) for seq in true]
-    pred = [list(seq) for seq in pred]
+    true = [[entity_tag(tag) for tag in seq] for seq in true]
+    pred = [[entity_tag(tag) for tag in seq] for seq in pred]
     return {
         "entity_precision": float(precision_score(true, pred, zero_division=0)),
         "entity_recall": float(recall_score(true, pred, zero_division=0)),

@@ -9,12 +9,13 @@ as they come; the runner records each one immediately.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
+import stat
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
-from multiprocessing import get_context
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,21 +25,35 @@ from seqkeras.backends.threads import share as thread_share
 from seqkeras.backends.runtime import QUIET_TF_LOG_LEVEL, TF_LOG_LEVEL_VARIABLE
 from seqkeras.errors import SpecError
 from seqkeras.execution.identity import identity_changes
-from seqkeras.execution.workers import setup_pool_worker, setup_worker, worker_ready
+from seqkeras.execution.workers import WorkerContext, setup_pool_worker, setup_worker, worker_ready
 
 if TYPE_CHECKING:
     from seqkeras.spec.runs import RunSpec
 
 @contextlib.contextmanager
 def file_lock(path: Path) -> Iterator[None]:
-    """An exclusive advisory lock (released by the OS if the process dies)."""
+    """An exclusive advisory lock (released by the OS if the process dies).
+
+    The lock file sits in a results folder that may hold someone else's files: a link there
+    is not followed (no file of the machine is created or touched) and a FIFO does not block.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o666)
+    except OSError as error:
+        if error.errno in (errno.ELOOP, errno.ENXIO):  # a link; a FIFO with no reader
+            raise OSError(error.errno, "the lock file is a symbolic link or a FIFO, not a regular file") from None
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "the lock file is not a regular file")
+        fcntl.flock(fd, fcntl.LOCK_EX)
         try:
             yield
         finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
 
 
 def examine_record(folder: Path, run: RunSpec) -> tuple[dict[str, Any] | None, str | None]:
@@ -66,6 +81,7 @@ def execute_once(run: RunSpec, folder: Path, force: bool, label: str = "") -> di
     """The run, under its folder's lock; `label` ("run 3 of 18: <run id>") is said when it starts, in
     the process that runs it, so that the training lines that follow can be told apart."""
     from seqkeras.execution.single_run import execute, failure, new_record
+    from seqkeras.results.folder import disk_full
 
     try:
         with file_lock(folder / ".lock"):
@@ -76,8 +92,9 @@ def execute_once(run: RunSpec, folder: Path, force: bool, label: str = "") -> di
                 print(f"started {label}", flush=True)  # flushed: a worker's output is a pipe's, not a terminal's
             return execute(run, folder)
     except OSError as error:  # its folder cannot be written (read-only, a file in the way, disk full)
-        message = f"cannot write the run folder {folder}: {error.strerror or error}"
-        return {**new_record(run), **failure(OSError(message)), "seconds": 0.0}
+        if disk_full(error) is None:
+            error = OSError(f"cannot write the run folder {folder}: {error.strerror or error}")
+        return {**new_record(run), **failure(error, folder), "seconds": 0.0}
 
 
 # A worker's peak resident memory, rounded up: its backend (0.5-0.8 GB) plus a model, its data
@@ -144,6 +161,8 @@ def make_executor(kind: str, backend: str, runs: int, *, jobs: int | None = None
         raise SpecError(f"unknown executor {kind!r}. Allowed: local, ray.")
     if address:
         raise SpecError("--address only applies to --executor ray")
+    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
+        raise SpecError(f"--jobs expects a whole number of at least 1, got {jobs!r}")
     jobs, reason = choose_jobs(jobs if jobs is not None else jobs_from_environment(), runs)
     return ProcessExecutor(jobs, backend, reason) if jobs > 1 else SerialExecutor(reason)
 
@@ -219,7 +238,9 @@ class ProcessExecutor:
             return
         self.pool = ProcessPoolExecutor(
             max_workers=self.jobs,
-            mp_context=get_context("spawn"),  # a fresh interpreter: no TensorFlow state is shared
+            # Spawn (a fresh interpreter: no TensorFlow state is shared) without running the caller's
+            # main module again: a script with no __main__ guard, stdin, a notebook (workers.WorkerContext).
+            mp_context=WorkerContext(),
             initializer=setup_pool_worker,  # lives in runtime: unpickling it must not import TensorFlow
             initargs=(self.backend, self.threads),
         )

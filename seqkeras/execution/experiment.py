@@ -1,6 +1,8 @@
 """One experiment: every run of it, each recorded as it finishes, then the summary (tables, verdicts, plots).
 
-A run that raises is recorded as failed (with its error) and the sweep goes on;
+A run that raises is recorded as failed (with its error) and the sweep goes on,
+unless it found no space left on the disk: then the sweep stops (DiskFullStop),
+as every run after it would fail the same way;
 a run whose folder already holds a finished record of the same resolved spec
 is skipped unless `force` is set. runs.csv is rewritten after every run, so an
 interrupted sweep keeps everything it finished.
@@ -20,7 +22,7 @@ from seqkeras.execution.identity import reused_under
 from seqkeras.reporting.expectations import Verdict, check
 from seqkeras.reporting.plots import import_matplotlib, write_plots
 from seqkeras.reporting.tables import render_page, summary_tables
-from seqkeras.results.folder import OK, run_counts, runs_frame, write_atomic, write_csv, write_yaml
+from seqkeras.results.folder import DISK_FULL, OK, run_counts, runs_frame, write_atomic, write_csv, write_yaml
 from seqkeras.spec.runs import Experiment
 
 
@@ -101,6 +103,9 @@ def run_experiment(
             echo(f"[{len(records)}/{total}] {job.run.run_id}: {status} ({record.get('seconds', 0):.1f} s); {progress}")
             if tracker is not None:
                 track(tracker, record, job.folder, echo)
+            if record.get(DISK_FULL):  # the runs after it would fail the same way: stop (runs.csv is written below)
+                raise DiskFullStop(f"run {job.index + 1} of {total}",
+                                   sum(r["status"] != OK for r in records.values()), len(pending) - done)
             write_runs()
             if len(pending) - done < executor.slots:  # a worker has no run left: use its core to
                 import_matplotlib()  # get the plots' imports done before the last run ends
@@ -108,6 +113,16 @@ def run_experiment(
         # Also on Ctrl-C: what finished is summarized, nothing is lost.
         runs = write_runs()
     return summarize(folder, experiment, runs, echo=echo)
+
+
+class DiskFullStop(Exception):
+    """A run found the disk full (its record says where), so its experiment stopped after recording it."""
+
+    def __init__(self, where: str, failed_runs: int, left: int):
+        super().__init__(where)
+        self.where = where  # "run 3 of 18"
+        self.failed_runs = failed_runs  # of the experiment, that one included
+        self.left = left  # its runs not run (not started, or stopped in another worker: they resume)
 
 
 def track(tracker, record: dict[str, Any], run_folder: Path, echo: Callable[[str], None]) -> None:

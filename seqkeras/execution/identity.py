@@ -2,9 +2,10 @@
 
 The run id already covers the resolved spec (its digest). Besides the spec, a
 run's numbers change with the code, the Keras backend and the versions of Keras
-and of the backend's package, and, for tasks that read a user's file, with that
-file's contents. All of these go into the record as its `identity`; a record
-whose identity differs from the run's is run again, and the sweep says why.
+and of the backend's package, and with the contents of every file the run reads
+(a user's train, test or text file, a packaged corpus: each task lists its own).
+All of these go into the record as its `identity`; a record whose identity
+differs from the run's is run again, and the sweep says why (naming the file).
 
 Light on purpose: the parent of `--jobs N` checks identities before its workers
 have imported anything, so nothing here imports Keras or a backend.
@@ -21,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from seqkeras.version import __version__
 from seqkeras.backends.runtime import BACKEND_PACKAGES
+from seqkeras.errors import SpecError
+from seqkeras.user_files import open_regular_file
 
 if TYPE_CHECKING:
     from seqkeras.spec.runs import RunSpec
@@ -52,6 +55,10 @@ def _installed(package: str) -> str:
 
 def run_identity(run: RunSpec) -> dict[str, str]:
     """Everything besides the resolved spec that decides a run's numbers."""
+    return _identity(run, input_files(run))
+
+
+def _identity(run: RunSpec, files: dict[str, Path]) -> dict[str, str]:
     backend = current_backend()
     identity = {
         "seqkeras": code_version(),
@@ -59,41 +66,73 @@ def run_identity(run: RunSpec) -> dict[str, str]:
         "keras": _installed("keras"),
         backend: _installed(BACKEND_PACKAGES.get(backend, backend)),
     }
-    for section, component in (("task", run.task), ("probe", run.probe)):
-        path = getattr(component.params, "path", None) if component else None
-        if isinstance(path, str):
-            identity[f"{section}.path"] = file_digest(Path(path))
+    # A run that reads no file keeps exactly the fields above, so its identity is what it was.
+    identity.update((key, file_digest(path)) for key, path in files.items())
     return identity
 
 
+def input_files(run: RunSpec) -> dict[str, Path]:
+    """Every file the run reads, by its key in the spec ("task.test_path"): what its task (or probe) lists.
+
+    Each component that reads files says which in its Params' `input_files()`
+    (tasks.base.named_files), so a new file-valued key is declared where it is read.
+    """
+    files: dict[str, Path] = {}
+    for section, component in (("task", run.task), ("probe", run.probe)):
+        listed = getattr(component.params, "input_files", None) if component else None
+        if listed is not None:
+            files.update((f"{section}.{key}", Path(path)) for key, path in listed().items())
+    return files
+
+
+# Digests are streamed, so no memory bound is needed here; each reader applies its own size limit.
+DIGEST_LIMIT = 1 << 62
+
+
 def file_digest(path: Path) -> str:
-    """sha256 of a data file's contents (cached while its size and time stamp stay the same)."""
+    """sha256 of a data file's contents (cached while its size and time stamps stay the same).
+
+    "unreadable" for a file that is missing, not a regular file or cannot be
+    opened: opened like any user's file (user_files), so a FIFO cannot block the sweep.
+    """
     try:
         status = path.stat()
-    except OSError:
+    except (OSError, ValueError):  # ValueError: a NUL in the path
         return "unreadable"
-    return _digest(str(path.resolve()), status.st_size, status.st_mtime_ns)
+    return _digest(str(path.resolve()), status.st_size, status.st_mtime_ns, status.st_ctime_ns)
 
 
 @functools.lru_cache(maxsize=64)
-def _digest(path: str, size: int, mtime_ns: int) -> str:
+def _digest(path: str, size: int, mtime_ns: int, ctime_ns: int) -> str:
     digest = hashlib.sha256()
     try:
-        with open(path, "rb") as handle:
+        with open_regular_file(path, limit=DIGEST_LIMIT) as handle:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(block)
-    except OSError:
+    except (SpecError, OSError):
         return "unreadable"
     return f"sha256:{digest.hexdigest()[:16]} ({size:,} bytes)"
 
 
 def identity_changes(recorded: dict[str, Any], run: RunSpec) -> list[str]:
-    """What differs between a record's identity and this run's, as 'backend: tensorflow → torch'."""
+    """What differs between a record's identity and this run's: "backend: tensorflow → torch", or
+    for a file the run reads, "task.test_path file (data/test.csv changed)"."""
     before = recorded.get("identity")
     if not isinstance(before, dict):
         return ["the record predates run identities"]
-    now = run_identity(run)
-    return [f"{key}: {before.get(key, 'none')} → {value}" for key, value in now.items() if before.get(key) != value]
+    files = input_files(run)
+    changes = []
+    for key, value in _identity(run, files).items():
+        old = before.get(key)
+        if old == value:
+            continue
+        if key in files:  # name the file: a digest says nothing to the reader
+            how = ("cannot be read" if value == "unreadable"
+                   else "has no digest in the record" if old is None else "changed")
+            changes.append(f"{key} file ({files[key]} {how})")
+        else:
+            changes.append(f"{key}: {'none' if old is None else old} → {value}")
+    return changes
 
 
 def reused_under() -> str:

@@ -21,7 +21,9 @@ from seqkeras.evaluation import gradient_flow
 from seqkeras.execution import machine
 from seqkeras.execution.identity import code_version, run_identity
 from seqkeras.execution.workers import worker_place
-from seqkeras.results.folder import FAILED, OK, write_csv, write_json, write_yaml
+from seqkeras.results.folder import (
+    DISK_FULL, FAILED, OK, DiskFull, disk_full, write_atomic, write_csv, write_json, write_yaml,
+)
 from seqkeras.spec.checks import check_model_size
 from seqkeras.spec.runs import RunSpec
 from seqkeras.tracking import tensorboard
@@ -44,13 +46,24 @@ def execute(run: RunSpec, folder: Path) -> dict[str, Any]:
         else:
             run_training(run, folder, record)
     except Exception as error:  # a failing run is a result, not a crash of the sweep
-        record.update(failure(error))
+        record.update(failure(error, folder))
     record["seconds"] = time.perf_counter() - started
-    write_json(folder / "metrics.json", record)
+    try:
+        write_json(folder / "metrics.json", record)
+    except DiskFull as error:  # no record on the disk: the sweep still has this one, and says it
+        if not record.get(DISK_FULL):  # a run that failed on a full disk keeps the file it failed on
+            record.update(failure(error, folder))
     return record
 
 
-def failure(error: BaseException) -> dict[str, Any]:
+def failure(error: BaseException, folder: Path | None = None) -> dict[str, Any]:
+    """A failed record's status, error and traceback. No space left (ENOSPC, EDQUOT, also under another
+    error) is one line naming the file, or else the run folder, and no traceback: nothing is wrong with the code."""
+    full = disk_full(error)
+    if full is not None:
+        if full.filename is None and folder is not None:
+            full = DiskFull(f"a file in {folder}")
+        return {"status": FAILED, "error": str(full), "traceback": None, DISK_FULL: True}
     return {
         "status": FAILED,
         "error": f"{type(error).__name__}: {error}",
@@ -92,7 +105,7 @@ def run_training(run: RunSpec, folder: Path, record: dict[str, Any]) -> None:
     from seqkeras.training import trainer
 
     data = run.task.component.load()(run.task.params, run.seed)
-    data.vocabulary.save(folder / "vocabulary.json")
+    write_atomic(folder / "vocabulary.json", data.vocabulary.to_json())
     longest = data.x_train.shape[1] if hasattr(data.x_train, "shape") else 0  # a Transformer's position table
     check_model_size(run.model.params, vocabulary=len(data.vocabulary), outputs=data.num_outputs, max_length=longest)
     measures_gradient_flow = gradient_flow.NAME in run.diagnostics

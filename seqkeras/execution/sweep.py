@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from seqkeras.backends.runtime import AUTO, BACKEND_PACKAGES, resolve_backend, select_backend
-from seqkeras.errors import SpecError
+from seqkeras.errors import SpecError, listed, shown
 from seqkeras.execution.executors import SerialExecutor, examine_record
 from seqkeras.execution.workers import configure_this_process
 
@@ -77,8 +77,18 @@ def with_tensorboard(load: Callable[[list[str]], Any], overrides: list[str], ten
     return experiment
 
 
-def check_out_root(out_root: Path, paths: list[str], experiments) -> None:
-    """Refuse a results root that the command would read back as specs, or whose folders are files."""
+def given_path(text: str | Path, option: str) -> Path:
+    """A path the user named, refused when empty or blank: `Path("")` is the current folder, which nobody
+    means by typing nothing (`--out ''`, `--out "$UNSET_VARIABLE"`)."""
+    if isinstance(text, str) and not text.strip():
+        raise SpecError(f"{option} is empty ({shown(text)}): name a file or folder (the current folder is '.')")
+    return Path(text)
+
+
+def check_out_root(out_root: str | Path, paths: list[str], experiments) -> None:
+    """Refuse a results root that is empty text, that the command would read back as specs, or whose folders
+    are files. Give it as the user wrote it: `Path("")` is already `.`, which this cannot tell from `--out .`."""
+    out_root = given_path(out_root, "--out")
     root = out_root.resolve()
     for text in paths:
         folder = Path(text).resolve()
@@ -93,6 +103,21 @@ def check_out_root(out_root: Path, paths: list[str], experiments) -> None:
         folder = out_root / experiment.spec.name
         if folder.exists() and not folder.is_dir():
             raise SpecError(f"cannot write the results of {experiment.spec.name}: {folder} is a file, not a folder")
+        # A results folder may hold someone else's files: a link in it would send this run's writes
+        # (records, checkpoints, event files) into a folder of the machine outside --out.
+        link = next(linked_folders(folder), None)
+        if link is not None:
+            raise SpecError(f"cannot write the results of {experiment.spec.name}: {link} is a symbolic link "
+                            f"to a folder; results are written only into real folders inside --out {out_root}")
+
+
+def linked_folders(folder: Path):
+    """The links to folders at or below `folder` (itself included), without following any."""
+    if folder.is_symlink():
+        yield folder
+        return
+    for root, dirs, _ in os.walk(folder, followlinks=False):
+        yield from (Path(root) / name for name in dirs if (Path(root) / name).is_symlink())
 
 
 def choose_backend(requested: str | None, experiments) -> tuple[str, str | None]:
@@ -136,6 +161,7 @@ class SweepOutcome:
     verdicts: list  # (experiment name, Verdict) pairs
     failed_runs: int
     differing: list[str]  # experiments whose results differ from the reference (run --reference)
+    stopped: str = ""  # why the sweep stopped before its end (a full disk), as it was said; "" when it ran to the end
 
     @property
     def failed_expectations(self) -> int:
@@ -149,8 +175,9 @@ def run_all(experiments, out_root: Path, executor, *, force: bool, reference: Pa
     tracker: an MlflowTracker (run --track) that each finished record is logged to."""
     if isinstance(executor, SerialExecutor):  # runs here: import the backend (chosen above) now, quietly
         configure_this_process(select_backend())
-    from seqkeras.execution.experiment import run_experiment
+    from seqkeras.execution.experiment import DiskFullStop, run_experiment
     from seqkeras.reporting.tables import to_markdown, verdict_frame
+    from seqkeras.results.folder import DiskFull
 
     try:
         out_root.mkdir(parents=True, exist_ok=True)
@@ -162,8 +189,13 @@ def run_all(experiments, out_root: Path, executor, *, force: bool, reference: Pa
 
     print(headline(experiments, out_root))
     all_verdicts, failed_runs = [], 0
-    for experiment in experiments:
-        outcome = run_experiment(experiment, out_root, force=force, executor=executor, tracker=tracker)
+    for position, experiment in enumerate(experiments):
+        try:
+            outcome = run_experiment(experiment, out_root, force=force, executor=executor, tracker=tracker)
+        except (DiskFull, DiskFullStop) as error:  # every run after would fail the same way: stop, resumably
+            stopped, failed = disk_full_stop(error, experiment.spec.name, len(experiments) - position - 1)
+            print(f"\n{stopped}", file=sys.stderr, flush=True)
+            return SweepOutcome(all_verdicts, failed_runs + failed, [], stopped)
         page = (out_root / experiment.spec.name / "table.md").read_text(encoding="utf-8")
         print("\n" + page)
         failed_runs += outcome.failed_runs
@@ -182,12 +214,62 @@ def run_all(experiments, out_root: Path, executor, *, force: bool, reference: Pa
     return SweepOutcome(all_verdicts, failed_runs, differing)
 
 
-def check_reference_root(reference: Path, out_root: Path) -> None:
+def disk_full_stop(error: BaseException, name: str, not_started: int) -> tuple[str, int]:
+    """The line that ends a sweep stopped by a full disk (where it stopped, and how to go on), and the
+    experiment's failed runs (at least one: the sweep's exit status says it did not finish).
+
+    error: the DiskFullStop of a run that found no space (its own line has already named the file), or
+    the DiskFull of a write of the experiment's own files (runs.csv, table.md), named here."""
+    from seqkeras.execution.experiment import DiskFullStop
+
+    stop = error
+    while stop is not None and not isinstance(stop, DiskFullStop):  # runs.csv could not take the failed run either
+        stop = stop.__context__
+    where = f"at {stop.where} of {name}" if isinstance(stop, DiskFullStop) else f"in {name}"
+    notes = [] if isinstance(error, DiskFullStop) else [str(error)]
+    if isinstance(stop, DiskFullStop) and stop.left:
+        notes.append(f"{stop.left} run(s) of it not run")
+    if not_started:
+        notes.append(f"{not_started} experiment(s) after it not started")
+    what = f" ({'; '.join(notes)})" if notes else ""
+    line = (f"disk full: stopped {where}{what}; free space and run the same command again — "
+            "finished runs are reused")
+    return line, max(1, stop.failed_runs if isinstance(stop, DiskFullStop) else 1)
+
+
+def check_reference_root(reference: str | Path, out_root: Path, experiments=()) -> Path:
+    """The `--reference` results root, checked before anything runs: a folder, not the --out folder, holding a
+    readable results folder with runs for each of `experiments` (else training would end in "not compared")."""
+    from seqkeras.results.folder import read_runs
+
+    reference = given_path(reference, "--reference")
     if not reference.is_dir():
-        raise SpecError(f"--reference {reference} is not a folder of results")
-    if reference.resolve() == out_root.resolve():
+        what = "it is a file" if reference.is_file() else (
+            "no such folder" if not reference.exists() else "it is not a folder")
+        raise SpecError(f"--reference {reference} is not a folder of results: {what} (give a results root, "
+                        "such as results/, holding <name>/runs.csv for each experiment)")
+    if reference.resolve() == Path(out_root).resolve():
         raise SpecError(f"--reference {reference} is the --out folder itself: the runs would be compared with "
                         "themselves; write them elsewhere (--out) and compare with this one")
+    names = [experiment.spec.name for experiment in experiments]
+    missing = [name for name in names if not (reference / name / "runs.csv").is_file()]
+    if missing:
+        hint = ""
+        if (reference / "runs.csv").is_file():  # results/<name> given for results/
+            hint = (f"; {reference} is one experiment's results folder: give the results root that holds it "
+                    f"(--reference {reference.parent})")
+        elif not any(reference.glob("*/runs.csv")):
+            hint = f"; {reference} holds no experiment's results at all"
+        raise SpecError(f"--reference {reference} holds no results of {listed(repr(n) for n in missing)} "
+                        f"(no {reference / missing[0] / 'runs.csv'}){hint}")
+    for name in names:
+        try:
+            runs = read_runs(reference / name, warn=lambda message: None)  # warned again when compared
+        except SpecError as error:
+            raise SpecError(f"--reference {reference}: {error}") from None
+        if runs.empty:
+            raise SpecError(f"--reference {reference}: {reference / name / 'runs.csv'} has no runs")
+    return reference
 
 
 def plan(experiments, out_root: Path, *, force: bool, echo: Callable[[str], None] = print) -> None:
@@ -213,7 +295,9 @@ def rebuild(folder: Path) -> None:
     from seqkeras.spec.loader import load_experiment
 
     saved = folder / "experiment.yaml"
-    experiment = load_experiment(saved) if saved.is_file() else None
+    if saved.is_symlink():  # a shared folder's link is never followed (results.files)
+        print(f"warning: {saved} is a symbolic link; links inside a results folder are not followed", file=sys.stderr)
+    experiment = load_experiment(saved) if saved.is_file() and not saved.is_symlink() else None
     if experiment is None:
         rebuilt, skipped = rebuild_runs(folder)
     else:  # the spec decides which runs belong here and which matrix columns runs.csv has

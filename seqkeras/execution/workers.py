@@ -7,11 +7,16 @@ quieted."""
 
 from __future__ import annotations
 
+import contextlib
+import multiprocessing.context
+import multiprocessing.popen_spawn_posix
 import os
 import socket
 import sys
 import threading
 import time
+import types
+from collections.abc import Iterator
 
 from seqkeras.backends.runtime import select_backend
 from seqkeras.backends import threads
@@ -76,3 +81,53 @@ def exit_with_parent(poll_seconds: float = 1.0) -> None:
         os._exit(1)  # a run in progress resumes from its last epoch next time
 
     threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
+# --------------------------------------------------------------------------- #
+# Starting pool workers without the caller's main module
+# --------------------------------------------------------------------------- #
+#
+# A spawned worker normally runs the parent's main module again (as __mp_main__) before
+# its first task, so that functions defined there can be unpickled. A pool worker needs
+# none of it: its tasks are seqkeras's functions and a run's spec. Running it again is
+# harmful: a script that calls seqkeras.run at its top level, with no
+# `if __name__ == "__main__":` guard, would start the whole experiment again in every
+# worker (multiprocessing refuses, and each run fails with BrokenProcessPool), and a
+# main module with no file on disk (`python -`, whose __file__ is "<stdin>") cannot be
+# run again at all. So the workers are started with the main module hidden: they begin
+# with seqkeras's own modules only, whatever the caller's script, notebook or shell is.
+
+
+@contextlib.contextmanager
+def main_module_hidden() -> Iterator[None]:
+    """While a worker is launched: `__main__` is a module with no file and no import name, which
+    multiprocessing's spawn leaves alone (as it does a notebook's or `python -c`'s)."""
+    modules = sys.modules
+    main = modules.get("__main__")
+    modules["__main__"] = types.ModuleType("__main__", "a stand-in: seqkeras's workers do not run the caller's main")
+    try:
+        yield
+    finally:
+        if main is None:
+            modules.pop("__main__", None)
+        else:
+            modules["__main__"] = main
+
+
+class WorkerPopen(multiprocessing.popen_spawn_posix.Popen):  # POSIX only, as the run folders' locks (fcntl)
+    def _launch(self, process_obj) -> None:
+        with main_module_hidden():
+            super()._launch(process_obj)
+
+
+class WorkerProcess(multiprocessing.context.SpawnProcess):
+    """A spawned process (a fresh interpreter) that does not run the parent's main module again."""
+
+    _start_method = "spawn"
+    _Popen = staticmethod(WorkerPopen)
+
+
+class WorkerContext(multiprocessing.context.SpawnContext):
+    """The multiprocessing context of the `--jobs N` pool: spawn, without re-running `__main__` (see above)."""
+
+    Process = WorkerProcess

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import warnings
 from dataclasses import dataclass, field
@@ -41,6 +42,7 @@ import pandas as pd
 from seqkeras.errors import SpecError, unknown_choice
 from seqkeras.reporting.formatting import format_number
 from seqkeras.reporting.tables import NON_METRIC_COLUMNS
+from seqkeras.results.files import refused_subfolders, subfolders_with
 from seqkeras.results.folder import FAILED, OK, flat_keys, print_warning, read_runs, read_saved_spec
 from seqkeras.spec.sections import ExperimentSpec
 
@@ -134,11 +136,13 @@ def load_side(path: Path) -> tuple[dict[str, Side], bool]:
     """({experiment name: its results}, whether `path` is a results root) from a results folder, a runs.csv or a root."""
     if not path.exists():
         raise SpecError(f"{path}: no such file or folder")
-    if path.is_file() or (path / "runs.csv").is_file():
+    if path.is_file() or os.path.lexists(path / "runs.csv"):  # read_runs names one that is no file
         runs = read_runs(path)
         folder = path.parent if path.is_file() else path
         return {_experiment_name(runs, folder): Side(runs, folder)}, False
-    found = sorted(p.parent for p in path.glob("*/runs.csv"))
+    found = list(subfolders_with(path, "runs.csv"))
+    for refused, why in refused_subfolders(path, "runs.csv"):
+        print_warning(f"{refused} {why}; left out of the comparison")
     if not found:
         raise SpecError(f"{path} holds no runs.csv, neither itself nor in its experiment folders")
     return {_experiment_name(runs, folder): Side(runs, folder) for folder in found for runs in [read_runs(folder)]}, True

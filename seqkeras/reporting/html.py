@@ -15,9 +15,10 @@ A results folder written before plotting existed gets its plots drawn first.
 from __future__ import annotations
 
 import html
+import io
 import os
 import re
-import shutil
+import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,15 +26,27 @@ from typing import Any
 from urllib.parse import quote
 
 import pandas as pd
-import yaml
 
 from seqkeras.errors import SpecError
+from seqkeras.results.files import (
+    inside, is_file, is_folder, name_problem, present, read_bytes, read_text, refused_subfolders, subfolders_with,
+)
 from seqkeras.results.folder import FAILED, OK, is_matrix_column, one_row_per_run, read_runs, run_counts, write_atomic
 from seqkeras.spec.sections import ExperimentSpec
+from seqkeras.spec.yaml_reader import parse_yaml
 
 REPORT, INDEX = "report.html", "index.html"
 FALLBACK_INDEX = "_index.html"  # when an experiment is named index.html
 NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?( ± \S+)?$")  # numbers and "mean ± std" align right
+_WARNED: set[str] = set()  # what this report has warned about: a page reads a run folder more than once
+
+
+def print_warning(message: str) -> None:
+    """`warning: ...` on stderr, once per message and report."""
+    if message not in _WARNED:
+        _WARNED.add(message)
+        print(f"warning: {message}", file=sys.stderr)
+
 
 STYLE = """
 body { font: 15px/1.5 system-ui, -apple-system, "Segoe UI", sans-serif; color: #1f2328; margin: 2rem auto;
@@ -67,6 +80,7 @@ class ExperimentPage:
     spec_text: str = ""
     problems: list[str] = field(default_factory=list)
     matrix_columns: list[str] = field(default_factory=list)
+    plots_folder: Path | None = None  # where the PNGs are: the results folder, or the report's when drawn for it
 
     @property
     def total_runs(self) -> int:
@@ -91,10 +105,12 @@ def experiment_folders(paths: list[Path]) -> list[Path]:
     for path in paths:
         if not path.is_dir():
             raise SpecError(f"{path}: no such results folder")
-        if (path / "runs.csv").is_file():
+        if os.path.lexists(path / "runs.csv"):  # read_runs names what is wrong with one that is not a file
             found = [path]
         else:
-            found = sorted(p.parent for p in path.glob("*/runs.csv"))
+            found = list(subfolders_with(path, "runs.csv"))
+            for refused, why in refused_subfolders(path, "runs.csv"):
+                print(f"warning: {refused} {why}; left out", file=sys.stderr)  # each call: export calls it too
             if not found:
                 raise SpecError(f"{path} holds no runs.csv, neither itself nor in its experiment folders")
         folders += [f for f in found if f.resolve() not in {g.resolve() for g in folders}]
@@ -110,6 +126,7 @@ def write_reports(paths: list[Path], out: Path | None = None) -> tuple[Path, lis
     """
     if out is not None and out.exists() and not out.is_dir():
         raise SpecError(f"--out {out} is a file; give a folder for the report pages")
+    _WARNED.clear()
     folders = experiment_folders(paths)
     if out is not None:
         names = [f.name for f in folders]
@@ -122,14 +139,13 @@ def write_reports(paths: list[Path], out: Path | None = None) -> tuple[Path, lis
     pages, written, skipped = [], [], []
     for folder, page_dir in page_dirs.items():
         try:
-            page = read_experiment(folder)
+            page_dir.mkdir(parents=True, exist_ok=True)
+            page = read_experiment(folder, plots_into=page_dir)
         except SpecError as error:  # one damaged experiment must not cost the others their pages
             skipped.append((folder, str(error)))
             continue
-        page_dir.mkdir(parents=True, exist_ok=True)
-        if out is not None:
-            for plot in page.plots:
-                shutil.copyfile(folder / plot["file"], page_dir / plot["file"])
+        if page.plots_folder != page_dir and not _same_folder(page_dir, page.plots_folder):
+            page.plots = _copy_plots(page.plots_folder, page_dir, page.plots)
         target = page_dir / REPORT
         _write_page(target, render_experiment(page, index_href=_href(index, page_dir), page_dir=page_dir))
         pages.append((page, target))
@@ -141,6 +157,28 @@ def write_reports(paths: list[Path], out: Path | None = None) -> tuple[Path, lis
     _write_page(index, render_index([(p, _href(target, index_dir)) for p, target in pages],
                                     [(folder.name, reason) for folder, reason in skipped]))
     return index, written
+
+
+def _same_folder(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _copy_plots(folder: Path, page_dir: Path, plots: list[dict[str, str]]) -> list[dict[str, str]]:
+    """Copy each plot's PNG beside the page, as `results.files` reads it (a regular file inside the folder,
+    bounded); the plots that could not be copied are named in a warning and left off the page."""
+    copied = []
+    for plot in plots:
+        try:
+            data = read_bytes(folder, plot["file"])
+        except SpecError as error:
+            print_warning(f"plot left out of the report: {error}")
+            continue
+        write_atomic(page_dir / plot["file"], data)
+        copied.append(plot)
+    return copied
 
 
 def _index_path(index_dir: Path, page_dirs: list[Path]) -> Path:
@@ -165,7 +203,9 @@ def _write_page(path: Path, text: str) -> None:
     write_atomic(path, text)
 
 
-def read_experiment(folder: Path) -> ExperimentPage:
+def read_experiment(folder: Path, plots_into: Path | None = None) -> ExperimentPage:
+    """The page of the results in `folder`. Its plots are those its plots.json lists; a folder without
+    one (written before plots existed) has them drawn into `plots_into` (default: the folder itself)."""
     from seqkeras.reporting.expectations import check
     from seqkeras.reporting.plots import plot_folder, read_manifest
     from seqkeras.reporting.tables import summary_tables
@@ -174,36 +214,94 @@ def read_experiment(folder: Path) -> ExperimentPage:
     matrix_columns = [c for c in runs.columns if is_matrix_column(c)]
     problems: list[str] = []
     spec = None
-    saved = folder / "experiment.yaml"
     try:
-        spec_text = saved.read_text(encoding="utf-8") if saved.is_file() else ""
-    except (OSError, UnicodeDecodeError) as error:
+        spec_text = read_text(folder, "experiment.yaml") if present(folder, "experiment.yaml") else ""
+    except SpecError as error:  # a link, a FIFO, too big, not UTF-8: named, never followed nor inlined
         spec_text = ""
-        problems.append(f"experiment.yaml could not be read ({type(error).__name__}); tables show every run")
+        print_warning(f"{error}; the report shows no spec")
+        problems.append("experiment.yaml could not be read (it is not a regular file inside the results "
+                        "folder, or not UTF-8 text); tables show every run")
     if spec_text:
         try:
-            spec = ExperimentSpec.model_validate(yaml.safe_load(spec_text))
+            spec = ExperimentSpec.model_validate(parse_yaml(spec_text))  # bounded, as the spec it was
         except Exception as error:  # an old or edited experiment.yaml: show the numbers anyway
             problems.append(f"experiment.yaml could not be read as a spec ({type(error).__name__}); "
                             "tables show every run, without verdicts")
-    name = spec.name if spec else (str(runs["experiment"].iloc[0]) if len(runs) else folder.name)
+    # A runs.csv without an experiment column (an older or edited one) is named by its folder.
+    name = spec.name if spec else (str(runs["experiment"].iloc[0]) if len(runs) and "experiment" in runs
+                                   else folder.name)
     try:
         tables = summary_tables(runs, spec.tables() if spec else [], matrix_columns)
     except SpecError as error:
         tables = []
         problems.append(f"tables: {error}")
     verdicts = [check(expect, runs) for expect in spec.expect] if spec else []
+    plots_folder = folder
     plots = read_manifest(folder)
     if plots is None:
+        plots_folder = folder if plots_into is None else plots_into
         try:
             plot_folder(folder, spec.plots if spec else [], matrix_columns, runs,
-                        axes=list(spec.matrix) if spec else None)
+                        axes=list(spec.matrix) if spec else None, into=plots_folder)
         except Exception as error:  # plots are a view of the results: the page goes on without them
             problems.append(f"plots could not be drawn ({type(error).__name__}: {error})")
-        plots = read_manifest(folder) or []
-    plots = [p for p in plots if (folder / p["file"]).is_file()]
+        plots = read_manifest(plots_folder) or []
+    plots = [p for p in plots if _plot_shown(plots_folder, p["file"])]
     return ExperimentPage(folder, name, spec.description if spec else "", runs, tables, verdicts, plots,
-                          spec_text, problems, matrix_columns)
+                          spec_text, problems, matrix_columns, plots_folder)
+
+
+def _plot_shown(folder: Path, name: str) -> bool:
+    """Whether plots.json's `name` is a regular file inside the folder; a link or a special file is a warning."""
+    if is_file(folder, name):
+        return True
+    if present(folder, name):
+        try:
+            path = inside(folder, name)
+            why = f"{path} is not a regular file"
+        except SpecError as error:
+            why = str(error)
+        print_warning(f"plot left out of the report: {why}")
+    return False
+
+
+def run_folder(folder: Path, run_id: Any) -> Path | None:
+    """The folder of a run id taken from runs.csv: a single plain name of a real folder inside `folder`.
+
+    A run id that is a path (absolute, with `..` or `/`) or a folder that is a link is refused with a
+    warning naming it, never listed or linked; a run id with no folder (yet) is None without one.
+    """
+    name = str(run_id)
+    problem = name_problem(name) or ("holds a '/': a run id is a single name" if "/" in name else "")
+    if problem:
+        print_warning(f"{folder}/runs.csv: run id {problem}; its folder is not shown")
+        return None
+    if is_folder(folder, name):
+        return folder / name
+    if os.path.islink(folder / name):
+        print_warning(f"{folder / name} is a symbolic link; links inside a results folder are not followed")
+    return None
+
+
+def _run_files(run: Path) -> list[Path]:
+    """The files and folders of a run folder the page links to: no links, no special files, no dot files."""
+    try:
+        entries = sorted(os.scandir(run), key=lambda entry: entry.name)
+    except OSError:
+        return []
+    shown = []
+    for entry in entries:
+        if entry.name.startswith("."):
+            continue
+        try:
+            mode = entry.stat(follow_symlinks=False).st_mode
+        except OSError:
+            continue
+        if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+            shown.append(run / entry.name)
+        elif stat.S_ISLNK(mode):
+            print_warning(f"{run / entry.name} is a symbolic link; links inside a results folder are not followed")
+    return shown
 
 
 # --------------------------------------------------------------------------- #
@@ -297,12 +395,12 @@ def runs_html(page: ExperimentPage, page_dir: Path) -> str:
     head = "".join(f"<th>{e(h)}</th>" for h in ["run and its files", *matrix, *(h for _, h in shown)])
     rows = []
     for _, run in runs.iterrows():
-        folder = page.folder / str(run["run_id"])
-        link = f'<a href="{e(_href(folder, page_dir))}/">{e(str(run["run_id"]))}</a>' if folder.is_dir() \
+        folder = run_folder(page.folder, run["run_id"])
+        link = f'<a href="{e(_href(folder, page_dir))}/">{e(str(run["run_id"]))}</a>' if folder is not None \
             else e(str(run["run_id"]))
-        files = sorted(folder.iterdir()) if folder.is_dir() else []
+        files = _run_files(folder) if folder is not None else []
         links = " · ".join(f'<a href="{e(_href(f, page_dir))}{"/" if f.is_dir() else ""}">{e(f.name)}</a>'
-                           for f in files if not f.name.startswith("."))
+                           for f in files)
         cells = [f'<td>{link}<div class="files">{links}</div></td>', *(_cell(_short(run[c])) for c in matrix),
                  *(_cell(_short(run[c], digits=3)) for c, _ in shown)]
         rows.append(f"<tr>{''.join(cells)}</tr>")
@@ -325,15 +423,19 @@ def samples_html(page: ExperimentPage, page_dir: Path) -> list[str]:
         runs = runs.sort_values("seed", kind="stable").head(1)
     parts = []
     for _, run in runs.head(SAMPLE_RUNS).iterrows():
+        folder = run_folder(page.folder, run["run_id"])
         for name, columns in SAMPLE_FILES.items():
-            path = page.folder / str(run["run_id"]) / name
-            if not path.is_file():
+            if folder is None or not present(folder, name):
                 continue
+            path = folder / name
             try:
-                frame = pd.read_csv(path, keep_default_na=False)
-            except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, OSError):
+                frame = pd.read_csv(io.StringIO(read_text(folder, name)), keep_default_na=False)
+            except SpecError as error:
+                print_warning(f"sample outputs left out of the report: {error}")
                 continue
-            present = [c for c in columns if c in frame]
+            except (ValueError, OSError):  # pandas' ParserError and EmptyDataError are ValueErrors
+                continue
+            shown_columns = [c for c in columns if c in frame]
             if "decoder" in frame:
                 frame = frame.groupby("decoder", sort=False).head(SAMPLES_PER_DECODER)
             else:
@@ -341,7 +443,7 @@ def samples_html(page: ExperimentPage, page_dir: Path) -> list[str]:
             label = ", ".join(f"{c.split('.', 1)[-1]}={_short(run[c])}" for c in matrix if not pd.isna(run[c]))
             title = f"{label or run['run_id']}, seed {run['seed']}" if "seed" in run else (label or run["run_id"])
             parts += [f'<h3>{e(str(title))} (<a href="{e(_href(path, page_dir))}">{e(name)}</a>)</h3>',
-                      frame_html(frame[present])]
+                      frame_html(frame[shown_columns])]
     if len(runs) > SAMPLE_RUNS and parts:
         parts.append(f"<p><em>{len(runs) - SAMPLE_RUNS} more configuration(s): their files are linked under "
                      "Runs.</em></p>")

@@ -32,6 +32,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from seqkeras.errors import SpecError
+from seqkeras.results import files
 from seqkeras.results.folder import OK, one_row_per_run, write_atomic
 from seqkeras.spec.sections import PlotSpec
 
@@ -90,39 +92,63 @@ def plot_folder(
     *,
     echo: Callable[[str], None] | None = None,
     axes: list[str] | None = None,
+    into: Path | None = None,
 ) -> list[Path]:
     """Draw and save every planned plot; returns the PNGs written. Rewrites plots.json.
 
     axes: the spec's matrix axes (`task`, `model.cell`, …), which lay out the learning
     curves' panels; without them each section (`task.*`, `model.*`) counts as one axis.
+    into: where the PNGs and plots.json go (default: `folder`, whose runs they draw); a
+    report with --out draws into its own folder, never into results that may be someone else's.
     """
+    into = folder if into is None else into
     written: list[dict[str, str]] = []
     paths: list[Path] = []
     for plan in plan_plots(folder, plots, matrix_columns, runs, axes):
         try:
             figure = plan.draw()
-            save_png(figure, folder / f"{plan.file}.png")
+            save_png(figure, into / f"{plan.file}.png")
         except Exception as error:
             _warn(f"plot {plan.file}.png ({plan.title}) not written: {type(error).__name__}: {error}")
             continue
         written.append({"file": f"{plan.file}.png", "title": plan.title, "source": plan.source})
-        paths.append(folder / f"{plan.file}.png")
-    _remove_stale(folder, {entry["file"] for entry in written})
-    _write_text(folder / MANIFEST, json.dumps(written, indent=2, ensure_ascii=False) + "\n")
+        paths.append(into / f"{plan.file}.png")
+    _remove_stale(into, {entry["file"] for entry in written})
+    _write_text(into / MANIFEST, json.dumps(written, indent=2, ensure_ascii=False) + "\n")
     if echo and written:
         echo(f"plots: {', '.join(entry['file'] for entry in written)}")
     return paths
 
 
 def read_manifest(folder: Path) -> list[dict[str, str]] | None:
-    """plots.json of a results folder: [{file, title, source}], or None when there is none."""
+    """plots.json of a results folder: [{file, title, source}], or None when there is none.
+
+    It is read as `results.files` reads (a regular file inside the folder, bounded, never blocking): one
+    that is a link, a FIFO or too big is named in a warning and lists no plot ([], so nothing is redrawn
+    into a folder that may be someone else's); an entry whose file is not a plain relative name inside
+    the folder (`../x.png`, `/etc/passwd`) is named in a warning and left out.
+    """
+    if not files.present(folder, MANIFEST):
+        return None
     try:
-        entries = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        entries = json.loads(files.read_text(folder, MANIFEST))
+    except SpecError as error:
+        _warn(f"{error}; no plot is listed from it")
+        return []
+    except (ValueError, RecursionError):
         return None
     if not isinstance(entries, list):
         return None
-    return [e for e in entries if isinstance(e, dict) and isinstance(e.get("file"), str)]
+    listed = []
+    for entry in entries:
+        if not isinstance(entry, dict) or not isinstance(entry.get("file"), str):
+            continue
+        problem = files.name_problem(entry["file"])
+        if problem:
+            _warn(f"{folder / MANIFEST}: plot file {problem}; it is left out")
+            continue
+        listed.append(entry)
+    return listed
 
 
 def plan_plots(folder: Path, plots: list[PlotSpec], matrix_columns: list[str], runs: pd.DataFrame,
@@ -588,12 +614,18 @@ def _read_curves(folder: Path, runs: pd.DataFrame, name: str, matrix_columns: li
     several_seeds = runs["seed"].nunique() > 1 if "seed" in runs else False
     curves = []
     for _, row in runs.iterrows():
-        path = folder / str(row["run_id"]) / f"{name}.csv"
-        if not path.is_file():
+        run_id = str(row["run_id"])
+        if files.name_problem(run_id) or "/" in run_id:  # a run id that is a path: html names it, curves skip it
+            continue
+        path = folder / run_id / f"{name}.csv"
+        if not files.present(folder, f"{run_id}/{name}.csv"):
             continue
         try:
-            frame = pd.read_csv(path)
-        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, OSError) as error:
+            frame = pd.read_csv(io.StringIO(files.read_text(folder, f"{run_id}/{name}.csv")))
+        except SpecError as error:  # a link, a FIFO, too big: named, never followed
+            _warn(f"{error}; left out of its plot")
+            continue
+        except (ValueError, OSError) as error:  # pandas' ParserError and EmptyDataError are ValueErrors
             _warn(f"{path} cannot be read, left out of its plot: {error}")
             continue
         label = run_label(row, varying)

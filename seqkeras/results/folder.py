@@ -15,6 +15,7 @@ interrupted run never leaves a half-written file behind.
 from __future__ import annotations
 
 import csv
+import errno
 import io
 import json
 import math
@@ -29,6 +30,9 @@ import pandas as pd
 import yaml
 
 from seqkeras.errors import SpecError, shown
+from seqkeras.results.files import TEXT_LIMIT, present, read_text, refused_subfolders, subfolders_with
+from seqkeras.spec.yaml_reader import parse_yaml
+from seqkeras.user_files import open_regular_file, size_in_words
 
 OK, FAILED = "ok", "failed"
 _UMASK = os.umask(0)
@@ -50,17 +54,61 @@ def flat_keys(mapping: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return flat
 
 
+# Out of space, or out of the user's quota: either way nothing more can be written there.
+DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
+# A failed record's key, true when the run found no space left: a sweep stops there, as its next runs would fail.
+DISK_FULL = "disk_full"
+
+
+class DiskFull(OSError):
+    """A write that found no space left (ENOSPC, EDQUOT), naming the file it was writing.
+
+    A run that raises it is a failed run; a sweep stops, since its next runs would fail the same way.
+    """
+
+    def __init__(self, path: str | Path | None):
+        super().__init__(errno.ENOSPC, "no space left on device", None if path is None else str(path))
+
+    def __reduce__(self):  # OSError pickles its (errno, strerror, filename), which is not this signature
+        return type(self), (self.filename,)
+
+    def __str__(self) -> str:
+        return f"no space left on device while writing {self.filename or 'a file'}"
+
+
+def disk_full(error: BaseException, path: str | Path | None = None) -> DiskFull | None:
+    """`error` as a DiskFull when it, or an error it came from, is ENOSPC or EDQUOT; None otherwise.
+
+    The file named is `path` where given, else the one the error names, if any."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, DiskFull):
+            return error
+        if isinstance(error, OSError) and error.errno in DISK_FULL_ERRNOS:
+            return DiskFull(path or error.filename)
+        error = error.__cause__ or error.__context__
+    return None
+
+
 def write_atomic(path: Path, content: str | bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    """`content` into `path`, through a temporary name beside it: `path` is whole or as it was, never half
+    written. No space left raises DiskFull naming `path`; the temporary file is gone either way."""
+    temporary = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         with os.fdopen(handle, "wb") as file:
             file.write(content.encode("utf-8") if isinstance(content, str) else content)
         # mkstemp makes the file private (0600); results are meant to be read and served.
         os.chmod(temporary, 0o666 & ~_UMASK)
         os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
+    except BaseException as error:
+        if temporary is not None:
+            Path(temporary).unlink(missing_ok=True)
+        full = disk_full(error, path)
+        if full is not None:
+            raise full from None
         raise
 
 
@@ -100,15 +148,24 @@ def read_record(path: Path) -> dict[str, Any] | None:
 
 
 def inspect_record(path: Path) -> tuple[dict[str, Any] | None, str]:
-    """(the record, "") or (None, what is wrong with the file): for messages that say why a record is skipped."""
+    """(the record, "") or (None, what is wrong with the file): for messages that say why a record is skipped.
+
+    `path` is a run folder's metrics.json: read as `results.files` reads (a regular file, bounded, never
+    blocking), and neither it nor its run folder may be a symbolic link.
+    """
+    base, name = _record_location(path)
     try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None, "missing"
-    except (OSError, UnicodeDecodeError) as error:
+        text = read_text(base, name)
+    except SpecError as error:
+        if not os.path.lexists(path):
+            return None, "missing"
         return None, f"cannot be read ({error})"
+    try:
+        record = json.loads(text)
     except ValueError as error:
         return None, f"not JSON ({error})"
+    except RecursionError:
+        return None, "not JSON (nested too deeply)"
     problem = record_problem(record)
     if problem:
         return None, problem
@@ -116,6 +173,14 @@ def inspect_record(path: Path) -> tuple[dict[str, Any] | None, str]:
         metrics.update({name: INFINITIES[value] for name, value in metrics.items()
                         if isinstance(value, str) and value in INFINITIES})
     return record, ""
+
+
+def _record_location(path: Path) -> tuple[Path, str]:
+    """(the results folder, "run_id/metrics.json") for a run's metrics.json, so that its run folder is checked too."""
+    run_folder = path.parent
+    if run_folder.name and run_folder.name != ".." and run_folder.parent != run_folder:
+        return run_folder.parent, f"{run_folder.name}/{path.name}"
+    return run_folder, path.name
 
 
 def record_problem(record: Any) -> str:
@@ -171,7 +236,7 @@ def _json_type(value: Any) -> str:
 
 
 def runs_frame(records: list[dict[str, Any]], matrix_columns: list[str]) -> pd.DataFrame:
-    """One row per run (or per evaluation row of a run, e.g. per decoder), in DESIGN.md's column order."""
+    """One row per run (or per evaluation row of a run, e.g. per decoder), in the column order of docs/results.md."""
     for record in records:
         problem = record_problem(record)
         if problem:  # a bug or a damaged file read without read_record: say which, never a KeyError
@@ -242,11 +307,15 @@ def read_runs(results_dir: Path, *, warn: Callable[[str], None] = print_warning)
     what is harmless is a warning: no rows yet, a row written twice (dropped).
     """
     path = results_dir / "runs.csv" if results_dir.is_dir() else results_dir
-    if not path.is_file():
+    if not os.path.lexists(path):
         raise SpecError(f"no runs.csv in {results_dir} (run the experiment first: seqkeras run SPEC)")
     rebuild = f"rebuild it from the run folders with `seqkeras table {path.parent} --rebuild`"
     try:
-        text = path.read_text(encoding="utf-8")
+        # The file the user named may be a link (their choice); a runs.csv inside a named folder may not.
+        text = read_text(path.parent, path.name) if path != results_dir else _read_named(path)
+    except SpecError as error:
+        raise SpecError(f"{error}; runs.csv is not read") from None
+    try:
         _check_row_lengths(path, text, rebuild, warn)
         frame = pd.read_csv(io.StringIO(text), keep_default_na=False, na_values=[""])
     except (OSError, csv.Error, pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as error:
@@ -262,6 +331,21 @@ def read_runs(results_dir: Path, *, warn: Callable[[str], None] = print_warning)
     _check_one_experiment(path, frame, read_saved_spec(path.parent), rebuild)
     _check_one_run_per_point(path, frame)
     return frame
+
+
+def _read_named(path: Path) -> str:
+    """The text of a file the user named: a link is followed (the user chose it); still regular and bounded."""
+    try:
+        with open_regular_file(path, limit=TEXT_LIMIT) as handle:
+            data = handle.read(TEXT_LIMIT + 1)
+    except SpecError as error:
+        raise SpecError(f"{path} {error}") from None
+    if len(data) > TEXT_LIMIT:
+        raise SpecError(f"{path} is over {size_in_words(TEXT_LIMIT)}")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise SpecError(f"{path} is not UTF-8 text (byte {error.start})") from None
 
 
 def _check_row_lengths(path: Path, text: str, rebuild: str, warn: Callable[[str], None]) -> None:
@@ -304,13 +388,19 @@ def _without_duplicate_rows(path: Path, frame: pd.DataFrame, rebuild: str,
 def read_saved_spec(folder: Path, warn: Callable[[str], None] | None = None) -> dict[str, Any]:
     """The folder's experiment.yaml as a mapping; {} when there is none, or (with a warning) when it is damaged."""
     path = folder / "experiment.yaml"
-    if not path.is_file():
+    if not present(folder, "experiment.yaml"):
         return {}
     try:
-        spec = yaml.safe_load(path.read_text(encoding="utf-8"))
+        text = read_text(folder, "experiment.yaml")
+    except SpecError as error:  # a link, a FIFO, a folder, too big, not UTF-8: named, never followed
+        if warn:
+            warn(f"{error}; it is ignored")
+        return {}
+    try:  # bounded as a spec is: a few lines of aliases cannot stand for billions of values
+        spec = parse_yaml(text)
         problem = "" if isinstance(spec, dict) else f"not a mapping ({_json_type(spec)})"
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
-        problem = f"cannot be read ({type(error).__name__})"
+    except SpecError as error:
+        problem = f"cannot be read ({error})"
     if problem:
         if warn:
             warn(f"{path} is {problem}; it is ignored")
@@ -374,9 +464,12 @@ def rebuild_runs(
         raise SpecError(f"{folder} is not a results folder")
     experiment = experiment or folder.name
     position = {run_id: index for index, run_id in enumerate(order or [])}
-    paths = sorted(folder.glob("*/metrics.json"), key=lambda p: (position.get(p.parent.name, len(position)), p.parent.name))
+    paths = sorted((run / "metrics.json" for run in subfolders_with(folder, "metrics.json")),
+                   key=lambda p: (position.get(p.parent.name, len(position)), p.parent.name))
     records: list[dict[str, Any]] = []
-    skipped: list[Skipped] = []
+    # A run folder that is a link, or whose metrics.json is a link, a FIFO, a device: named, never read.
+    skipped: list[Skipped] = [Skipped(path, "refused run folder", why)
+                              for path, why in refused_subfolders(folder, "metrics.json")]
     taken: dict[str, str] = {}  # matrix point and seed → the run id that has it
     for path in paths:
         record, problem = inspect_record(path)

@@ -90,6 +90,9 @@ def check_sections(spec: ExperimentSpec) -> None:
         raise SpecError("an experiment needs either a probe section, or task and model sections")
     if spec.probe is not None and (spec.task is not None or spec.model is not None or spec.train is not None):
         raise SpecError("a probe experiment has no task, model or train section; use one or the other")
+    if spec.probe is not None and spec.evaluate is not None:  # a probe measures itself: it would be ignored
+        raise SpecError("a probe experiment has no evaluate section: a probe reports its own measurements "
+                        "(seqkeras list: PROBES)", path="evaluate")
     if spec.probe is not None and spec.reference_tolerance is not None:
         raise SpecError("reference_tolerance is for experiments that train: a probe computes its numbers exactly, "
                         "and `run --reference` holds them to float rounding", path="reference_tolerance")

@@ -63,19 +63,28 @@ def build_experiment(raw: Any, *, source: str, overrides: list[str]) -> Experime
     if not isinstance(raw, dict):
         raise SpecError(f"an experiment is a mapping of keys (version, name, ...), not a {type(raw).__name__}")
     raw = copy.deepcopy(raw)
-    set_keys = apply_overrides(raw, overrides)
+    override_notes: list[str] = []
+    set_keys = apply_overrides(raw, overrides, override_notes)
     spec = _validate(ExperimentSpec, raw, path=None)
     check_sections(spec)
     runs = list(_expand_runs(spec, raw, set_keys))
     _check_distinct(runs)
     matrix_columns = _matrix_columns(spec.matrix)
-    check_references(spec, matrix_columns)
+    try:
+        check_references(spec, matrix_columns)
+    except SpecError as error:
+        if "matrix" not in set_keys or spec.matrix:
+            raise
+        raise SpecError(f"{error.message} (--set matrix={{}} removed the matrix this names; keep one value of each "
+                        "axis instead, --set KEY=VALUE, or run some of the matrix with --only KEY=VALUE)",
+                        path=error.path) from None
     for run in runs:
         run.matrix_values = {key: lookup(run.resolved, key) for key in matrix_columns}
     rows = [row for run in runs for row in output_rows(run)]
     spec, notes = without_set_away(spec, rows, set_keys)
     check_outputs(spec, rows)
-    return Experiment(spec=spec, source=source, runs=runs, matrix_columns=matrix_columns, notes=notes)
+    return Experiment(spec=spec, source=source, runs=runs, matrix_columns=matrix_columns,
+                      notes=override_notes + notes)
 
 
 def _validate(model: type[BaseModel], raw: Any, *, path: str | None) -> Any:
@@ -90,13 +99,18 @@ def _validate(model: type[BaseModel], raw: Any, *, path: str | None) -> Any:
 # --------------------------------------------------------------------------- #
 
 
-def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> set[str]:
+def apply_overrides(raw: dict[str, Any], overrides: list[str], notes: list[str] | None = None) -> set[str]:
     """Apply `KEY=VALUE` overrides; return the keys that were set.
 
     Setting a key that is a matrix axis replaces the axis with that single value
-    (or with the list given).
+    (or with the list given); `matrix.AXIS=[...]` sets the axis itself. A mapping
+    value is merged into the mapping there, except an empty one, which replaces it:
+    `--set matrix={}` means no matrix, `--set train={}` the defaults. An override
+    that changes nothing, or that empties a mapping or list, is said in `notes`
+    (which `validate` and `run` print).
     """
     set_keys = set()
+    notes = [] if notes is None else notes
     for item in overrides:
         key, sep, text = item.partition("=")
         key = key.strip()
@@ -105,14 +119,36 @@ def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> set[str]:
         if len(key) > 200 or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*", key):
             raise SpecError(f"--set key {shown(key)} is not a dotted key path like model.units")
         value = parse_yaml(text, path=f"--set {key}") if text.strip() else None
+        before = copy.deepcopy(raw)
         matrix = raw.get("matrix")
-        if isinstance(matrix, dict) and key in matrix:
+        axis = key.removeprefix("matrix.")
+        if key.startswith("matrix.") and (matrix is None or isinstance(matrix, dict)):
+            # Matrix keys are dotted themselves: matrix.task.lag is the axis task.lag, never matrix → task → lag.
+            raw["matrix"] = {**(matrix or {}), axis: copy.deepcopy(value if isinstance(value, list) else [value])}
+            set_keys.add(axis)
+        elif isinstance(matrix, dict) and key in matrix:
             matrix[key] = value if isinstance(value, list) else [value]
         else:
             _check_override_target(raw, key)
+            if value == {} and isinstance(lookup(raw, key), dict):
+                set_dotted(raw, key, None)  # an empty mapping replaces; merged, it would change nothing
             set_dotted(raw, key, value)
         set_keys.add(key)
+        notes += _override_notes(key, text.strip(), before, raw)
     return set_keys
+
+
+def _override_notes(key: str, text: str, before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """What to say about one --set: that it changed nothing, or emptied a mapping or list."""
+    given = f"--set {key}={text if len(text) <= 60 else text[:60] + '…'}"
+    if after == before:
+        return [f"{given} changes nothing: the spec already has this value"]
+    old, new = lookup(before, key), lookup(after, key)
+    if key == "matrix" and old and not new:
+        return [f"--set matrix={{}}: no matrix (it varied {', '.join(map(str, old))}): one run per seed"]
+    if isinstance(old, (dict, list)) and old and isinstance(new, (dict, list)) and not new:
+        return [f"{given} empties {key} (it was {shown(old, 80)})"]
+    return []
 
 
 def _check_override_target(raw: dict[str, Any], key: str) -> None:
@@ -225,6 +261,12 @@ def _expand_runs(spec: ExperimentSpec, raw: dict[str, Any], set_keys: set[str]):
             if key.split(".")[0] not in ("task", "model", "train", "evaluate", "probe"):
                 raise SpecError(
                     "a matrix key must start with task, model, train, evaluate or probe",
+                    path=f"matrix.{key}",
+                )
+            if (key.split(".")[0] == "probe") != (spec.probe is not None):
+                raise SpecError(  # the run would ignore it: every value the same run under another id
+                    "a probe experiment varies only probe keys" if spec.probe is not None else
+                    "an experiment that trains varies task, model, train or evaluate keys, not probe ones",
                     path=f"matrix.{key}",
                 )
             set_dotted(run_raw, key, value)

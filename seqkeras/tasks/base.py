@@ -46,6 +46,16 @@ class SizeParams(Params):
         return self
 
 
+def named_files(params: Params, *keys: str) -> dict[str, Path]:
+    """The files that these fields of `params` name (those set), by key, `~` expanded as the readers open them.
+
+    A task whose data come from files lists them in its Params' `input_files()`, usually
+    through this: the run's identity (execution.identity) hashes each one, so an edited
+    file means the run is run again.
+    """
+    return {key: Path(value).expanduser() for key in keys if isinstance(value := getattr(params, key), str)}
+
+
 @dataclass
 class Vocabulary:
     """Token ↔ id. Id 0 is padding (masked everywhere), id 1 stands for unknown tokens."""
@@ -73,8 +83,9 @@ class Vocabulary:
     def decode(self, ids) -> list[str]:
         return [self.tokens[i] for i in ids if i != 0]
 
-    def save(self, path: Path) -> None:
-        path.write_text(json.dumps(self.tokens, ensure_ascii=False, indent=0), encoding="utf-8")
+    def to_json(self) -> str:
+        """The tokens by id, as a run folder's vocabulary.json holds them."""
+        return json.dumps(self.tokens, ensure_ascii=False, indent=0)
 
 
 @dataclass

@@ -15,7 +15,7 @@ from pydantic import Field, field_validator
 
 from seqkeras.errors import SpecError
 from seqkeras.tasks.agreement import NOUNS, PREPOSITIONS
-from seqkeras.tasks.base import LANGUAGE_MODELING, SequenceData, SizeParams, Vocabulary
+from seqkeras.tasks.base import LANGUAGE_MODELING, SequenceData, SizeParams, Vocabulary, named_files
 from seqkeras.tasks.files import check_data_file
 from seqkeras.tasks.files import read_text as read_file_text
 
@@ -32,6 +32,10 @@ class Params(SizeParams):
 
     def tokens_per_example(self) -> int:
         return 2 * self.seq_length  # a window and its shifted targets
+
+    def input_files(self) -> dict[str, Path]:
+        """The files this task reads, by key: each is part of the run's identity (execution.identity)."""
+        return named_files(self, "path")
 
 
 def generated_text(rng: np.random.Generator, sentences: int) -> str:

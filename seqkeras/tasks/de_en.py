@@ -25,6 +25,7 @@ from pydantic import Field, field_validator, model_validator
 
 from seqkeras.errors import SpecError
 from seqkeras.registry import Params as BaseParams
+from seqkeras.tasks.base import named_files
 from seqkeras.tasks.files import check_data_file
 from seqkeras.tasks.seq2seq_data import BUCKET_WIDTH_HELP, Pair, Seq2SeqData, seq2seq_data
 
@@ -57,6 +58,10 @@ class Params(BaseParams):
         if self.max_length < self.min_words:
             raise ValueError(f"max_length {self.max_length} is shorter than min_words {self.min_words}")
         return self
+
+    def input_files(self) -> dict[str, Path]:
+        """The files this task reads, by key: each is part of the run's identity (execution.identity)."""
+        return named_files(self, "path")  # the default dictionary too: its edits (an upgrade) count
 
 
 def clean(text: str) -> str:

@@ -7,7 +7,9 @@ conll_file
 text_classification_file
     A header row naming the columns, then one example per row. `.tsv` and
     `.tab` files are tab-separated, anything else comma-separated (quoted
-    fields may hold commas and newlines).
+    fields may hold commas and newlines). A column name appears once in the
+    header; a quote that never closes is an error at the line it opens on.
+    Every row is read when the spec is validated.
 
 Either reads `test_path` as the test set when given, else holds out a seeded
 `test_share` of `path`. Every problem with a file is a `SpecError` naming the
@@ -26,7 +28,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from seqkeras.errors import SpecError, listed, shown
 from seqkeras.user_files import MISSING, open_regular_file, size_in_words
-from seqkeras.tasks.base import SequenceData
+from seqkeras.tasks.base import SequenceData, named_files
 from seqkeras.tasks.text import (
     ClassificationTextParams,
     LabelledText,
@@ -121,6 +123,10 @@ class ConllParams(TaggingTextParams):
             check_conll(value, f"task.{info.field_name}")
         return value
 
+    def input_files(self) -> dict[str, Path]:
+        """The files this task reads, by key: each is part of the run's identity (execution.identity)."""
+        return named_files(self, "path", "test_path")
+
 
 class TextClassificationParams(ClassificationTextParams):
     path: str = Field(description="CSV (or .tsv) file with a header row, one example per row.")
@@ -130,14 +136,17 @@ class TextClassificationParams(ClassificationTextParams):
 
     check_files = field_validator("path", "test_path")(check_data_file)
 
+    def input_files(self) -> dict[str, Path]:
+        """The files this task reads, by key: each is part of the run's identity (execution.identity)."""
+        return named_files(self, "path", "test_path")
+
     @model_validator(mode="after")
-    def _columns_in_the_headers(self) -> TextClassificationParams:
-        # Only the headers are read now (the columns may be defaults, which field
-        # validators skip); the rows are checked when the data is built.
+    def _rows_readable(self) -> TextClassificationParams:
+        # Every row is read now (streamed; no TensorFlow), after the columns are known (they may be
+        # defaults, which field validators skip): a bad row is refused before a sweep starts.
         for file, file_key in ((self.path, "task.path"), (self.test_path, "task.test_path")):
             if file:
-                with_header(file, self.text_column, key="task.text_column", file_key=file_key)
-                with_header(file, self.label_column, key="task.label_column", file_key=file_key)
+                check_labelled_texts(file, self.text_column, self.label_column, key=file_key)
         return self
 
 
@@ -185,31 +194,88 @@ def read_conll(path: str | Path) -> list[TaggedSentence]:
     return sentences
 
 
-def _csv_rows(path: str | Path, key: str):
+def _delimiter(file: Path) -> str:
+    return "\t" if file.suffix.lower() in (".tsv", ".tab") else ","
+
+
+def _csv_records(path: str | Path, key: str) -> Iterator[tuple[int, list[str]]]:
+    """(the line it starts on, its fields) for each record of a CSV/TSV file; a blank line is a record of none.
+
+    Parsed as `csv` parses it (quoted fields may hold delimiters and newlines), streamed, with
+    one check more: a quote that never closes, which `csv` would answer by reading the rest of
+    the file into that one field (reporting any problem at the file's last line, or none at
+    all), is an error at the line where that quoted field starts.
+    """
     file = Path(path).expanduser()
-    delimiter = "\t" if file.suffix.lower() in (".tsv", ".tab") else ","
-    # Each piece split as io.StringIO(text, newline="") splits the whole text: quoted
-    # fields may hold newlines, which csv joins across pieces.
-    lines = (line for piece in utf8_pieces(file, key) for line in io.StringIO(piece, newline=""))
-    return csv.reader(lines, delimiter=delimiter)
+    delimiter = _delimiter(file)
+    taken: list[str] = []  # the lines of the record being read, as csv splits them
+
+    def lines() -> Iterator[str]:
+        # Each piece split as io.StringIO(text, newline="") splits the whole text.
+        for piece in utf8_pieces(file, key):
+            for line in io.StringIO(piece, newline=""):
+                taken.append(line)
+                yield line
+
+    reader = csv.reader(lines(), delimiter=delimiter)
+    start, held = 1, None  # held: the last record read, with its lines, until the next shows it was not the last
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as error:  # e.g. a field over csv's 128 KiB limit: often a quote that never closes
+            opened = _unclosed_quote(taken, delimiter)
+            where = f"line {start + opened}: a quoted field starts here and does not close" if opened is not None \
+                else f"line {reader.line_num}"
+            raise SpecError(f"{file}, {where} ({error})", path=key) from None
+        if held is not None:
+            yield held[0], held[1]
+        held = (start, row, taken.copy())
+        taken.clear()
+        start = reader.line_num + 1
+    if held is not None:
+        opened = _unclosed_quote(held[2], delimiter)
+        if opened is not None:
+            raise SpecError(f"{file}, line {held[0] + opened}: a quoted field starts here and its closing quote "
+                            "never comes (the rest of the file would be read into it)", path=key)
+        yield held[0], held[1]
 
 
-def _header(reader, path: str | Path, key: str) -> list[str]:
-    try:
-        header = [name.strip() for name in next(reader)]
-    except StopIteration:
-        header = []
+def _unclosed_quote(lines: list[str], delimiter: str) -> int | None:
+    """Which of a record's lines (0 = its first) opens a quoted field that the record never closes, read by
+    csv's default dialect (a quote opens a field only at its start; "" inside is a quote); None if none."""
+    state, opened = "start", None
+    for index, line in enumerate(lines):
+        for char in line:
+            if state == "quoted":
+                state = "quote" if char == '"' else "quoted"
+            elif state == "quote":  # after a quote inside a quoted field: "" is a quote; else the field closed
+                state = "quoted" if char == '"' else ("start" if char in (delimiter, "\r", "\n") else "field")
+            elif char == '"' and state == "start":
+                state, opened = "quoted", index
+            else:
+                state = "start" if char in (delimiter, "\r", "\n") else "field"
+    return opened if state == "quoted" else None
+
+
+def _header(records: Iterator[tuple[int, list[str]]], path: str | Path, key: str) -> list[str]:
+    """The header (the first record), its names stripped; refused when blank or when a name repeats."""
+    line, fields = next(records, (1, []))
+    header = [name.strip() for name in fields]
     if not any(header):
         raise SpecError(f"{path} is empty (or its first line, the header, is blank)", path=key)
+    first: dict[str, int] = {}
+    for position, name in enumerate(header, start=1):
+        if name and name in first:
+            raise SpecError(f"{path}, line {line}: the header names the column {shown(name, 40)} twice, as "
+                            f"columns {first[name]} and {position}; rename one (which of the two is meant "
+                            "cannot be told)", path=key)
+        first.setdefault(name, position)
     return header
 
 
-def with_header(path: str | Path, column: str, *, key: str, file_key: str = "task.path") -> None:
-    """Refuse a CSV/TSV file whose header (line 1) lacks `column`; `key` names the setting, `file_key` the file's."""
-    try:
-        header = _header(_csv_rows(path, file_key), path, file_key)
-    except csv.Error as error:
-        raise SpecError(f"{path}, line 1: {error}", path=file_key) from None
+def _require_column(path: str | Path, header: list[str], column: str, key: str) -> None:
     if column not in header:
         raise SpecError(
             f"{path}: no column {shown(column)}; the header (line 1) has {listed(shown(name, 40) for name in header)}. "
@@ -218,34 +284,40 @@ def with_header(path: str | Path, column: str, *, key: str, file_key: str = "tas
         )
 
 
-def read_labelled_texts(path: str | Path, text_column: str, label_column: str) -> list[LabelledText]:
-    """(text, label) rows of a CSV/TSV file with a header."""
+def labelled_texts(path: str | Path, text_column: str, label_column: str,
+                   key: str = "task.path") -> Iterator[LabelledText]:
+    """(text, label) rows of a CSV/TSV file with a header, streamed; `key` names the file's setting."""
     file = Path(path).expanduser()
-    for column, key in ((text_column, "task.text_column"), (label_column, "task.label_column")):
-        with_header(file, column, key=key)
-    reader = _csv_rows(file, "task.path")
-    try:
-        header = _header(reader, file, "task.path")
-        text_at, label_at = header.index(text_column), header.index(label_column)
-        examples = []
-        for row in reader:
-            if not any(cell.strip() for cell in row):
-                continue
-            line = reader.line_num
-            if len(row) != len(header):
-                raise SpecError(
-                    f"{file}, line {line}: {len(row)} fields, but the header has {len(header)}", path="task.path"
-                )
-            text, label = row[text_at].strip(), row[label_at].strip()
-            if not text or not label:
-                empty = text_column if not text else label_column
-                raise SpecError(f"{file}, line {line}: the {empty!r} field is empty", path="task.path")
-            examples.append((text, label))
-    except csv.Error as error:
-        raise SpecError(f"{file}, line {reader.line_num}: {error}", path="task.path") from None
+    records = _csv_records(file, key)
+    header = _header(records, file, key)
+    for column, column_key in ((text_column, "task.text_column"), (label_column, "task.label_column")):
+        _require_column(file, header, column, column_key)
+    text_at, label_at = header.index(text_column), header.index(label_column)
+    for line, row in records:
+        if not any(cell.strip() for cell in row):
+            continue
+        if len(row) != len(header):
+            raise SpecError(f"{file}, line {line}: {len(row)} fields, but the header has {len(header)}", path=key)
+        text, label = row[text_at].strip(), row[label_at].strip()
+        if not text or not label:
+            empty = text_column if not text else label_column
+            raise SpecError(f"{file}, line {line}: the {empty!r} field is empty", path=key)
+        yield text, label
+
+
+def read_labelled_texts(path: str | Path, text_column: str, label_column: str,
+                        key: str = "task.path") -> list[LabelledText]:
+    """(text, label) rows of a CSV/TSV file with a header."""
+    examples = list(labelled_texts(path, text_column, label_column, key))
     if not examples:
-        raise SpecError(f"{file} has a header but no examples", path="task.path")
+        raise SpecError(f"{Path(path).expanduser()} has a header but no examples", path=key)
     return examples
+
+
+def check_labelled_texts(path: str | Path, text_column: str, label_column: str, key: str = "task.path") -> None:
+    """Read every row (streamed, no TensorFlow): the errors read_labelled_texts would raise, raised now."""
+    if sum(1 for _ in labelled_texts(path, text_column, label_column, key)) == 0:
+        raise SpecError(f"{Path(path).expanduser()} has a header but no examples", path=key)
 
 
 def _train_test(params, seed: int, read, what: str):
@@ -262,7 +334,8 @@ def build_conll(params: ConllParams, seed: int) -> SequenceData:
 
 def build_text_classification(params: TextClassificationParams, seed: int) -> SequenceData:
     def read(path):
-        return read_labelled_texts(path, params.text_column, params.label_column)
+        key = "task.path" if path == params.path else "task.test_path"
+        return read_labelled_texts(path, params.text_column, params.label_column, key)
 
     train, test = _train_test(params, seed, read, params.path)
     label_names = sorted({label for _, label in train + test})

@@ -43,7 +43,7 @@ from pydantic import Field, model_validator
 
 from seqkeras.errors import SpecError
 from seqkeras.registry import Params as BaseParams
-from seqkeras.tasks.base import LANGUAGE_MODELING, PAD, UNK, SequenceData, Vocabulary
+from seqkeras.tasks.base import LANGUAGE_MODELING, PAD, UNK, SequenceData, Vocabulary, named_files
 from seqkeras.tasks.corpora import PackagedFile
 from seqkeras.tasks.files import open_data_file, read_text
 
@@ -97,6 +97,12 @@ class Params(BaseParams):
             except SpecError as error:
                 raise ValueError(error.message) from None
         return self
+
+    def input_files(self) -> dict[str, Path]:
+        """The files this task reads, by key: each is part of the run's identity (execution.identity)."""
+        if self.corpus == "kjv":  # the installed package's file: a reinstall may change it
+            return {"corpus": KJV.locate(used_by=NAME)}
+        return named_files(self, "path")
 
 
 @dataclass

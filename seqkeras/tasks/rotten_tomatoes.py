@@ -12,6 +12,8 @@ the package. Train and test come from a seeded shuffle.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from seqkeras.tasks.base import SequenceData
 from seqkeras.tasks.corpora import PackagedFile
 from seqkeras.tasks.text import ClassificationTextParams, LabelledText, split_examples, text_classification_data
@@ -26,6 +28,10 @@ LABELS = ["rotten", "fresh"]  # class 1 is the positive review
 class Params(ClassificationTextParams):
     # Checked when the spec is validated, so a sweep does not start only to fail at this task.
     check_corpus_installed = CORPUS.validator(used_by=NAME)
+
+    def input_files(self) -> dict[str, Path]:
+        """The files this task reads, by key: each is part of the run's identity (execution.identity)."""
+        return {"corpus": CORPUS.locate(used_by=NAME)}  # the installed package's file: a reinstall may change it
 
 
 def load_sentences() -> list[LabelledText]:

