@@ -2,6 +2,7 @@
 # make test  — the test suite (fast; slow tests are marked and included), in three pytest processes:
 #              tests/ on TensorFlow, then tests/torch_backend/ on PyTorch, then tests/jax_backend/ on JAX
 # make test-fast — the same three, without the tests marked slow
+# make lint — ruff (also the first step of make test)
 # make bench — throughput and scaling measurements (not timed tests)
 # make gpu-wheels — the pure-Python wheels the GPU machine lacks, into .whl/ (benchmarks/gpu_check.sh installs them)
 PYTHON ?= python3.11
@@ -9,7 +10,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-fast bench gpu-wheels validate clean-venv browser
+.PHONY: run test test-fast lint bench gpu-wheels validate clean-venv browser
 
 $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found; set PYTHON=python3"; exit 1; }
@@ -34,12 +35,16 @@ run: $(STAMP)
 TORCH_TESTS := KERAS_BACKEND=torch $(BIN)/python -m pytest -q tests/torch_backend
 JAX_TESTS := KERAS_BACKEND=jax $(BIN)/python -m pytest -q tests/jax_backend
 
-test: $(STAMP) $(VENV)/.ray $(VENV)/.tracking browser
+# Ruff's rules are in pyproject.toml ([tool.ruff]); the code is kept clean under them.
+lint: $(STAMP)
+	$(BIN)/ruff check seqkeras tests benchmarks
+
+test: $(STAMP) $(VENV)/.ray $(VENV)/.tracking browser lint
 	$(BIN)/python -m pytest -q
 	$(TORCH_TESTS)
 	$(JAX_TESTS)
 
-test-fast: $(STAMP) $(VENV)/.ray $(VENV)/.tracking browser
+test-fast: $(STAMP) $(VENV)/.ray $(VENV)/.tracking browser lint
 	$(BIN)/python -m pytest -q -m "not slow"
 	$(TORCH_TESTS) -m "not slow"
 	$(JAX_TESTS) -m "not slow"

@@ -60,7 +60,8 @@ def row(figure: str, value: float, baseline: float, ratio: float, goal: str, met
 
 def measure(tiny: bool = False) -> list[dict]:
     size = TINY_SLICE if tiny else SLICE
-    what = "cells_long_range at lag 5, seed 0, tiny" if tiny else "cells_long_range at lag 100, seed 0 (6 runs of 1,500 × 8 epochs)"
+    what = ("cells_long_range at lag 5, seed 0, tiny" if tiny
+            else "cells_long_range at lag 100, seed 0 (6 runs of 1,500 × 8 epochs)")
     rows = []
     default_backend = None
     for label, extra in (("--jobs 1", ["--jobs", "1"]), ("the default jobs", [])):

@@ -47,7 +47,8 @@ def sweep(n_train: int, epochs: int, *extra: str) -> tuple[float, list[dict]]:
         wall = time.perf_counter() - started
         if result.returncode != 0:
             raise RuntimeError(f"seqkeras run failed:\n{result.stdout[-2000:]}{result.stderr[-2000:]}")
-        records = [json.loads(p.read_text()) for p in sorted(Path(scratch, "out", "fixed-costs").glob("*/metrics.json"))]
+        records = [json.loads(p.read_text())
+                   for p in sorted(Path(scratch, "out", "fixed-costs").glob("*/metrics.json"))]
     return wall, records
 
 

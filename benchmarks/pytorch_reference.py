@@ -81,7 +81,8 @@ class ReferenceLM:
 
 
 def tokens_per_second(config: LMConfig, steps: int, device: str = "cpu") -> float:
-    """Training throughput of the plain PyTorch script: tokens per second over `steps` steps, after as many to warm up."""
+    """Training throughput of the plain PyTorch script: tokens per second over `steps` steps, after as many to
+    warm up."""
     train = reference_trainer(config, steps, device)
     train()
     started = time.perf_counter()

@@ -207,7 +207,8 @@ class Server:
             if line.startswith("REPLY "):
                 return json.loads(line[len("REPLY "):])
         self.process.wait()
-        raise RuntimeError(f"the benchmark process {self.process.args[1:]} failed:\n{self.process.stderr.read()[-3000:]}")
+        raise RuntimeError(f"the benchmark process {self.process.args[1:]} failed:\n"
+                           f"{self.process.stderr.read()[-3000:]}")
 
     def close(self) -> None:
         self.process.stdin.close()

@@ -81,7 +81,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="+", choices=BENCHMARKS, metavar="NAME",
                         help=f"run only these benchmarks ({', '.join(BENCHMARKS)})")
     parser.add_argument("--gpu", action="store_true",
-                        help=f"the GPU figures only ({', '.join(GPU_BENCHMARKS)}; benchmarks/gpu_check.sh): gpu-<time>.csv")
+                        help=f"the GPU figures only ({', '.join(GPU_BENCHMARKS)}; benchmarks/gpu_check.sh): "
+                             "gpu-<time>.csv")
     parser.add_argument("--out", type=Path, default=HERE / "results", help="folder for the CSV (default: %(default)s)")
     args = parser.parse_args(argv)
 

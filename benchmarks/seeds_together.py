@@ -125,7 +125,8 @@ def train(torch, strategy: str, weights, tokens, targets) -> None:
         for r in range(replicas):
             for step in range(steps):
                 optimizers[r].zero_grad(set_to_none=True)
-                loss_of(torch, weights[r], fused_forward(torch, weights[r], tokens[r, step]), targets[r, step]).backward()
+                loss_of(torch, weights[r], fused_forward(torch, weights[r], tokens[r, step]),
+                        targets[r, step]).backward()
                 optimizers[r].step()
         return
     optimizer = torch.optim.Adam([w for ws in weights for w in ws], lr=1e-3, foreach=True)
@@ -172,7 +173,8 @@ def measure(tiny: bool = False, device: str = "cpu", replica_counts=(3,), rounds
             baseline = statistics.median(seconds["one after another"])
             for name in STRATEGIES:
                 value = statistics.median(seconds[name])
-                drift = max(float((a - b).detach().abs().max()) for ws, alone in zip(final[name], final["one after another"])
+                drift = max(float((a - b).detach().abs().max())
+                            for ws, alone in zip(final[name], final["one after another"])
                             for a, b in zip(ws, alone))
                 goal = GOALS.get(("small" if size == "tiny" else size, replicas))
                 rows.append({

@@ -8,9 +8,8 @@ the step time with all threads over the step time with one (below 1: more thread
 pay), measured on an idle machine and again with one core kept busy by another
 process (benchmarks/background_load.py). The suite's thread rule
 (seqkeras/backends/threads.py) is read off these figures, and each row checks it:
-the thread count the rule picks for that size is at most 1.2× slower than the faster
-of the two (a large torch model on a busy machine is where it is not: the rule
-chooses for an idle machine there; `$SEQKERAS_THREADS=1` is the way out).
+the thread count the rule picks for that size, under that load (it counts the idle
+cores), is at most 1.2× slower than the faster of the two.
 """
 
 from __future__ import annotations
@@ -92,13 +91,16 @@ GOAL = 1.2  # the thread count the suite's rule picks is at most this much slowe
 
 
 def rule_threads(backend: str, batch: int, units: int, cores: int) -> int:
-    """What seqkeras/backends/threads.py gives a run of this LSTM in a process with all the cores."""
-    from seqkeras.backends.threads import TORCH_THREADS_PAY_AT
+    """What seqkeras/backends/threads.py gives a run of this LSTM in a process with all the cores, under the
+    load there is now (call it where the load is on)."""
+    from seqkeras.backends.threads import TORCH_THREADS_PAY_AT, idle_cores
 
-    if backend != "torch":
-        return cores  # TensorFlow and XLA keep the process's share
+    if backend == "jax":
+        return cores  # XLA keeps the process's share
+    if backend == "tensorflow":
+        return min(cores, idle_cores())  # its pools, sized when the process starts
     weights = 4 * units * (FEATURES + units + 1)  # the LSTM's kernel, recurrent kernel and bias
-    return cores if batch * weights >= TORCH_THREADS_PAY_AT else 1
+    return min(cores, idle_cores()) if batch * weights >= TORCH_THREADS_PAY_AT else 1
 
 
 def installed(backend: str) -> bool:
@@ -117,7 +119,7 @@ def measure(tiny: bool = False) -> list[dict]:
                 with busy_cores(busy):
                     one = step_ms(backend, 1, batch, units, repeats)
                     many = step_ms(backend, cores, batch, units, repeats)
-                chosen = rule_threads(backend, batch, units, cores)
+                    chosen = rule_threads(backend, batch, units, cores)
                 picked = one if chosen == 1 else many
                 rows.append({
                     "benchmark": "thread scaling",

@@ -72,7 +72,8 @@ class Results:
 
     def table(self, rows: str | list[str], value: str, columns: str | list[str] | None = None,
               pool: Iterable[str] = ()) -> pd.DataFrame:
-        """A pivot of the runs over seeds (`seqkeras table --rows … --value … --format csv`): mean, std and n columns."""
+        """A pivot of the runs over seeds (`seqkeras table --rows … --value … --format csv`): mean, std and n
+        columns."""
         return pivot(self.runs, TableSpec(rows=rows, columns=columns, value=value, pool=list(pool)), statistics=True)
 
     def __repr__(self) -> str:

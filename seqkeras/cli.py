@@ -151,14 +151,16 @@ def build_parser() -> argparse.ArgumentParser:
     listing.set_defaults(handler=command_list)
 
     compare = commands.add_parser("compare", help="compare two results (folders or runs.csv) run by run and over seeds")
-    compare.add_argument("a", metavar="A", help="results/<name>, a runs.csv, or a results root (experiments matched by name)")
+    compare.add_argument("a", metavar="A",
+                         help="results/<name>, a runs.csv, or a results root (experiments matched by name)")
     compare.add_argument("b", metavar="B", help="the same for the other side")
     compare.add_argument("--on", nargs="+", metavar="KEY", help="join columns (default: matrix keys, decoder, seed)")
     compare.add_argument("--metric", nargs="+", metavar="M", help="metrics to compare (default: all in both)")
     compare.add_argument("--relative-tolerance", type=float, default=0.0, metavar="R",
                          help="with --tolerance: allow |B - A| up to T + R·|A| (default 0)")
     compare.add_argument("--no-timings", dest="timings", action="store_false",
-                         help="leave out timing metrics (seconds_per_sequence, step_ms, ...), which measure the machine")
+                         help="leave out timing metrics (seconds_per_sequence, step_ms, ...), "
+                              "which measure the machine")
     compare.add_argument("--tolerance", type=float, metavar="T",
                          help="exit 1 when any |B - A| > T, a text differs, or a row is on one side only")
     compare.add_argument("--unpaired", action="store_true",

@@ -30,12 +30,14 @@ def test_run_a_spec_file_and_read_its_runs_tables_and_verdicts(tiny_spec, tmp_pa
     assert list(table.columns) == ["model.cell", "accuracy mean", "accuracy std", "accuracy n"]
     assert list(table["model.cell"]) == ["simple_rnn", "lstm"] and list(table["accuracy n"]) == [2, 2]
     lstm = results.runs[results.runs["model.cell"] == "lstm"]["accuracy"]
-    assert table["accuracy mean"][1] == pytest.approx(lstm.mean()) and table["accuracy std"][1] == pytest.approx(lstm.std())
+    assert (table["accuracy mean"][1] == pytest.approx(lstm.mean())
+            and table["accuracy std"][1] == pytest.approx(lstm.std()))
     assert list(results.verdicts["claim"]) == ["accuracy is a share"] and results.verdicts["holds"].tolist() == [True]
     assert results.ok and "1 of 1 claim(s) reproduced" in repr(results)
     # An ad-hoc pivot, as `seqkeras table --rows --value` prints it.
     pivot = results.table(rows="seed", columns="model.cell", value="accuracy")
-    assert list(pivot.columns) == ["seed", *(f"{cell} {stat}" for cell in ("simple_rnn", "lstm") for stat in ("mean", "std", "n"))]
+    assert list(pivot.columns) == ["seed", *(f"{cell} {stat}" for cell in ("simple_rnn", "lstm")
+                                             for stat in ("mean", "std", "n"))]
 
 
 def test_load_reads_what_run_wrote_and_a_rerun_reuses_it(tiny_spec, tmp_path, capsys):

@@ -24,8 +24,8 @@ HEAVY = {"tensorflow", "keras", "keras_hub", "torch", "matplotlib", "ray", "jax"
 
 # What the top level keeps: the entry points (docs/architecture.md); everything else is in a stage's subpackage.
 # Entry points, and the foundations every stage may import (errors, user_files, registry, version).
-TOP_LEVEL = {"__init__.py", "__main__.py", "cli.py", "errors.py", "user_files.py", "registry.py", "catalog.py", "api.py",
-             "version.py"}
+TOP_LEVEL = {"__init__.py", "__main__.py", "cli.py", "errors.py", "user_files.py", "registry.py", "catalog.py",
+             "api.py", "version.py"}
 
 
 def module_name(path: Path) -> str:

@@ -357,7 +357,7 @@ def tables_with_ties(rng, sources, vocab_size, dtype):
 def test_beam_equals_a_full_sort_reference_on_random_tables_with_ties(dtype):
     rng = np.random.default_rng(5)
     vocab_size, end = 7, 6
-    for trial in range(12):
+    for _ in range(12):
         tables = tables_with_ties(rng, 3, vocab_size, dtype)
         sources = list(rng.integers(0, 3, size=4))
         for width, alpha in ((1, 0.0), (2, 0.6), (3, 0.0), (5, 1.0), (9, 0.0)):

@@ -152,7 +152,9 @@ def test_a_run_writes_the_curve_and_the_metrics_and_trains_as_without_it(write_s
     runs = pd.read_csv(tmp_path / "r" / "diagnosed" / "runs.csv")
     for name in gradient_flow.METRICS:
         assert np.isfinite(runs.loc[0, name]), name
-    assert runs.loc[0, "gradient_drop_init"] == pytest.approx(np.log10(curve["at_init"].iloc[0] / curve["at_init"].iloc[-1]))
+    assert runs.loc[0, "gradient_drop_init"] == pytest.approx(
+        np.log10(curve["at_init"].iloc[0] / curve["at_init"].iloc[-1])
+    )
     assert runs.loc[0, "gradient_at_start_trained"] == pytest.approx(curve["trained"].iloc[-1])
     assert "gradient_flow.png" in (tmp_path / "r" / "diagnosed" / "plots.json").read_text()
 
@@ -162,7 +164,8 @@ def test_validate_knows_the_metrics_the_diagnostic_adds():
            "model": {"kind": "classifier", "cell": "lstm"}, "table": {"rows": "seed", "value": "gradient_drop_trained"}}
     with pytest.raises(SpecError, match="do not report 'gradient_drop_trained'"):
         build_experiment(raw, source="x.yaml", overrides=[])
-    experiment = build_experiment({**raw, "evaluate": {"diagnostics": ["gradient_flow"]}}, source="x.yaml", overrides=[])
+    experiment = build_experiment({**raw, "evaluate": {"diagnostics": ["gradient_flow"]}}, source="x.yaml",
+                                  overrides=[])
     assert experiment.runs[0].diagnostics == ["gradient_flow"]
     without = build_experiment({**raw, "table": {"rows": "seed", "value": "accuracy"}}, source="x.yaml", overrides=[])
     assert "diagnostics" not in without.runs[0].resolved["evaluate"]  # runs that do not ask keep their ids

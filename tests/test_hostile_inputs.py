@@ -429,5 +429,6 @@ def test_good_data_files_validate(tmp_path, capsys):
 def test_an_unreadable_data_file_is_refused(tmp_path, capsys):
     data = write(tmp_path, "Ada B-PER\n", "locked.conll")
     data.chmod(0)
-    path = write(tmp_path, f"version: 1\nname: data\ntask: {{name: conll_file, path: '{data}'}}\nmodel: {{kind: tagger}}\n")
+    path = write(tmp_path, f"version: 1\nname: data\ntask: {{name: conll_file, path: '{data}'}}\n"
+                           f"model: {{kind: tagger}}\n")
     refused(capsys, "validate", path, names=("task.path", "cannot be read"))

@@ -203,7 +203,8 @@ def changed_positions(model, x: np.ndarray, position: int) -> np.ndarray:
 def test_transformer_lm_is_causal(positions):
     keras.utils.set_random_seed(0)
     data = tiny_lm_data()
-    params = transformer.TransformerParams(embedding_dim=8, num_heads=2, intermediate_dim=16, layers=2, positions=positions)
+    params = transformer.TransformerParams(embedding_dim=8, num_heads=2, intermediate_dim=16, layers=2,
+                                           positions=positions)
     model = transformer.build_lm(params, data)
     assert model.output_shape == (None, None, len(data.vocabulary))
     # Changing token 6 changes outputs 6, 7, ... and never an earlier one.

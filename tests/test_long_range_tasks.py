@@ -37,7 +37,8 @@ def test_copy_memory_asks_for_the_ten_symbols_after_the_delimiter():
     assert data.x_train.shape == data.y_train.shape == (64, lag + 20)
     row_words = [words[i] for i in data.x_train[0]]
     row_tags = [tags[i] for i in data.y_train[0]]
-    assert row_words[10:lag + 9] == ["_"] * (lag - 1) and row_words[lag + 9] == ":" and row_words[lag + 10:] == ["_"] * 10
+    assert (row_words[10:lag + 9] == ["_"] * (lag - 1) and row_words[lag + 9] == ":"
+            and row_words[lag + 10:] == ["_"] * 10)
     assert row_tags[:lag + 10] == ["_"] * (lag + 10) and row_tags[lag + 10:] == row_words[:10]
 
 
@@ -67,7 +68,8 @@ def test_both_tasks_train_and_report_end_to_end(write_spec, tmp_path, capsys):
         table: {rows: model.recurrent_initializer, value: mse}
     """)
     code, out, _ = run_cli(capsys, "run", spec, "--out", tmp_path / "r")
-    assert code == 0 and "2 runs: 2 ok" in out and "baseline_mse" in (tmp_path / "r" / "long-range-tiny" / "runs.csv").read_text()
+    assert (code == 0 and "2 runs: 2 ok" in out
+            and "baseline_mse" in (tmp_path / "r" / "long-range-tiny" / "runs.csv").read_text())
     copy = write_spec("""
         version: 1
         name: copy-tiny

@@ -8,6 +8,11 @@ scaling and busy machine rows, never a timed test.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import time
+
+import pytest
 
 from seqkeras.backends import threads
 from seqkeras.execution import machine
@@ -63,3 +68,29 @@ def test_a_bad_seqkeras_threads_is_refused_before_anything_runs(write_spec, tmp_
     code, _, err = run_cli(capsys, "run", write_spec(PROBE_SPEC), "--out", tmp_path / "out", "--jobs", "2")
     assert code == 2 and "$SEQKERAS_THREADS='two': expected a whole number of at least 1" in err
     assert not (tmp_path / "out" / "memory-subset").exists()
+
+
+def test_idle_cores_counts_the_idle_time_of_the_cores_this_process_may_use(monkeypatch):
+    """Two CPUs over the sample: cpu0 idle 10 of 10 ticks, cpu1 idle 1 of 10 (another process held it)."""
+    samples = iter([{0: (100, 200), 1: (50, 200)}, {0: (110, 210), 1: (51, 210)}])
+    monkeypatch.setattr(threads, "_allowed_cpus", lambda: [0, 1])
+    monkeypatch.setattr(threads, "_cpu_times", lambda cpus: next(samples))
+    assert threads.idle_cores(sample_seconds=0) == 1
+    samples = iter([{0: (100, 200), 1: (50, 200)}, {0: (110, 210), 1: (60, 210)}])
+    assert threads.idle_cores(sample_seconds=0) == 2
+
+
+def test_idle_cores_reads_this_machine_and_sees_a_core_kept_busy():
+    """Read from /proc/stat: never more than the cores this process may use, at least one; while a spinning
+    process holds a core, at most all but one of them (it can only see fewer on a machine busy already)."""
+    cores = len(threads._allowed_cpus())
+    assert 1 <= threads.idle_cores() <= cores
+    if cores < 2 or threads._cpu_times(threads._allowed_cpus()) is None:
+        pytest.skip("one core, or no /proc/stat: nothing to see")
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.3)  # the spinner is running
+        assert threads.idle_cores(sample_seconds=0.3) <= cores - 1
+    finally:
+        spinner.kill()
+        spinner.wait()

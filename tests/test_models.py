@@ -113,9 +113,11 @@ def spectral_radius(matrix) -> float:
 def test_recurrent_initializers_give_each_gate_the_stated_matrix(cell, gates):
     units = 6
     for options, check in (
-        ({"recurrent_initializer": "normal", "spectral_radius": 0.9}, lambda block: spectral_radius(block) == pytest.approx(0.9)),
+        ({"recurrent_initializer": "normal", "spectral_radius": 0.9},
+         lambda block: spectral_radius(block) == pytest.approx(0.9)),
         ({"recurrent_initializer": "normal"}, lambda block: spectral_radius(block) == pytest.approx(1.0)),
-        ({"recurrent_initializer": "identity", "identity_scale": 0.5}, lambda block: np.allclose(block, 0.5 * np.eye(units))),
+        ({"recurrent_initializer": "identity", "identity_scale": 0.5},
+         lambda block: np.allclose(block, 0.5 * np.eye(units))),
     ):
         model = build_classifier(ClassifierParams(cell=cell, units=units, **options), tiny_data())
         kernel = model.get_layer(f"{cell}_0").get_weights()[1]
@@ -123,7 +125,8 @@ def test_recurrent_initializers_give_each_gate_the_stated_matrix(cell, gates):
         for gate in range(gates):
             assert check(kernel[:, gate * units:(gate + 1) * units]), (cell, options, gate)
     # Keras's default: the whole (units, gates·units) kernel has orthonormal rows
-    kernel = build_classifier(ClassifierParams(cell=cell, units=units), tiny_data()).get_layer(f"{cell}_0").get_weights()[1]
+    kernel = (build_classifier(ClassifierParams(cell=cell, units=units), tiny_data())
+              .get_layer(f"{cell}_0").get_weights()[1])
     np.testing.assert_allclose(kernel @ kernel.T, np.eye(units), atol=1e-5)
 
 

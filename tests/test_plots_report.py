@@ -68,13 +68,14 @@ def probe_results(root: Path) -> Path:
     rows = []
     steps = np.arange(0, 20)
     tokens = ["the", "keys", "to", "the", "cabinet"]
-    for index, radius in enumerate([0.8, 1.2]):
+    for radius in [0.8, 1.2]:
         run_id = f"spectral_radius={radius}_seed=0_0000"
         run = folder / run_id
         run.mkdir(parents=True)
         pd.DataFrame({"steps_back": steps, "grad_norm": radius ** -steps * 0.5 ** steps,
                       "linear_grad_norm": radius ** steps}).to_csv(run / "gradient_norms.csv", index=False)
-        pd.DataFrame({"step": steps + 1, "c": 0.9 ** steps, "h": 0.7 * 0.9 ** steps}).to_csv(run / "memory.csv", index=False)
+        pd.DataFrame({"step": steps + 1, "c": 0.9 ** steps,
+                      "h": 0.7 * 0.9 ** steps}).to_csv(run / "memory.csv", index=False)
         states = pd.DataFrame({"step": range(1, 6), "token": tokens})
         for cell in range(4):
             states[f"cell_{cell}"] = np.tanh(np.linspace(-1, 1, 5) * (cell + 1) * radius)
@@ -565,7 +566,8 @@ def test_report_has_a_row_per_run_with_links_to_its_files_and_sample_outputs(tmp
         assert '<h2 id="samples">Sample outputs</h2>' in page
         assert "attention=luong_seed=0_0000 says 2" in page and "attention=luong_seed=0_0000 says 3" not in page
         assert "attention=none_seed=0_0000 says 7" in page  # beam's third
-        links = [link for link in re.findall(r'href="([^"]+)"', page) if not link.endswith(".html") and link != "data:,"]
+        links = [link for link in re.findall(r'href="([^"]+)"', page)
+                 if not link.endswith(".html") and link != "data:,"]
         assert len(links) >= 2 * 4  # each run's folder and files
         for link in links:
             from urllib.parse import unquote

@@ -207,7 +207,8 @@ def crf_data(n=6, length=5, seed=0) -> SequenceData:
     x = rng.integers(2, 12, size=(n, length)).astype(np.int32)
     x[1, 3:] = 0  # padding at the end
     y = np.where(x > 0, 5, 0).astype(np.int32)
-    return SequenceData("tagging", x, y, x, y, Vocabulary([PAD, UNK] + [f"w{i}" for i in range(10)]), Vocabulary(BIO_TAGS))
+    return SequenceData("tagging", x, y, x, y, Vocabulary([PAD, UNK] + [f"w{i}" for i in range(10)]),
+                        Vocabulary(BIO_TAGS))
 
 
 def test_crf_marginals_match_brute_force_enumeration():
@@ -246,7 +247,8 @@ def test_constrained_crf_tagger_never_predicts_forbidden_transitions():
     predictions = {}
     for name, model in (("constrained", constrained), ("free", free)):
         ids = model.predict_tags(data.x_test, batch_size=16)
-        predictions[name] = Predictions(model.predict(data.x_test, verbose=0), data.y_test, data.x_test != 0, ids, BIO_TAGS)
+        predictions[name] = Predictions(model.predict(data.x_test, verbose=0), data.y_test, data.x_test != 0, ids,
+                                        BIO_TAGS)
     assert invalid_transitions(predictions["free"]) > 0  # so the constraint has something to prevent
     assert invalid_transitions(predictions["constrained"]) == 0
     real = data.x_test != 0

@@ -264,7 +264,8 @@ def test_foreign_and_stale_run_folders_are_never_mixed_into_runs_csv(tmp_path, c
     assert f"skipped foreign run folder: {folder / foreign / 'metrics.json'}: " \
            "it names experiment 'other', this folder holds 'tiny'" in err
     assert f"skipped foreign run folder: {folder / 'copy-of-a-run' / 'metrics.json'}: it names run {first!r}" in err
-    assert f"skipped stale run folder: {folder / stale_id / 'metrics.json'}: same matrix point and seed as {first}" in err
+    assert (f"skipped stale run folder: {folder / stale_id / 'metrics.json'}: "
+            f"same matrix point and seed as {first}") in err
     runs = pd.read_csv(folder / "runs.csv")
     assert list(runs["run_id"]) == [run.run_id for run in experiment.runs]
     assert "rebuilt" in out and "4 run folder(s)" in out
@@ -297,7 +298,8 @@ def good_checkpoint(folder, model):
 BAD_STATES = [
     (lambda state: [state], "not a JSON object (a list)"),
     (lambda state: "epoch 1", "not a JSON object (a str)"),
-    (lambda state: {**state, "weights": "epoch9.weights.h5"}, "the weights file it names, epoch9.weights.h5, is missing"),
+    (lambda state: {**state, "weights": "epoch9.weights.h5"},
+     "the weights file it names, epoch9.weights.h5, is missing"),
     (lambda state: {k: v for k, v in state.items() if k != "weights"}, "'weights' is None"),
     (lambda state: {**state, "weights": "../../metrics.json"}, "not a file name"),
     (lambda state: {**state, "epoch": "1"}, "'epoch' is '1'"),

@@ -87,8 +87,10 @@ NAME_MISTAKES = [
     (with_keys(CLASSIFIER, table={"rows": "model.cell", "value": "accuracy", "pool": ["task.lagg"]}), "table.pool",
      "Did you mean 'task.lag'"),
     # a line or bar of a plot is a mean over seeds too
-    (with_keys(CLASSIFIER, plots=[{"x": "task.lag", "y": "accuracy"}]), "plots[0]", "model.cell varies within the plot"),
-    (with_keys(CLASSIFIER, plots=[{"x": "seed", "y": "accuracy", "kind": "bar"}]), "plots[0]", "model.cell, task.lag vary"),
+    (with_keys(CLASSIFIER, plots=[{"x": "task.lag", "y": "accuracy"}]), "plots[0]",
+     "model.cell varies within the plot"),
+    (with_keys(CLASSIFIER, plots=[{"x": "seed", "y": "accuracy", "kind": "bar"}]), "plots[0]",
+     "model.cell, task.lag vary"),
     # probes: their metrics depend on their parameters
     (with_keys(MEMORY_PROBE, expect=[{"claim": "c", "metric": "forget_gate", "at_least": 0.5}]),
      "expect[0].metric", "They report: memory, decay_per_step"),
@@ -295,9 +297,11 @@ def test_set_on_a_key_some_axis_values_lack_says_which_set_and_points_to_only(ca
 
 
 def test_set_that_takes_a_claims_runs_out_of_the_matrix_skips_it_and_says_so(capsys):
-    code, out, _ = run_cli(capsys, "validate", SENTIMENT, "--set", "model=[{cell: gru}, {cell: lstm, bidirectional: false}]")
+    code, out, _ = run_cli(capsys, "validate", SENTIMENT, "--set",
+                           "model=[{cell: gru}, {cell: lstm, bidirectional: false}]")
     assert code == 0
-    assert """skipped claim 'even the SimpleRNN beats always answering "fresh" (0.58)': --set leaves none of its runs""" in out
+    assert ("""skipped claim 'even the SimpleRNN beats always answering "fresh" (0.58)': """
+            "--set leaves none of its runs") in out
     assert "skipped claim 'a GRU has fewer parameters" not in out
     # a value no run has for any other reason stays an error
     raw = with_keys(CLASSIFIER, expect=[{"claim": "c", "where": {"model.cell": "lstmm"}, "metric": "accuracy",
@@ -462,7 +466,8 @@ def test_run_checks_each_experiment_against_a_reference(write_spec, tmp_path, ca
     frame.loc[0, "memory"] = frame.loc[0, "memory"] * (1 + 1e-3)
     frame.to_csv(runs, index=False)
     code, out, err = run_cli(capsys, "run", spec, "--out", rerun, "--reference", reference)
-    assert code == 1 and "memory-subset: DIFFERS from the reference" in out and "memory at probe.recurrent_weight=0.9" in out
+    assert (code == 1 and "memory-subset: DIFFERS from the reference" in out
+            and "memory at probe.recurrent_weight=0.9" in out)
     assert "1 experiment(s) differ from the reference" in err
     # rounding-level differences are not a difference
     frame.loc[0, "memory"] = frame.loc[0, "memory"] / (1 + 1e-3) * (1 + 1e-9)

@@ -219,7 +219,8 @@ def test_a_reference_that_is_not_results_of_these_experiments_is_refused_before_
     monkeypatch.setattr(sweep, "run_all", must_not_run)
     out = tmp_path / "rerun"
     for reference, names in _reference_cases(tmp_path, root):
-        refused(capsys, "run", spec, "--out", out, "--reference", reference, names=("--reference", str(reference), *names))
+        refused(capsys, "run", spec, "--out", out, "--reference", reference,
+                names=("--reference", str(reference), *names))
         refused(capsys, "run", spec, "--out", out, "--reference", reference, "--dry-run", names=names)
     assert not out.exists()
 
@@ -278,11 +279,13 @@ def test_a_record_without_an_experiment_is_skipped_and_named(probe_results, caps
 
 CSV_CASES = [
     # (the file, the line the message names, what it says)
-    ('text,label\nfine,pos\n"bad,neg\nok,pos\nmore,neg\n', 3, "a quoted field starts here and its closing quote never comes"),
+    ('text,label\nfine,pos\n"bad,neg\nok,pos\nmore,neg\n', 3,
+     "a quoted field starts here and its closing quote never comes"),
     # csv alone read this one silently, the label swallowing the rest of the file
     ('text,label\nfine,"pos\nbad,neg\nok,pos\n', 2, "a quoted field starts here and its closing quote never comes"),
     # a closed multi-line field first: the line of the quote, not of the record or the file's end
-    ('text,label\n"two\nlines",pos\nbad,"neg\nok,pos\n', 4, "a quoted field starts here and its closing quote never comes"),
+    ('text,label\n"two\nlines",pos\nbad,"neg\nok,pos\n', 4,
+     "a quoted field starts here and its closing quote never comes"),
     # past csv's field limit, which csv reports where it is reached
     ('text,label\nfine,pos\n"bad,neg\n' + "word,pos\n" * 20_000, 3, "a quoted field starts here and does not close"),
     ('"text,label\nfine,pos\n', 1, "a quoted field starts here"),

@@ -197,7 +197,8 @@ def test_make_run_id_sanitizes_values():
 
 def test_set_overrides_scalars_lists_and_matrix_axes():
     experiment = build_experiment(
-        spec_dict(), source="x", overrides=["model.units=7", "seeds=[5]", "model.cell=gru", "train.optimizer.learning_rate=0.5"]
+        spec_dict(), source="x",
+        overrides=["model.units=7", "seeds=[5]", "model.cell=gru", "train.optimizer.learning_rate=0.5"],
     )
     assert [r.seed for r in experiment.runs] == [5]
     run = experiment.runs[0]

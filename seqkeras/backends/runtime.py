@@ -247,7 +247,8 @@ class _Absent:
 
 
 class _TensorFlowIfImported:
-    """Keras's lazy `tensorflow` module as serialization_lib sees it on the other backends: available only once imported.
+    """Keras's lazy `tensorflow` module as serialization_lib sees it on the other backends: available only once
+    imported.
 
     `serialize_keras_object` asks `tf.available` (which imports TensorFlow when it is
     installed) to test whether a value is a TensorShape, DType or TypeSpec. Bidirectional

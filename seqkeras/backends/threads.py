@@ -20,9 +20,15 @@ more to pay, which `benchmarks/thread_scaling.py` measures per backend.
   at 32 and 512 units, with or without other work. A process keeps its share of
   the cores (`configure_process`).
 
-On a machine known to be busy, `$SEQKERAS_THREADS` fixes every run's threads instead
-(`SEQKERAS_THREADS=1`: a large model too stays on one thread, where a second one
-would wait for a busy core: 1.9× slower at 512 units, against 2× faster when idle).
+A second thread pays only when a core is free for it: a large torch model on two
+threads took 527 ms a step against 271 ms on one while another process held one of
+the two cores (150 ms when both were idle), and TensorFlow's LSTM up to 1.7× longer.
+So a large torch run takes no more threads than the cores idle when it starts
+(`idle_cores`: the CPU time no process used over a tenth of a second), and a
+TensorFlow process no more than those idle when it starts its pools. XLA's threads
+did not slow down under load (0.91-0.97 of one thread's time): JAX keeps its share.
+
+`$SEQKERAS_THREADS` fixes every run's threads instead, whatever the rule and the load.
 
 Nothing here imports a backend at its top: the parent of `--jobs N` and the
 workers' initializers use it before any backend is imported.
@@ -32,6 +38,7 @@ from __future__ import annotations
 
 import math
 import os
+import time
 
 from seqkeras.errors import SpecError
 
@@ -76,9 +83,14 @@ def configure_process(backend: str, threads: int) -> None:
     if backend == "jax":
         flags = os.environ.get("XLA_FLAGS", "")
         if threads == 1 and "multi_thread_eigen" not in flags:
-            os.environ["XLA_FLAGS"] = f"{flags} --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1".strip()
+            os.environ["XLA_FLAGS"] = (
+                f"{flags} --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1".strip()
+            )
     elif backend == "tensorflow":
         import tensorflow as tf
+
+        if chosen_by_user() is None:
+            threads = min(threads, idle_cores())  # fixed for the process's life: what is free now
 
         try:
             tf.config.threading.set_intra_op_parallelism_threads(threads)
@@ -114,7 +126,62 @@ def for_run(model, batch_size: int) -> int | None:
     import torch
 
     share = _share or (os.cpu_count() or 1)
-    threads = chosen_by_user() or (share if step_work(model, batch_size) >= TORCH_THREADS_PAY_AT else 1)
+    threads = chosen_by_user() or (min(share, idle_cores()) if step_work(model, batch_size) >= TORCH_THREADS_PAY_AT
+                                   else 1)
     torch.set_num_threads(threads)
     _current = threads
     return threads
+
+
+# How long idle_cores watches the CPUs: long enough to see a process that holds a core (the kernel counts
+# in hundredths of a second), short beside any run large enough to ask.
+IDLE_SAMPLE_SECONDS = 0.1
+
+
+def idle_cores(sample_seconds: float = IDLE_SAMPLE_SECONDS) -> int:
+    """How many of the cores this process may run on no process is using now, at least 1.
+
+    On Linux: the idle time of those cores in /proc/stat over `sample_seconds`; elsewhere the
+    cores less the load average. Asked between runs, when this process itself computes nothing,
+    so what it sees busy is other work: another program, or a sibling worker of `--jobs N`.
+    """
+    cores = _allowed_cpus()
+    first = _cpu_times(cores)
+    if first is None:
+        try:
+            load = os.getloadavg()[0]
+        except (AttributeError, OSError):
+            return len(cores)
+        return max(1, min(len(cores), round(len(cores) - load)))
+    time.sleep(sample_seconds)
+    second = _cpu_times(cores) or first
+    idle = sum(second[cpu][0] - first[cpu][0] for cpu in first)
+    total = sum(second[cpu][1] - first[cpu][1] for cpu in first)
+    if total <= 0:
+        return len(cores)
+    return max(1, min(len(cores), round(len(first) * idle / total)))
+
+
+def _allowed_cpus() -> list[int]:
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return list(range(os.cpu_count() or 1))
+
+
+def _cpu_times(cpus: list[int]) -> dict[int, tuple[int, int]] | None:
+    """(idle, total) clock ticks of each of `cpus` since boot, from /proc/stat; None where it cannot be read."""
+    try:
+        with open("/proc/stat", encoding="ascii") as handle:
+            lines = handle.read().splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    wanted, times = set(cpus), {}
+    for line in lines:
+        name, *fields = line.split()
+        if not (name.startswith("cpu") and name[3:].isdigit() and int(name[3:]) in wanted) or len(fields) < 4:
+            continue
+        # user nice system idle iowait irq softirq steal (guest time is inside user already)
+        ticks = [int(field) for field in fields[:8]]
+        times[int(name[3:])] = (ticks[3] + (ticks[4] if len(ticks) > 4 else 0), sum(ticks))
+    return times or None

@@ -177,7 +177,8 @@ class TransformerStepGraph(keras.Model):
         x = self.embed(inputs["tokens"], position)
         caches = []
         for index, block in enumerate(self.blocks):
-            x, cache = block(x, decoder_attention_mask=inputs["attend"], self_attention_cache=inputs["caches"][:, index],
+            x, cache = block(x, decoder_attention_mask=inputs["attend"],
+                             self_attention_cache=inputs["caches"][:, index],
                              self_attention_cache_update_index=position, training=False)
             caches.append(cache)
         return {"outputs": self.head(x[:, -1, :]), "caches": ops.stack(caches, axis=1)}

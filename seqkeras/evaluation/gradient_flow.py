@@ -120,7 +120,8 @@ def layer_inputs(model: keras.Model, x: Any) -> tuple[Any, Any]:
 
 
 def gradient_norms(layer: keras.layers.Layer, inputs: Any, mask: Any = None) -> np.ndarray:
-    """norms[k] = mean over the batch of |d(g0 . h_{T-1}) / d s_{T-1-k}| for the recurrent `layer` over inputs [B, T, F].
+    """norms[k] = mean over the batch of |d(g0 . h_{T-1}) / d s_{T-1-k}| for the recurrent `layer` over
+    inputs [B, T, F].
 
     `mask` [B, T] (True at real steps) is applied as the layer applies it.
     """

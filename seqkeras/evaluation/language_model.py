@@ -47,7 +47,8 @@ def score(model, x: np.ndarray, y: np.ndarray, batch_size: int = SCORE_BATCH) ->
     return np.concatenate(chosen), np.concatenate(predicted)
 
 
-def token_metrics(probabilities: np.ndarray, predicted: np.ndarray, targets: np.ndarray, mask: np.ndarray) -> dict[str, float]:
+def token_metrics(probabilities: np.ndarray, predicted: np.ndarray, targets: np.ndarray,
+                  mask: np.ndarray) -> dict[str, float]:
     """cross_entropy (nats per token), perplexity and token_accuracy over the real tokens."""
     real = max(int(mask.sum()), 1)
     nll = -np.log(np.clip(probabilities, EPSILON, 1.0))

@@ -324,7 +324,7 @@ class RayExecutor:
             done, _ = ray.wait(list(pending), num_returns=1)
             for reference in done:
                 job = pending.pop(reference)
-                yield job, _result_or_failure(lambda: ray.get(reference), job)
+                yield job, _result_or_failure(lambda reference=reference: ray.get(reference), job)
 
 
 def _result_or_failure(get, job: Job) -> dict[str, Any]:

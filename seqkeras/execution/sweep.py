@@ -57,7 +57,8 @@ def load_all(paths: list[str], overrides: list[str], only: list[str] = (), tenso
         except SpecError as error:
             errors.append(str(error))
     if errors:
-        raise SpecError("\n".join(errors) if len(errors) == 1 else f"{len(errors)} invalid specs:\n" + "\n".join(errors))
+        raise SpecError("\n".join(errors) if len(errors) == 1
+                        else f"{len(errors)} invalid specs:\n" + "\n".join(errors))
     names = [e.spec.name for e in experiments]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
@@ -284,7 +285,8 @@ def plan(experiments, out_root: Path, *, force: bool, echo: Callable[[str], None
         for run in experiment.runs:
             record, why_not = (None, None) if force else examine_record(folder / run.run_id, run)
             reused += record is not None
-            echo(f"  {'reuse' if record is not None else 'run  '}  {run.run_id}" + (f"  ({why_not})" if why_not else ""))
+            echo(f"  {'reuse' if record is not None else 'run  '}  {run.run_id}"
+                 + (f"  ({why_not})" if why_not else ""))
         echo(f"  {len(experiment.runs) - reused} to run, {reused} reused")
 
 

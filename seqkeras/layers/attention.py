@@ -144,7 +144,8 @@ class LuongAttention(_SourceAttention):
 
     def keys(self, values):
         if self.score_kind == "general" and self.key_projection is None:
-            raise ValueError("LuongAttention('general') without units learns its width at the first call; call it first")
+            raise ValueError("LuongAttention('general') without units learns its width at the first call; "
+                             "call it first")
         return values if self.key_projection is None else self.key_projection(values)
 
     def score(self, query, keys):

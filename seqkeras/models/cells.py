@@ -21,9 +21,12 @@ class NoParams(Params):
 CELLS = Registry(
     "cell",
     [
-        Component("simple_rnn", "Elman RNN: h = tanh(W x + U h + b); params u(d+u)+u.", NoParams, "keras.layers:SimpleRNN"),
-        Component("lstm", "Long short-term memory: forget/input/output gates and a cell state; params 4(u(d+u)+u).", NoParams, "keras.layers:LSTM"),
-        Component("gru", "Gated recurrent unit: update and reset gates, no cell state; params 3(u(d+u)+2u).", NoParams, "keras.layers:GRU"),
+        Component("simple_rnn", "Elman RNN: h = tanh(W x + U h + b); params u(d+u)+u.",
+                  NoParams, "keras.layers:SimpleRNN"),
+        Component("lstm", "Long short-term memory: forget/input/output gates and a cell state; params 4(u(d+u)+u).",
+                  NoParams, "keras.layers:LSTM"),
+        Component("gru", "Gated recurrent unit: update and reset gates, no cell state; params 3(u(d+u)+2u).",
+                  NoParams, "keras.layers:GRU"),
     ],
 )
 

@@ -58,7 +58,9 @@ class NgramParams(Params):
         "(an unseen n-gram gets probability 0, so perplexity explodes).",
     )
     k: float | None = Field(None, gt=0, le=1e9, description="add_k only: the pseudo-count (default 1, Laplace).")
-    discount: float | None = Field(None, gt=0, le=1, description="kneser_ney only: the absolute discount D (default 0.75).")
+    discount: float | None = Field(
+        None, gt=0, le=1, description="kneser_ney only: the absolute discount D (default 0.75)."
+    )
 
     @model_validator(mode="after")
     def _options_match_smoothing(self) -> "NgramParams":
@@ -146,7 +148,8 @@ class NgramLanguageModel:
         return out
 
     def _followers(self, context: tuple[str, ...], highest: bool) -> tuple[np.ndarray, np.ndarray]:
-        """(columns, counts) of the words seen after `context`: raw counts at the top order, continuation counts below."""
+        """(columns, counts) of the words seen after `context`: raw counts at the top order, continuation counts
+        below."""
         key = (highest, context)
         if key not in self._sparse:
             if highest:

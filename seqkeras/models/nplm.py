@@ -19,10 +19,15 @@ direct input-to-output connections are left out. Parameters:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pydantic import Field
 
 from seqkeras.registry import Params
 from seqkeras.tasks.base import SequenceData
+
+if TYPE_CHECKING:
+    import keras
 
 
 class NplmParams(Params):

@@ -101,7 +101,8 @@ class LanguageModelParams(RecurrentParams):
     @model_validator(mode="after")
     def _causal(self) -> "LanguageModelParams":
         if self.bidirectional:
-            raise ValueError("a language model cannot be bidirectional: the backward pass would see the token it predicts")
+            raise ValueError("a language model cannot be bidirectional: "
+                             "the backward pass would see the token it predicts")
         return self
 
 

@@ -155,7 +155,8 @@ class Seq2SeqModel(keras.Model):
         if not self.config["bidirectional"]:
             return list(states)
         half = len(states) // 2
-        return [ops.concatenate([forward, backward], axis=-1) for forward, backward in zip(states[:half], states[half:])]
+        return [ops.concatenate([forward, backward], axis=-1)
+                for forward, backward in zip(states[:half], states[half:])]
 
     def _decoder_state(self, encoder_states: list) -> list:
         hidden = encoder_states[0]

@@ -22,9 +22,13 @@ class Seq2SeqParams(Params):
         description="Decoder cell; default: the encoder's. An LSTM decoder after another encoder starts "
         "with a zero cell state; after an LSTM encoder another decoder takes only its hidden state.",
     )
-    units: int = Field(64, ge=1, le=65_536, description="Encoder units per direction (the decoder has units × directions).")
+    units: int = Field(
+        64, ge=1, le=65_536, description="Encoder units per direction (the decoder has units × directions)."
+    )
     layers: int = Field(1, ge=1, le=16, description="Stacked recurrent layers, in the encoder and in the decoder.")
-    bidirectional: bool = Field(False, description="Encoder reads the source both ways (outputs and states concatenated).")
+    bidirectional: bool = Field(
+        False, description="Encoder reads the source both ways (outputs and states concatenated)."
+    )
     embedding_dim: int = Field(32, ge=1, le=65_536, description="Width of the source and target embeddings.")
     attention: Literal["none", "bahdanau", "luong"] = Field(
         "bahdanau", description="none (the decoder sees only the encoder's final state), bahdanau (additive) or luong."
@@ -40,7 +44,9 @@ class Seq2SeqParams(Params):
     attention_units: int | None = Field(
         None, ge=1, le=65_536, description="Bahdanau attention's hidden width; default: the decoder's width."
     )
-    dropout: float = Field(0.0, ge=0, lt=1, description="Dropout on the embeddings and on the decoder's output features.")
+    dropout: float = Field(
+        0.0, ge=0, lt=1, description="Dropout on the embeddings and on the decoder's output features."
+    )
     max_output_length: int | None = Field(
         None,
         ge=1,

@@ -24,12 +24,15 @@ layers would drop with a warning each.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, model_validator
 
 from seqkeras.registry import Params
 from seqkeras.tasks.base import SequenceData
+
+if TYPE_CHECKING:
+    import keras
 
 Positions = Literal["learned", "sine", "none"]
 

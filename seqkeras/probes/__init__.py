@@ -1,4 +1,5 @@
-"""Training-free experiments that reproduce the lesson's printed numbers: gradient flow, memory, unrolling, n-gram counts, decoding, recurrence vs attention.
+"""Training-free experiments that reproduce the lesson's printed numbers: gradient
+flow, memory, unrolling, n-gram counts, decoding, recurrence vs attention.
 
 A probe is `run(params, seed) -> ProbeResult` (metrics and curves). Probes
 compute with Keras ops on whichever backend Keras runs, never with a backend's

@@ -68,7 +68,8 @@ class Params(BaseParams):
 
 
 def metric_names(params: Params) -> list[str]:
-    """The metrics `run` reports for these parameters, known before it runs (tables and claims are checked against them)."""
+    """The metrics `run` reports for these parameters, known before it runs (tables and claims are checked
+    against them)."""
     names = ["output", "probability", "log_probability", "length"]
     return names + (["samples", "distinct_outputs", "mean_log_probability"] if params.decoder.name == "sample" else [])
 

@@ -143,7 +143,8 @@ def _gradient_norms(W: np.ndarray, x: np.ndarray, activation: str) -> np.ndarray
 
 
 def metric_names(params: Params) -> list[str]:
-    """The metrics `run` reports for these parameters, known before it runs (tables and claims are checked against them)."""
+    """The metrics `run` reports for these parameters, known before it runs (tables and claims are checked
+    against them)."""
     names = [f"grad_norm_{k}" for k in sorted(set(params.report_steps))] + ["decay_per_step", "log10_grad_drop"]
     return names + ([f"linear_grad_norm_{max(params.report_steps)}"] if params.linear_reference else [])
 

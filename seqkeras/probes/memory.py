@@ -190,7 +190,8 @@ def _scalar(tensor) -> float:
 
 
 def metric_names(params: Params) -> list[str]:
-    """The metrics `run` reports for these parameters, known before it runs (tables and claims are checked against them)."""
+    """The metrics `run` reports for these parameters, known before it runs (tables and claims are checked
+    against them)."""
     if params.cell == "lstm":
         return ["forget_gate", "cell", "hidden", "retention", "half_life_steps"]
     return ["memory", "decay_per_step", "half_life_steps"]

@@ -70,8 +70,12 @@ class StepTime(BaseParams):
     name: Literal["step_time"] = "step_time"
     seq_length: int = Field(256, ge=2, le=65_536, description="Tokens per training sequence.")
     batch_size: int = Field(16, ge=1, le=4096, description="Sequences per training step.")
-    steps: int = Field(5, ge=1, le=1000, description="Timed steps (after two untimed warm-up steps); the median is reported.")
-    vocabulary: int = Field(100, ge=3, le=1_000_000, description="Token ids drawn at random; small so the layers dominate.")
+    steps: int = Field(
+        5, ge=1, le=1000, description="Timed steps (after two untimed warm-up steps); the median is reported."
+    )
+    vocabulary: int = Field(
+        100, ge=3, le=1_000_000, description="Token ids drawn at random; small so the layers dominate."
+    )
 
 
 class GradientPath(BaseParams):
@@ -103,14 +107,22 @@ class Agreement(BaseParams):
 
 class Generation(BaseParams):
     name: Literal["generation"] = "generation"
-    context_length: int = Field(256, ge=1, le=65_536, description="Tokens already in the context when the timed tokens are generated.")
-    new_tokens: int = Field(16, ge=1, le=10_000, description="Timed steps (after two untimed warm-up steps); the median is reported.")
-    batch_size: int = Field(1, ge=1, le=4096, description="Sequences generated together (each step adds one token to each).")
+    context_length: int = Field(
+        256, ge=1, le=65_536, description="Tokens already in the context when the timed tokens are generated."
+    )
+    new_tokens: int = Field(
+        16, ge=1, le=10_000, description="Timed steps (after two untimed warm-up steps); the median is reported."
+    )
+    batch_size: int = Field(
+        1, ge=1, le=4096, description="Sequences generated together (each step adds one token to each)."
+    )
     reference_length: int = Field(
         64, ge=1, le=65_536,
         description="The context that state_growth and time_growth compare with, measured in the same run.",
     )
-    vocabulary: int = Field(100, ge=3, le=1_000_000, description="Token ids drawn at random; small so the layers dominate.")
+    vocabulary: int = Field(
+        100, ge=3, le=1_000_000, description="Token ids drawn at random; small so the layers dominate."
+    )
 
 
 Measure = Annotated[Union[StepTime, GradientPath, Order, Agreement, Generation], Field(discriminator="name")]
@@ -164,7 +176,9 @@ def body(params: Params, seq_length: int):
         return keras.Model(inputs, x, name="lstm_body")
     positions = params.positions or "learned"
     if positions == "learned":
-        x = keras.layers.Add(name="add_positions")([x, keras_hub.layers.PositionEmbedding(seq_length, name="positions")(x)])
+        x = keras.layers.Add(name="add_positions")(
+            [x, keras_hub.layers.PositionEmbedding(seq_length, name="positions")(x)]
+        )
     elif positions == "sine":
         x = keras.layers.Add(name="add_positions")([x, keras_hub.layers.SinePositionEncoding(name="positions")(x)])
     for index in range(params.layers):
@@ -220,7 +234,9 @@ def language_model(params: Params, data: SequenceData, max_length: int):
     """The suite's `lm` (LSTM) or `transformer` model kind at the probe's size; positions up to max_length."""
     if params.model == "lstm":
         return recurrent.build_lm(
-            recurrent.LanguageModelParams(cell="lstm", units=params.width, embedding_dim=params.width, layers=params.layers),
+            recurrent.LanguageModelParams(
+                cell="lstm", units=params.width, embedding_dim=params.width, layers=params.layers
+            ),
             data,
         )
     return transformer.build_lm(transformer_params(params, max_length), data)
@@ -302,10 +318,14 @@ def generation(params: Params, measure: Generation, seed: int) -> dict[str, floa
 def agreement_accuracy(params: Params, measure: Agreement, seed: int) -> dict[str, float]:
     from seqkeras.training import trainer
 
-    data = agreement.build(agreement.Params(distance=measure.distance, n_train=measure.n_train, n_test=measure.n_test), seed)
+    data = agreement.build(
+        agreement.Params(distance=measure.distance, n_train=measure.n_train, n_test=measure.n_test), seed
+    )
     if params.model == "lstm":
         model = recurrent.build_classifier(
-            recurrent.ClassifierParams(cell="lstm", units=params.width, embedding_dim=params.width, layers=params.layers),
+            recurrent.ClassifierParams(
+                cell="lstm", units=params.width, embedding_dim=params.width, layers=params.layers
+            ),
             data,
         )
     else:
@@ -326,7 +346,8 @@ def agreement_accuracy(params: Params, measure: Agreement, seed: int) -> dict[st
 
 
 def metric_names(params: Params) -> list[str]:
-    """The metrics `run` reports for these parameters, known before it runs (tables and claims are checked against them)."""
+    """The metrics `run` reports for these parameters, known before it runs (tables and claims are checked
+    against them)."""
     measured = {
         StepTime: ["step_ms", "us_per_token"],
         Agreement: ["accuracy", "final_train_loss"],
@@ -349,7 +370,9 @@ def run(params: Params, seed: int) -> ProbeResult:
     model = body(params, measure.seq_length)
     inputs = np.random.default_rng(seed).normal(size=(1, measure.seq_length, params.width)).astype("float32")
     if isinstance(measure, Order):
-        return ProbeResult({"order_sensitivity": order_sensitivity(model, inputs), "body_parameters": body_parameters(model)})
+        return ProbeResult(
+            {"order_sensitivity": order_sensitivity(model, inputs), "body_parameters": body_parameters(model)}
+        )
 
     norms = gradient_path(model, inputs)
     k = measure.steps_back

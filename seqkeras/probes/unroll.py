@@ -92,7 +92,8 @@ def draw_weights(params: Params, seed: int, vocabulary: list[str]):
 
 
 def metric_names(params: Params) -> list[str]:
-    """The metrics `run` reports for these parameters, known before it runs (tables and claims are checked against them)."""
+    """The metrics `run` reports for these parameters, known before it runs (tables and claims are checked
+    against them)."""
     influence = [f"first_token_influence_{t}" for t in range(1, len(tokenize(params.sentence)) + 1)]
     return influence + ["influence_ratio_last_first", "influence_monotone", "final_state_norm"]
 

@@ -133,7 +133,8 @@ class Side:
 
 
 def load_side(path: Path) -> tuple[dict[str, Side], bool]:
-    """({experiment name: its results}, whether `path` is a results root) from a results folder, a runs.csv or a root."""
+    """({experiment name: its results}, whether `path` is a results root) from a results folder, a runs.csv or a
+    root."""
     if not path.exists():
         raise SpecError(f"{path}: no such file or folder")
     if path.is_file() or os.path.lexists(path / "runs.csv"):  # read_runs names one that is no file
@@ -145,7 +146,8 @@ def load_side(path: Path) -> tuple[dict[str, Side], bool]:
         print_warning(f"{refused} {why}; left out of the comparison")
     if not found:
         raise SpecError(f"{path} holds no runs.csv, neither itself nor in its experiment folders")
-    return {_experiment_name(runs, folder): Side(runs, folder) for folder in found for runs in [read_runs(folder)]}, True
+    return {_experiment_name(runs, folder): Side(runs, folder)
+            for folder in found for runs in [read_runs(folder)]}, True
 
 
 def _experiment_name(runs: pd.DataFrame, folder: Path) -> str:

@@ -52,10 +52,12 @@ def check(expect: ExpectSpec, runs: pd.DataFrame) -> Verdict:
         return Verdict(expect.claim, _expected_text(expect), f"no column {absent[0]!r} in the runs", False)
     chosen = select(runs, expect.where)
     if chosen.empty:
-        return Verdict(expect.claim, _expected_text(expect), f"no finished run with {where_text or 'any values'}", False)
+        return Verdict(expect.claim, _expected_text(expect), f"no finished run with {where_text or 'any values'}",
+                       False)
     if expect.equals is not None:
         measured = sorted(set(chosen[expect.metric].astype(str)))
-        return Verdict(expect.claim, repr(expect.equals), " / ".join(repr(m) for m in measured), measured == [expect.equals])
+        return Verdict(expect.claim, repr(expect.equals), " / ".join(repr(m) for m in measured),
+                       measured == [expect.equals])
     numbers = _numbers(expect, chosen)
     if numbers.isna().any():
         return Verdict(expect.claim, _expected_text(expect), "missing or non-numeric value", False)

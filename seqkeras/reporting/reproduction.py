@@ -138,7 +138,8 @@ def check_experiment(experiment, reference: Path, rerun: Path) -> Reproduction:
     if not comparison.common:
         for side, frame in (("reference", comparison.only_in_a), ("rerun", comparison.only_in_b)):
             for _, row in frame.iterrows():
-                result.reasons.append(f"a row only in the {side}: " + ", ".join(f"{k}={row[k]}" for k in comparison.keys))
+                result.reasons.append(f"a row only in the {side}: "
+                                      + ", ".join(f"{k}={row[k]}" for k in comparison.keys))
     if trained:
         result.reasons += fragile_claims(spec, read_runs(reference), allowed_by_metric)
     if result.reasons and changes:
@@ -162,7 +163,8 @@ def fragile_claims(spec, runs: pd.DataFrame, allowed_by_metric: dict[str, float]
         measured = float(numbers.mean())
         for threshold in (expect.at_least, expect.at_most):
             if threshold is not None and math.isfinite(measured) and abs(measured - threshold) <= allowed:
-                fragile.append(f"the claim {expect.claim!r} is fragile: {expect.metric} {measured:.4g} in the reference lies within "
+                fragile.append(f"the claim {expect.claim!r} is fragile: {expect.metric} {measured:.4g} "
+                               "in the reference lies within "
                                f"the allowed difference {allowed:.3g} of its threshold {threshold:g}")
     return fragile
 

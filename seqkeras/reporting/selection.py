@@ -17,7 +17,7 @@ def select(runs: pd.DataFrame, where: dict[str, Any]) -> pd.DataFrame:
     require_columns(runs, where)
     chosen = runs[runs["status"] == OK]
     for key, wanted in where.items():
-        chosen = chosen[chosen[key].map(lambda value: same_value(value, wanted))]
+        chosen = chosen[chosen[key].map(lambda value, wanted=wanted: same_value(value, wanted))]
     return chosen
 
 
@@ -25,5 +25,6 @@ def require_columns(runs: pd.DataFrame, keys: Iterable[str]) -> None:
     """Each key is a column of runs.csv, or a SpecError with the columns there are and a did-you-mean."""
     for key in keys:
         if key not in runs.columns:
-            raise SpecError(unknown_choice("column", key, [c for c in runs.columns if c not in ("experiment", "error")]))
+            raise SpecError(unknown_choice("column", key,
+                                           [c for c in runs.columns if c not in ("experiment", "error")]))
 

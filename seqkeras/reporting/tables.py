@@ -41,8 +41,10 @@ STATISTICS = {"mean": "mean", "std": "std", "n": "count"}  # statistics=True: a 
 
 def _statistics(grouped) -> pd.DataFrame:
     """A groupby's values as numbers: mean, std and n per group (a text value counts as missing)."""
-    return pd.DataFrame({name: grouped.agg(lambda values, f=function: getattr(pd.to_numeric(values, errors="coerce"), f)())
-                         for name, function in STATISTICS.items()})
+    return pd.DataFrame({
+        name: grouped.agg(lambda values, f=function: getattr(pd.to_numeric(values, errors="coerce"), f)())
+        for name, function in STATISTICS.items()
+    })
 
 
 def pivot(runs: pd.DataFrame, table: TableSpec, statistics: bool = False) -> pd.DataFrame:

@@ -80,7 +80,8 @@ def check_model_size(params: BaseModel, *, vocabulary: int, outputs: int, max_le
         gigabytes = count * 4 * 4 / 1e9
         raise SpecError(
             f"the model would have about {count:.3g} parameters (~{gigabytes:,.0f} GB to train in float32), "
-            f"more than the {MAX_PARAMETERS:.0e} seqkeras allows; reduce its widths (units, embedding_dim, intermediate_dim) or layers",
+            f"more than the {MAX_PARAMETERS:.0e} seqkeras allows; "
+            "reduce its widths (units, embedding_dim, intermediate_dim) or layers",
             path="model",
         )
 

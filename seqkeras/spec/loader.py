@@ -224,7 +224,8 @@ def _check_axes(matrix: dict[str, list[Any]], seeds: list[int]) -> None:
     sets = {axis: _matrix_columns({axis: values}) for axis, values in matrix.items()}
     for (axis, keys), (other, other_keys) in itertools.combinations(sets.items(), 2):
         for key in keys:
-            clash = next((o for o in other_keys if o == key or key.startswith(o + ".") or o.startswith(key + ".")), None)
+            clash = next((o for o in other_keys if o == key or key.startswith(o + ".") or o.startswith(key + ".")),
+                         None)
             if clash is not None:
                 raise SpecError(
                     f"matrix axes {axis!r} and {other!r} both set {min(key, clash, key=len)}: the later one "

@@ -50,7 +50,9 @@ class TrainSpec(Params):
         0.0, ge=0, lt=0.5, description="Share of the training set held out for val_* curves and early stopping."
     )
     early_stopping: EarlyStoppingSpec | None = Field(None, description="Stop when the monitored value stalls.")
-    verbose: Literal[0, 1, 2] = Field(2, description="Progress: 0 silent; 1 or 2 one line per epoch (its loss and metrics).")
+    verbose: Literal[0, 1, 2] = Field(
+        2, description="Progress: 0 silent; 1 or 2 one line per epoch (its loss and metrics)."
+    )
     tensorboard: bool = Field(
         False,
         description="Write TensorBoard event files into the run's folder (<run>/tensorboard/): each epoch's "
@@ -150,10 +152,13 @@ class ExpectSpec(Params):
     abs_tol: float | None = Field(None, ge=0)
     rel_tol: float | None = Field(None, ge=0)
     sig_digits: int | None = Field(
-        None, ge=1, le=17, description="Holds when the measured value prints like `value` with this many significant digits (e.g. 2 for 6.5e-01)."
+        None, ge=1, le=17,
+        description="Holds when the measured value prints like `value` with this many significant digits "
+        "(e.g. 2 for 6.5e-01).",
     )
     decimals: int | None = Field(
-        None, ge=0, le=17, description="Holds when the measured value rounds to `value` at this many decimals (e.g. 3 for 0.487)."
+        None, ge=0, le=17,
+        description="Holds when the measured value rounds to `value` at this many decimals (e.g. 3 for 0.487).",
     )
     equals: str | None = Field(None, description="Expected text (e.g. a decoded sequence).")
     at_least: float | None = None
@@ -257,7 +262,9 @@ class ExperimentSpec(Params):
     seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
     table: TableSpec | list[TableSpec] | None = None
     expect: list[ExpectSpec] = Field(default_factory=list)
-    plots: list[PlotSpec] = Field(default_factory=list, description="Figures drawn from runs.csv into the results folder.")
+    plots: list[PlotSpec] = Field(
+        default_factory=list, description="Figures drawn from runs.csv into the results folder."
+    )
     backend: Literal["tensorflow", "torch", "jax"] | None = Field(
         None,
         description="The Keras backend this experiment is computed on, e.g. where its committed results were made "

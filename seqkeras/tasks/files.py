@@ -55,7 +55,8 @@ def open_data_file(path: str | Path, key: str = "task.path") -> BinaryIO:
     try:
         return open_regular_file(Path(path).expanduser(), limit=MAX_DATA_BYTES)
     except SpecError as error:
-        message = f"no such file: {shown(str(path))}" if error.message == MISSING else f"{shown(str(path))} {error.message}"
+        message = (f"no such file: {shown(str(path))}" if error.message == MISSING
+                   else f"{shown(str(path))} {error.message}")
         raise SpecError(message, path=key) from None
 
 

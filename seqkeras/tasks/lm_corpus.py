@@ -153,7 +153,8 @@ def read_lines(path: str) -> list[str]:
     file = Path(path).expanduser()
     lines = [line.strip() for line in read_text(file).splitlines() if line.strip()]
     if len(lines) < 2:
-        raise SpecError(f"{file} has {len(lines)} non-empty line(s); a train/test split needs at least 2", path="task.path")
+        raise SpecError(f"{file} has {len(lines)} non-empty line(s); a train/test split needs at least 2",
+                        path="task.path")
     return lines
 
 
@@ -186,7 +187,8 @@ def token_stream(units: list[str], params: Params, limit: int | None, rng: np.ra
 def build_vocabulary(stream: list[str], max_size: int, min_count: int) -> Vocabulary:
     """<pad>, <unk>, then tokens seen `min_count` times or more, most frequent first (ties by text)."""
     counts = Counter(stream)
-    frequent = sorted((t for t, c in counts.items() if c >= min_count and t not in (PAD, UNK)), key=lambda t: (-counts[t], t))
+    frequent = sorted((t for t, c in counts.items() if c >= min_count and t not in (PAD, UNK)),
+                      key=lambda t: (-counts[t], t))
     return Vocabulary([PAD, UNK] + frequent[: max_size - 2])
 
 

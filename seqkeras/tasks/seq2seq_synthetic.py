@@ -26,7 +26,9 @@ from seqkeras.tasks.seq2seq_data import LengthRangeParams, Pair, Seq2SeqData, se
 
 
 class SymbolParams(LengthRangeParams):
-    symbols: int = Field(10, ge=2, le=26, description="Alphabet size: the source uses the first `symbols` letters a, b, c, ...")
+    symbols: int = Field(
+        10, ge=2, le=26, description="Alphabet size: the source uses the first `symbols` letters a, b, c, ..."
+    )
 
 
 class AdditionParams(LengthRangeParams):

@@ -135,7 +135,8 @@ def fit(
     held_out = int(len(y) * train.validation_split)
     validation = None
     if held_out:
-        validation = (take_rows(x, slice(-held_out, None)), y[-held_out:]) + ((weights[-held_out:],) if weights is not None else ())
+        validation = ((take_rows(x, slice(-held_out, None)), y[-held_out:])
+                      + ((weights[-held_out:],) if weights is not None else ()))
         x, y = take_rows(x, slice(None, -held_out)), y[:-held_out]
         weights = weights[:-held_out] if weights is not None else None
 

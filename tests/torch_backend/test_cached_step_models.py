@@ -27,7 +27,8 @@ TOLERANCE = 1e-4
 
 def test_recurrent_step_model_matches_the_fused_prefix_model():
     keras.utils.set_random_seed(0)
-    model = recurrent.build_lm(recurrent.LanguageModelParams(cell="lstm", layers=2, units=6, embedding_dim=5), lm_data())
+    model = recurrent.build_lm(recurrent.LanguageModelParams(cell="lstm", layers=2, units=6, embedding_dim=5),
+                               lm_data())
     assert all(isinstance(layer, fused_rnn.FusedLSTM) for layer in model.layers[2:-1])
     cached = cached_step_model(model, 1, 0, context=[3, 7], scores=log_probabilities)
     assert isinstance(cached, RecurrentStepModel)

@@ -41,7 +41,8 @@ MODELS = {
 
 
 def tokens() -> torch.Tensor:
-    return torch.tensor(token_data(LANGUAGE_MODELING).x_train.astype("int64"))  # the models' Input is int32: both convert
+    # the models' Input is int32: both convert
+    return torch.tensor(token_data(LANGUAGE_MODELING).x_train.astype("int64"))
 
 
 @pytest.mark.parametrize("name", MODELS)

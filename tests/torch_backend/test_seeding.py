@@ -1,4 +1,5 @@
-"""runtime.set_random_seed draws what keras.utils.set_random_seed draws, and a torch process never imports TensorFlow."""
+"""runtime.set_random_seed draws what keras.utils.set_random_seed draws, and a torch process never imports
+TensorFlow."""
 
 from __future__ import annotations
 

@@ -26,6 +26,7 @@ def test_step_work_counts_the_weights_outside_embeddings_times_the_batch():
 
 def test_small_models_run_on_one_thread_large_ones_on_the_process_share(monkeypatch):
     monkeypatch.setattr(threads, "_share", 2)
+    monkeypatch.setattr(threads, "idle_cores", lambda: 2)  # an idle machine; the load is the next test's
     saved = torch.get_num_threads()
     try:
         assert threads.for_run(lstm_model(32), batch_size=32) == 1 and torch.get_num_threads() == 1
@@ -41,6 +42,17 @@ def test_small_models_run_on_one_thread_large_ones_on_the_process_share(monkeypa
 def test_seqkeras_threads_overrides_the_rule(monkeypatch):
     monkeypatch.setattr(threads, "_share", 2)
     monkeypatch.setenv("SEQKERAS_THREADS", "1")
+    saved = torch.get_num_threads()
+    try:
+        assert threads.for_run(lstm_model(256), batch_size=32) == 1 and torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(saved)
+
+
+def test_a_large_model_takes_no_more_threads_than_the_idle_cores(monkeypatch):
+    """With one of two cores held by other work, a second thread would wait for it (1.9× slower a step)."""
+    monkeypatch.setattr(threads, "_share", 2)
+    monkeypatch.setattr(threads, "idle_cores", lambda: 1)
     saved = torch.get_num_threads()
     try:
         assert threads.for_run(lstm_model(256), batch_size=32) == 1 and torch.get_num_threads() == 1

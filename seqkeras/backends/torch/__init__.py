@@ -1,4 +1,6 @@
-"""The torch backend's fast CPU path: fused recurrent kernels, the lean training loop, fused Adam, the layer chain, the softmax loss's backward pass, the allocator setting.
+"""The torch backend's fast CPU path: fused recurrent kernels, the lean training
+loop, fused Adam, the layer chain, the softmax loss's backward pass, the
+allocator setting.
 
 Every module here that imports torch does so at its top, so importing one
 means torch is wanted. Each fast path keeps Keras's generic path beside it and

@@ -128,7 +128,8 @@ class LeanLoop:
         return totals.result()
 
     def _with_added_losses(self, loss):
-        """The loss plus the model's regularization and `add_loss` losses, summed as Keras's `compute_loss` sums them."""
+        """The loss plus the model's regularization and `add_loss` losses, summed as Keras's `compute_loss` sums
+        them."""
         added = self.model.losses if self.adds_losses else None
         if not added:
             return loss
