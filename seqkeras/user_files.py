@@ -63,9 +63,19 @@ def open_regular_file(path: str | os.PathLike, *, limit: int) -> BinaryIO:
     problem = file_problem(path)
     if problem:
         raise SpecError(problem)
+    return os.fdopen(open_descriptor(path, limit=limit), "rb")
+
+
+def open_descriptor(path: str | os.PathLike, *, limit: int, follow_links: bool = True) -> int:
+    """A descriptor of `path` open for reading: non-blocking (a FIFO never waits for a writer), not through
+    a final symlink unless `follow_links`, and checked on what was opened to be a regular file of at most
+    `limit` bytes. Otherwise a `SpecError` whose message ends a sentence about the file."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    if not follow_links:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    except OSError as error:
+        fd = os.open(path, flags)
+    except OSError as error:  # ELOOP: a link where none may be
         raise SpecError(f"cannot be read ({error.strerror})") from None
     info = os.fstat(fd)
     problem = non_regular(info.st_mode)
@@ -74,7 +84,7 @@ def open_regular_file(path: str | os.PathLike, *, limit: int) -> BinaryIO:
     if problem:
         os.close(fd)
         raise SpecError(problem)
-    return os.fdopen(fd, "rb")
+    return fd
 
 
 def size_in_words(size: int) -> str:

@@ -29,6 +29,28 @@ def run_cli(capsys, *args) -> CliRun:
     return CliRun(code, captured.out, captured.err)
 
 
+def run_cli_within(deadline_s: float, capsys, *args) -> CliRun:
+    """run_cli in a thread that must finish within `deadline_s`: a command that would block (a FIFO opened
+    for reading) fails the test instead of hanging the suite. Re-raises what the command raised."""
+    import threading
+
+    outcome = {}
+
+    def target():
+        try:
+            outcome["run"] = run_cli(capsys, *args)
+        except BaseException as error:  # noqa: BLE001 - handed to the test's thread
+            outcome["error"] = error
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(deadline_s)
+    assert not thread.is_alive(), f"seqkeras {' '.join(map(str, args))[:200]} still running after {deadline_s} s"
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["run"]
+
+
 def assert_config_round_trip(instance, custom_objects=None):
     """get_config → from_config, and serialize → deserialize: both copies of the same class, with the same config.
 

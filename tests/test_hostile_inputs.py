@@ -10,14 +10,13 @@ the test instead of hanging the suite.
 from __future__ import annotations
 
 import os
-import threading
 from pathlib import Path
 
 import pytest
 
 from seqkeras.errors import SpecError
 from seqkeras.spec.loader import load_yaml
-from tests.helpers import run_cli
+from tests.helpers import run_cli_within
 
 DEADLINE_S = 30  # each case takes well under a second; a hang is what this catches
 BASE = """\
@@ -30,22 +29,8 @@ train: {epochs: 1, batch_size: 16, verbose: 0}
 
 
 def cli(capsys, *args):
-    """run_cli in a thread that must finish within DEADLINE_S; re-raises what it raised."""
-    outcome = {}
-
-    def target():
-        try:
-            outcome["run"] = run_cli(capsys, *args)
-        except BaseException as error:  # noqa: BLE001 - handed to the test's thread
-            outcome["error"] = error
-
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-    thread.join(DEADLINE_S)
-    assert not thread.is_alive(), f"seqkeras {' '.join(map(str, args))[:200]} still running after {DEADLINE_S} s"
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["run"]
+    """`seqkeras ARGS...` in this process, within DEADLINE_S."""
+    return run_cli_within(DEADLINE_S, capsys, *args)
 
 
 def refused(capsys, *args, names: tuple[str, ...] = (), limit: int = 2000) -> str:

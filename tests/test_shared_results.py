@@ -21,7 +21,6 @@ from __future__ import annotations
 import os
 import shutil
 import stat
-import threading
 from pathlib import Path
 from urllib.parse import quote
 
@@ -31,7 +30,7 @@ import pytest
 from seqkeras.errors import SpecError
 from seqkeras.results import files
 from tests.conftest import REPO, TINY_TRAINING_SPEC
-from tests.helpers import run_cli
+from tests.helpers import run_cli_within
 
 DEADLINE_S = 60  # each case takes a few seconds; a hang is what this catches
 BASE = "lesson-memory-lstm"  # a probe: three runs, a memory.png, a memory.csv per run
@@ -39,22 +38,8 @@ SECRET = "SECRET-CONTENT-4f1c9"  # what files outside the results folder hold: i
 
 
 def cli(capsys, *args):
-    """run_cli in a thread that must finish within DEADLINE_S; re-raises what it raised."""
-    outcome = {}
-
-    def target():
-        try:
-            outcome["run"] = run_cli(capsys, *args)
-        except BaseException as error:  # noqa: BLE001 - handed to the test's thread
-            outcome["error"] = error
-
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-    thread.join(DEADLINE_S)
-    assert not thread.is_alive(), f"seqkeras {' '.join(map(str, args))[:200]} still running after {DEADLINE_S} s"
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["run"]
+    """`seqkeras ARGS...` in this process, within DEADLINE_S."""
+    return run_cli_within(DEADLINE_S, capsys, *args)
 
 
 def tree(root: Path, leave_out: Path | None = None) -> dict[str, tuple[int, int, int]]:

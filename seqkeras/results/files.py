@@ -28,16 +28,12 @@ from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
 from seqkeras.errors import SpecError
-from seqkeras.user_files import non_regular, size_in_words
+from seqkeras.user_files import non_regular, open_descriptor, size_in_words
 
 # Upper bounds for what a results folder holds; far above what the suite writes (runs.csv of a
 # 10,000-run sweep is a few MiB), far below what would hurt a laptop.
 TEXT_LIMIT = 64 << 20     # runs.csv, metrics.json, experiment.yaml, history and outputs tables
 FILE_LIMIT = 256 << 20    # files copied or uploaded as they are (plots, weights)
-
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 
 def name_problem(name: object) -> str:
@@ -77,18 +73,10 @@ def inside(folder: Path, name: str) -> Path:
 
 def _open(folder: Path, name: str, limit: int) -> tuple[int, Path]:
     path = inside(folder, name)
-    try:
-        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC)
-    except OSError as error:  # ELOOP: swapped for a link after the check
-        raise SpecError(f"{path} cannot be read ({error.strerror})") from None
-    info = os.fstat(fd)
-    problem = non_regular(info.st_mode)
-    if problem is None and info.st_size > limit:
-        problem = f"is {size_in_words(info.st_size)}; the limit is {size_in_words(limit)}"
-    if problem:
-        os.close(fd)
-        raise SpecError(f"{path} {problem}")
-    return fd, path
+    try:  # not through a link either, should one be swapped in after the check
+        return open_descriptor(path, limit=limit, follow_links=False), path
+    except SpecError as error:
+        raise SpecError(f"{path} {error}") from None
 
 
 def read_bytes(folder: Path, name: str, *, limit: int = FILE_LIMIT) -> bytes:
