@@ -67,8 +67,8 @@ def site_text(out: Path) -> str:
 
 @pytest.fixture
 def shared(tmp_path):
-    """(a copy of a committed results folder inside tmp_path/shared, tmp_path/outside holding secrets)."""
-    folder = tmp_path / "shared" / BASE
+    """(a copy of a committed results folder inside tmp_path/colleague, tmp_path/outside holding secrets)."""
+    folder = tmp_path / "colleague" / BASE
     shutil.copytree(REPO / "results" / BASE, folder, symlinks=True)
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -144,7 +144,7 @@ def test_run_ids_that_are_paths_are_neither_listed_nor_linked(tmp_path, capsys, 
     assert "private-notes.txt" not in page and "outside/someone/" not in page
     assert f"run id {str(outside / 'someone')!r} is an absolute path" in result.err
     assert "run id '../../outside/someone' leaves its folder" in result.err
-    assert f'href="../../shared/{BASE}/{quote(ids[2])}/"' in page  # the well-formed run is linked
+    assert f'href="../../colleague/{BASE}/{quote(ids[2])}/"' in page  # the well-formed run is linked
 
 
 # --------------------------------------------------------------------------- #
@@ -407,7 +407,7 @@ def test_a_rerun_never_writes_through_a_file_planted_in_its_run_folder(capsys, t
     """The files a run writes into its folder (its lock, its vocabulary) are replaced or refused when someone
     left a link or a FIFO in their place: no file outside --out is created or changed, nothing blocks."""
     spec = write_spec(TINY_TRAINING_SPEC)
-    root = tmp_path / "shared"
+    root = tmp_path / "colleague"
     assert cli(capsys, "run", spec, "--out", root).code == 0
     run = sorted(p for p in (root / "tiny").iterdir() if p.is_dir())[0]
     outside = tmp_path / "outside"

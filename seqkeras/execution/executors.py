@@ -161,8 +161,6 @@ def make_executor(kind: str, backend: str, runs: int, *, jobs: int | None = None
         raise SpecError(f"unknown executor {kind!r}. Allowed: local, ray.")
     if address:
         raise SpecError("--address only applies to --executor ray")
-    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
-        raise SpecError(f"--jobs expects a whole number of at least 1, got {jobs!r}")
     jobs, reason = choose_jobs(jobs if jobs is not None else jobs_from_environment(), runs)
     return ProcessExecutor(jobs, backend, reason) if jobs > 1 else SerialExecutor(reason)
 

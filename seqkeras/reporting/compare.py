@@ -42,8 +42,9 @@ import pandas as pd
 from seqkeras.errors import SpecError, unknown_choice
 from seqkeras.reporting.formatting import format_number
 from seqkeras.reporting.tables import NON_METRIC_COLUMNS
-from seqkeras.results.files import refused_subfolders, subfolders_with
-from seqkeras.results.folder import FAILED, OK, flat_keys, print_warning, read_runs, read_saved_spec
+from seqkeras.results.folder import (
+    FAILED, OK, experiment_folders_in, flat_keys, print_warning, read_runs, read_saved_spec,
+)
 from seqkeras.spec.sections import ExperimentSpec
 
 # Timing metrics (seconds_per_sequence, step_ms, us_per_token, ...): they measure the machine, not the model.
@@ -141,9 +142,7 @@ def load_side(path: Path) -> tuple[dict[str, Side], bool]:
         runs = read_runs(path)
         folder = path.parent if path.is_file() else path
         return {_experiment_name(runs, folder): Side(runs, folder)}, False
-    found = list(subfolders_with(path, "runs.csv"))
-    for refused, why in refused_subfolders(path, "runs.csv"):
-        print_warning(f"{refused} {why}; left out of the comparison")
+    found = experiment_folders_in(path)
     if not found:
         raise SpecError(f"{path} holds no runs.csv, neither itself nor in its experiment folders")
     return {_experiment_name(runs, folder): Side(runs, folder)

@@ -29,9 +29,11 @@ import pandas as pd
 
 from seqkeras.errors import SpecError
 from seqkeras.results.files import (
-    inside, is_file, is_folder, name_problem, present, read_bytes, read_text, refused_subfolders, subfolders_with,
+    inside, is_file, is_folder, present, read_bytes, read_text, single_name_problem,
 )
-from seqkeras.results.folder import FAILED, OK, is_matrix_column, one_row_per_run, read_runs, run_counts, write_atomic
+from seqkeras.results.folder import (
+    FAILED, OK, experiment_folders_in, is_matrix_column, one_row_per_run, read_runs, run_counts, write_atomic,
+)
 from seqkeras.spec.sections import ExperimentSpec
 from seqkeras.spec.yaml_reader import parse_yaml
 
@@ -108,9 +110,7 @@ def experiment_folders(paths: list[Path]) -> list[Path]:
         if os.path.lexists(path / "runs.csv"):  # read_runs names what is wrong with one that is not a file
             found = [path]
         else:
-            found = list(subfolders_with(path, "runs.csv"))
-            for refused, why in refused_subfolders(path, "runs.csv"):
-                print(f"warning: {refused} {why}; left out", file=sys.stderr)  # each call: export calls it too
+            found = experiment_folders_in(path)  # warns at each call (not once per report): export calls it too
             if not found:
                 raise SpecError(f"{path} holds no runs.csv, neither itself nor in its experiment folders")
         folders += [f for f in found if f.resolve() not in {g.resolve() for g in folders}]
@@ -272,7 +272,7 @@ def run_folder(folder: Path, run_id: Any) -> Path | None:
     warning naming it, never listed or linked; a run id with no folder (yet) is None without one.
     """
     name = str(run_id)
-    problem = name_problem(name) or ("holds a '/': a run id is a single name" if "/" in name else "")
+    problem = single_name_problem(name)
     if problem:
         print_warning(f"{folder}/runs.csv: run id {problem}; its folder is not shown")
         return None

@@ -615,7 +615,7 @@ def _read_curves(folder: Path, runs: pd.DataFrame, name: str, matrix_columns: li
     curves = []
     for _, row in runs.iterrows():
         run_id = str(row["run_id"])
-        if files.name_problem(run_id) or "/" in run_id:  # a run id that is a path: html names it, curves skip it
+        if files.single_name_problem(run_id):  # a run id that is a path: html names it, curves skip it
             continue
         path = folder / run_id / f"{name}.csv"
         if not files.present(folder, f"{run_id}/{name}.csv"):

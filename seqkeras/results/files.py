@@ -52,6 +52,14 @@ def name_problem(name: object) -> str:
     return ""
 
 
+def single_name_problem(name: object) -> str:
+    """Why `name` (a run id, an experiment's folder) is not one plain name of an entry of a folder; "" if it is."""
+    problem = name_problem(name)
+    if not problem and "/" in name:
+        problem = f"{name!r} holds a '/': it is one name, not a path"
+    return problem
+
+
 def inside(folder: Path, name: str) -> Path:
     """`folder / name`, after checking that `name` stays in `folder` and crosses no symlink; else SpecError."""
     problem = name_problem(name)
@@ -82,6 +90,20 @@ def _open(folder: Path, name: str, limit: int) -> tuple[int, Path]:
 def read_bytes(folder: Path, name: str, *, limit: int = FILE_LIMIT) -> bytes:
     """The bytes of the regular file `folder/name`, read within `limit` (see the module's guarantees)."""
     fd, path = _open(folder, name, limit)
+    return _read_within(fd, path, limit)
+
+
+def read_named_text(path: Path, *, limit: int = TEXT_LIMIT) -> str:
+    """The UTF-8 text of a file the user named (a runs.csv given itself): a link is followed, the user chose
+    it; the file is still regular, opened without blocking and read within `limit`."""
+    try:
+        fd = open_descriptor(path, limit=limit)
+    except SpecError as error:
+        raise SpecError(f"{path} {error}") from None
+    return _utf8(_read_within(fd, path, limit), path)
+
+
+def _read_within(fd: int, path: Path, limit: int) -> bytes:
     with os.fdopen(fd, "rb") as handle:
         data = handle.read(limit + 1)  # /proc-like files claim size 0: the bound is on what is read
     if len(data) > limit:
@@ -89,13 +111,16 @@ def read_bytes(folder: Path, name: str, *, limit: int = FILE_LIMIT) -> bytes:
     return data
 
 
-def read_text(folder: Path, name: str, *, limit: int = TEXT_LIMIT) -> str:
-    """The UTF-8 text of `folder/name` (see `read_bytes`); a file that is not UTF-8 is a SpecError naming it."""
-    data = read_bytes(folder, name, limit=limit)
+def _utf8(data: bytes, path: Path) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise SpecError(f"{folder / name} is not UTF-8 text (byte {error.start})") from None
+        raise SpecError(f"{path} is not UTF-8 text (byte {error.start})") from None
+
+
+def read_text(folder: Path, name: str, *, limit: int = TEXT_LIMIT) -> str:
+    """The UTF-8 text of `folder/name` (see `read_bytes`); a file that is not UTF-8 is a SpecError naming it."""
+    return _utf8(read_bytes(folder, name, limit=limit), folder / name)
 
 
 def is_file(folder: Path, name: str) -> bool:

@@ -30,9 +30,8 @@ import pandas as pd
 import yaml
 
 from seqkeras.errors import SpecError, shown
-from seqkeras.results.files import TEXT_LIMIT, present, read_text, refused_subfolders, subfolders_with
+from seqkeras.results.files import present, read_named_text, read_text, refused_subfolders, subfolders_with
 from seqkeras.spec.yaml_reader import parse_yaml
-from seqkeras.user_files import open_regular_file, size_in_words
 
 OK, FAILED = "ok", "failed"
 _UMASK = os.umask(0)
@@ -298,6 +297,14 @@ def identity_columns(runs: pd.DataFrame) -> list[str]:
     return [c for c in runs.columns if is_matrix_column(c) or is_evaluation_key(c)]
 
 
+def experiment_folders_in(root: Path, *, warn: Callable[[str], None] = print_warning) -> list[Path]:
+    """The experiment folders of a results root, sorted: real folders holding a regular runs.csv (read as
+    `results.files` reads). Those left out (a link, a runs.csv that is a link or a FIFO) are named in a warning."""
+    for refused, why in refused_subfolders(root, "runs.csv"):
+        warn(f"{refused} {why}; left out")
+    return list(subfolders_with(root, "runs.csv"))
+
+
 def read_runs(results_dir: Path, *, warn: Callable[[str], None] = print_warning) -> pd.DataFrame:
     """An experiment's runs.csv (from its folder or the file itself), checked so no reader crashes or mixes.
 
@@ -312,7 +319,7 @@ def read_runs(results_dir: Path, *, warn: Callable[[str], None] = print_warning)
     rebuild = f"rebuild it from the run folders with `seqkeras table {path.parent} --rebuild`"
     try:
         # The file the user named may be a link (their choice); a runs.csv inside a named folder may not.
-        text = read_text(path.parent, path.name) if path != results_dir else _read_named(path)
+        text = read_text(path.parent, path.name) if path != results_dir else read_named_text(path)
     except SpecError as error:
         raise SpecError(f"{error}; runs.csv is not read") from None
     try:
@@ -331,21 +338,6 @@ def read_runs(results_dir: Path, *, warn: Callable[[str], None] = print_warning)
     _check_one_experiment(path, frame, read_saved_spec(path.parent), rebuild)
     _check_one_run_per_point(path, frame)
     return frame
-
-
-def _read_named(path: Path) -> str:
-    """The text of a file the user named: a link is followed (the user chose it); still regular and bounded."""
-    try:
-        with open_regular_file(path, limit=TEXT_LIMIT) as handle:
-            data = handle.read(TEXT_LIMIT + 1)
-    except SpecError as error:
-        raise SpecError(f"{path} {error}") from None
-    if len(data) > TEXT_LIMIT:
-        raise SpecError(f"{path} is over {size_in_words(TEXT_LIMIT)}")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise SpecError(f"{path} is not UTF-8 text (byte {error.start})") from None
 
 
 def _check_row_lengths(path: Path, text: str, rebuild: str, warn: Callable[[str], None]) -> None:

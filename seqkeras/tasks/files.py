@@ -143,11 +143,11 @@ class TextClassificationParams(ClassificationTextParams):
 
     @model_validator(mode="after")
     def _rows_readable(self) -> TextClassificationParams:
-        # Every row is read now (streamed; no TensorFlow), after the columns are known (they may be
+        # Every row is read now (no TensorFlow), after the columns are known (they may be
         # defaults, which field validators skip): a bad row is refused before a sweep starts.
         for file, file_key in ((self.path, "task.path"), (self.test_path, "task.test_path")):
             if file:
-                check_labelled_texts(file, self.text_column, self.label_column, key=file_key)
+                read_labelled_texts(file, self.text_column, self.label_column, key=file_key)
         return self
 
 
@@ -313,12 +313,6 @@ def read_labelled_texts(path: str | Path, text_column: str, label_column: str,
     if not examples:
         raise SpecError(f"{Path(path).expanduser()} has a header but no examples", path=key)
     return examples
-
-
-def check_labelled_texts(path: str | Path, text_column: str, label_column: str, key: str = "task.path") -> None:
-    """Read every row (streamed, no TensorFlow): the errors read_labelled_texts would raise, raised now."""
-    if sum(1 for _ in labelled_texts(path, text_column, label_column, key)) == 0:
-        raise SpecError(f"{Path(path).expanduser()} has a header but no examples", path=key)
 
 
 def _train_test(params, seed: int, read, what: str):

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from seqkeras.errors import shown
 from seqkeras.results.folder import inspect_record, read_runs
-from seqkeras.tracking.mlflow_tracking import MlflowTracker, parse_track, plain_name_problem
+from seqkeras.results.files import single_name_problem
+from seqkeras.tracking.mlflow_tracking import MlflowTracker, parse_track
 
 
 def export_results(paths: list[Path], track: str) -> int:
@@ -30,7 +31,7 @@ def export_results(paths: list[Path], track: str) -> int:
         run_ids = list(dict.fromkeys(read_runs(folder)["run_id"]))
         before = failed
         for run_id in run_ids:
-            problem = plain_name_problem(run_id)
+            problem = single_name_problem(run_id)
             if problem:
                 print(f"{folder.name}/{shown(run_id)}: not logged (its run id in runs.csv is not a plain name: "
                       f"{problem})")

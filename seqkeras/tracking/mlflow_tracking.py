@@ -55,7 +55,7 @@ from urllib.request import url2pathname
 import yaml
 
 from seqkeras.errors import SpecError, shown
-from seqkeras.results.files import FILE_LIMIT, name_problem, read_bytes, read_text, regular_files
+from seqkeras.results.files import FILE_LIMIT, read_bytes, read_text, regular_files, single_name_problem
 from seqkeras.results.folder import flat_keys, print_warning
 
 STORE_FILE = "mlflow.db"
@@ -313,14 +313,6 @@ def check_store(uri: str, out_root: Path) -> tuple[Path | None, Any]:
 # --------------------------------------------------------------------------- #
 
 
-def plain_name_problem(name: object) -> str:
-    """Why `name` cannot name a folder of a results folder (an experiment, a run): '' when it can."""
-    problem = name_problem(name)
-    if not problem and "/" in name:
-        problem = f"{shown(name)} holds a '/'"
-    return problem
-
-
 def _is_busy(error: BaseException) -> bool:
     text = str(error).lower()
     return "database is locked" in text or "database table is locked" in text or "database is busy" in text
@@ -435,10 +427,10 @@ def record_name_problem(record: dict[str, Any], run_folder: Path) -> str:
     """Why `record` is not logged under its folder's names ('' when it is): the folders name the MLflow
     experiment and run and the artifacts' place; the record's own text must agree with them."""
     experiment, run_name = run_folder.parent.name, run_folder.name
-    problem = plain_name_problem(experiment)
+    problem = single_name_problem(experiment)
     if problem:
         return f"the experiment folder's name is not a plain name ({problem})"
-    problem = plain_name_problem(run_name)
+    problem = single_name_problem(run_name)
     if problem:
         return f"the run folder's name is not a plain name ({problem})"
     if record.get("experiment") != experiment:
