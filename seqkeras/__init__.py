@@ -2,13 +2,20 @@
 
     seqkeras.run(spec, overrides=..., only=..., out="results")  → Results (DataFrames)
     seqkeras.load("results/<name>")                              → Results
+    seqkeras.load_model("results/<name>/<run_id>")               → KeptModel (the run's model and preprocessing)
 
-(seqkeras/api.py). Both are imported on first use, so that `import seqkeras` stays cheap.
+(seqkeras/api.py, seqkeras/kept/saving.py). They are imported on first use, so that `import seqkeras`
+stays cheap: it imports no Keras. It does make the suite's Keras classes findable by
+`keras.saving.load_model` as soon as Keras is imported (seqkeras/kept/serializable.py).
 """
 
 from seqkeras.errors import SpecError
+from seqkeras.kept import serializable
 from seqkeras.version import __version__
-__all__ = ["Results", "SpecError", "__version__", "load", "run"]
+
+__all__ = ["KeptModel", "Results", "SpecError", "__version__", "load", "load_model", "run"]
+
+serializable.install()
 
 
 def __getattr__(name: str):
@@ -16,4 +23,8 @@ def __getattr__(name: str):
         from seqkeras import api
 
         return getattr(api, name)
+    if name in ("load_model", "KeptModel"):
+        from seqkeras.kept import saving
+
+        return getattr(saving, name)
     raise AttributeError(f"module 'seqkeras' has no attribute {name!r}")

@@ -125,6 +125,10 @@ def run_training(run: RunSpec, folder: Path, record: dict[str, Any]) -> None:
         record["params"] = int(model.count_params())
         record["train_seconds"] = seconds
         write_csv(folder / "history.csv", history)
+        if run.train.keep_model:  # before evaluating: a run whose evaluation fails still keeps what it trained
+            from seqkeras.kept import saving
+
+            saving.keep(model, data, run, folder)
         rows = run.model.component.load_evaluator()(model, data, run, folder)
         curve = gradient_flow.curve(at_init, trained) if measures_gradient_flow else None
         if curve is not None:

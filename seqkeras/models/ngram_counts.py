@@ -77,7 +77,11 @@ class NgramCounts:
                 for n in range(1, order + 1):
                     context = tuple(padded[position - n + 1 : position])
                     self.counts[n][context][padded[position]] += 1
+        self._derive()
 
+    def _derive(self) -> None:
+        """The vocabulary and the continuation counts, from `counts`."""
+        order, bos = self.order, self.bos
         self.vocabulary: list[str] = sorted(self.counts[1][()])  # every word that was predicted
         vocab_set = set(self.vocabulary)
         if bos in vocab_set:
@@ -94,6 +98,50 @@ class NgramCounts:
             for context, followers in self.counts[n].items():
                 for word in followers:
                     self.continuation[n - 1][context[1:]][word] += 1
+
+    # ------------------------------------------------------------------ kept
+
+    def to_document(self) -> dict:
+        """Everything the model is, as JSON-ready data: the settings and every order's counts
+        (`counts[n]` a list of [context, {word: count}]); the rest is derived from them."""
+        return {
+            "order": self.order, "bos": self.bos, "eos": self.eos,
+            "smoothing": self.smoothing, "k": self.k, "discount": self.discount,
+            "counts": {str(n): [[list(context), dict(followers)] for context, followers in table.items()]
+                       for n, table in self.counts.items()},
+        }
+
+    @classmethod
+    def from_document(cls, document: dict) -> NgramCounts:
+        """The model `to_document` described; ValueError (saying what) for a document that is not one."""
+        try:
+            order = document["order"]
+            if not isinstance(order, int) or isinstance(order, bool) or not 1 <= order <= 64:
+                raise ValueError(f"order is {order!r}, not an n-gram order")
+            model = cls.__new__(cls)
+            model.order = order
+            model.bos, model.eos = str(document["bos"]), str(document["eos"])
+            model.smoothing, model.k, model.discount = document["smoothing"], float(document["k"]), \
+                float(document["discount"])
+            if model.smoothing not in ("none", "add_k", "kneser_ney"):
+                raise ValueError(f"smoothing is {model.smoothing!r}")
+            model.counts = {n: defaultdict(Counter) for n in range(1, order + 1)}
+            tables = document["counts"]
+            if sorted(tables) != sorted(str(n) for n in range(1, order + 1)):
+                raise ValueError(f"counts holds the orders {sorted(tables)}, not 1 to {order}")
+            for n in range(1, order + 1):
+                for context, followers in tables[str(n)]:
+                    if len(context) != n - 1 or not all(isinstance(word, str) for word in context):
+                        raise ValueError(f"a context of order {n} is {context!r}")
+                    if not all(isinstance(c, int) and not isinstance(c, bool) and c > 0 for c in followers.values()):
+                        raise ValueError(f"the counts after {context!r} are not positive whole numbers")
+                    model.counts[n][tuple(context)] = Counter(followers)
+            if not model.counts[1].get(()):
+                raise ValueError("it has no unigram counts")
+        except (KeyError, TypeError, AttributeError) as error:
+            raise ValueError(f"not an n-gram model's counts ({type(error).__name__}: {error})") from None
+        model._derive()
+        return model
 
     # ------------------------------------------------------------------ queries
 

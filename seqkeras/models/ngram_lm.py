@@ -32,13 +32,14 @@ words get the small share of mass a word seen once gets.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from seqkeras.models.ngram_counts import NgramCounts
 from seqkeras.registry import Params
@@ -99,7 +100,7 @@ class NgramLanguageModel:
         if unknown is not None and not any(unknown in sequence for sequence in sequences):
             sequences.append([unknown])
         p = self.params
-        self.counts = NgramCounts(
+        self._use(NgramCounts(
             p.order,
             [[str(token) for token in sequence] for sequence in sequences],
             BOS,
@@ -107,16 +108,55 @@ class NgramLanguageModel:
             smoothing=p.smoothing,
             k=1.0 if p.k is None else p.k,
             discount=0.75 if p.discount is None else p.discount,
-        )
+        ))
+        tokens = sum(len(sequence) for sequence in sequences)
+        return pd.DataFrame([{"epoch": 1, "tokens_counted": tokens, "ngrams": self.count_params()}])
+
+    def _use(self, counts: NgramCounts) -> None:
+        self.counts = counts
         words = self.counts.vocabulary  # every predicted string, EOS included
         self._column = {word: index for index, word in enumerate(words)}
         ids = np.array([-1 if word == EOS else int(word) for word in words])
+        if ((ids >= self.vocab_size) | (ids < -1)).any():
+            raise ValueError(f"the counts name token ids outside the vocabulary of {self.vocab_size}")
         self._known_columns = np.flatnonzero(ids >= 0)
         self._known_ids = ids[self._known_columns]
         self._sparse: dict[tuple[bool, tuple[str, ...]], tuple[np.ndarray, np.ndarray]] = {}
         self._vector.cache_clear()
-        tokens = sum(len(sequence) for sequence in sequences)
-        return pd.DataFrame([{"epoch": 1, "tokens_counted": tokens, "ngrams": self.count_params()}])
+
+    # ------------------------------------------------------------- kept (model.ngram.json)
+
+    def to_json(self) -> str:
+        """The estimated model as model.ngram.json: its parameters, vocabulary size and counts."""
+        if self.counts is None:
+            raise RuntimeError("the n-gram model is saved before estimate()")
+        document = {"format": "seqkeras-ngram", "version": 1, "params": self.params.model_dump(mode="json"),
+                    "vocab_size": self.vocab_size, "counts": self.counts.to_document()}
+        return json.dumps(document, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str) -> NgramLanguageModel:
+        """The model `to_json` wrote; ValueError saying what is wrong with a text that is not one."""
+        try:
+            document = json.loads(text)
+        except ValueError as error:
+            raise ValueError(f"not JSON ({error})") from None
+        if not isinstance(document, dict) or document.get("format") != "seqkeras-ngram" \
+                or document.get("version") != 1:
+            raise ValueError("not a seqkeras n-gram model (format seqkeras-ngram, version 1)")
+        try:
+            params = NgramParams.model_validate(document.get("params"))
+        except ValidationError as error:
+            raise ValueError(f"params: {error.errors()[0]['msg']}") from None
+        size = document.get("vocab_size")
+        if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+            raise ValueError(f"vocab_size is {size!r}, not a vocabulary size")
+        counts = NgramCounts.from_document(document.get("counts"))
+        if counts.order != params.order:
+            raise ValueError(f"the counts are of order {counts.order}, the params say {params.order}")
+        model = cls(params, vocab_size=size)
+        model._use(counts)
+        return model
 
     def count_params(self) -> int:
         """Stored counts: distinct (context, word) pairs over every order."""

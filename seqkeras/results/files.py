@@ -26,6 +26,7 @@ import os
 import stat
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
+from typing import BinaryIO
 
 from seqkeras.errors import SpecError
 from seqkeras.user_files import non_regular, open_descriptor, size_in_words
@@ -91,6 +92,14 @@ def read_bytes(folder: Path, name: str, *, limit: int = FILE_LIMIT) -> bytes:
     """The bytes of the regular file `folder/name`, read within `limit` (see the module's guarantees)."""
     fd, path = _open(folder, name, limit)
     return _read_within(fd, path, limit)
+
+
+def open_binary(folder: Path, name: str, *, limit: int = FILE_LIMIT) -> BinaryIO:
+    """The regular file `folder/name` opened for binary reading, with `read_bytes`'s checks (its size within
+    `limit`), for a reader that seeks in it (a zip: a kept model.keras) rather than reading it whole. The caller
+    closes it."""
+    fd, _ = _open(folder, name, limit)
+    return os.fdopen(fd, "rb")
 
 
 def read_named_text(path: Path, *, limit: int = TEXT_LIMIT) -> str:

@@ -295,6 +295,11 @@ def _attribute_error(error: SpecError, point: dict[str, Any], set_keys: set[str]
     return error
 
 
+# Train keys that are in a run's resolved spec (and so its id) only when set to another value than these:
+# added after results existed, whose run ids must not change.
+UNHASHED_DEFAULTS = {"tensorboard": False, "keep_model": True}
+
+
 @dataclass
 class _Resolved:
     resolved: dict[str, Any]
@@ -318,8 +323,10 @@ def resolve_run(spec: ExperimentSpec, run_raw: dict[str, Any]) -> _Resolved:
     if "task" in components:
         train = _validate(TrainSpec, run_raw.get("train") or {}, path="train")
         evaluate = _validate(EvaluateSpec, run_raw.get("evaluate") or {}, path="evaluate")
-        # tensorboard only when asked for, as diagnostics below: the runs of specs without it keep their ids.
-        resolved["train"] = train.model_dump(mode="json", exclude=None if train.tensorboard else {"tensorboard"})
+        # tensorboard and keep_model only when not their defaults, as diagnostics below: the runs of specs
+        # without them keep their ids.
+        left_out = {key for key, default in UNHASHED_DEFAULTS.items() if getattr(train, key) == default}
+        resolved["train"] = train.model_dump(mode="json", exclude=left_out or None)
     metrics = check_run(components, evaluate)
     decoders = list(evaluate.decoders) if evaluate else []
     if "task" in components:

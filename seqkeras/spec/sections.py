@@ -59,6 +59,12 @@ class TrainSpec(Params):
         "history values, the test metrics, the gradient-flow curve where measured. Needs the tensorboard package "
         "(requirements-tracking.txt).",
     )
+    keep_model: bool = Field(
+        True,
+        description="Keep the trained model in the run's folder: model.keras (Keras's native format; "
+        "model.ngram.json for an n-gram model) and preprocessing.json, read by seqkeras.load_model. "
+        "false for huge sweeps whose models are not wanted.",
+    )
     distribution: Literal["none", "mirrored"] = Field(
         "none",
         description="mirrored: data-parallel over all local GPUs (tf.distribute.MirroredStrategy); "

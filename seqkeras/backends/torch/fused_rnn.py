@@ -96,6 +96,8 @@ class FusedRNNMixin:
         `checked`: the caller (this class's `call`) has found `fused_blocker()` None
         already, so this step does not work it out twice.
         """
+        if keras.backend.backend() != "torch":  # a model saved on torch, loaded on another backend: Keras's layer
+            return super().inner_loop(sequences, initial_state, mask=mask, training=training)
         from seqkeras.backends.torch import rnn_kernels  # imports torch: only reached on the torch backend
 
         reason = None if checked else self.fused_blocker()

@@ -1,0 +1,13 @@
+"""Kept models: each training run's trained model, saved beside its record, and read back for use.
+
+It owns the files that make a run folder's model usable without the suite's
+training code: `model.keras` (Keras's native format; `model.ngram.json` for the
+count-based n-gram model, which is not a Keras model) and `preprocessing.json`
+(how a text becomes the ids the model reads, and its outputs names), written by
+`saving.keep` at the end of training and read by `saving.load_model`, which
+gives a `KeptModel`. `serializable` makes the suite's Keras classes findable by
+`keras.saving.load_model` once `seqkeras` is imported, without importing Keras
+before it is used; `preprocessing` is plain Python (no Keras). It may import
+errors, registry, results (atomic writes, the safe readers of a results folder),
+tasks, models, spec and catalog: the stages below execution.
+"""

@@ -1,0 +1,280 @@
+"""How a kept model's inputs are made from text, and its outputs named: `preprocessing.json`. Plain Python, no Keras.
+
+A run folder keeps the vocabularies (`vocabulary.json`; `target_vocabulary.json`
+for seq2seq) and the spec (`spec.yaml`). `preprocessing.json` holds the rest of
+what turns a text into the ids the model was trained on, and its output back
+into words, so that a model is usable without rebuilding its task's data:
+
+    {"format": 1, "task": "text_classification_file", "problem": "classification",
+     "model_kind": "classifier", "model_file": "model.keras", "backend": "tensorflow",
+     "input":  {"vocabulary": "vocabulary.json", "split": "whitespace", "lowercase": "ascii",
+                "strip_punctuation": true, "pattern": null, "max_length": null, "features": null},
+     "output": {"kind": "label", "labels": ["neg", "pos"], "vocabulary": null, "join": " ",
+                "start": null, "end": null, "context": null, "max_output_length": null}}
+
+input.split: `whitespace` (runs of ASCII whitespace, as Keras's TextVectorization and
+the synthetic tasks split), `characters`, `pattern` (every match of input.pattern, a
+Python regular expression: lm_corpus's words, de_en's words and marks) or `features`
+(regression: real-valued features per step, input.features of them; no text).
+input.lowercase: `none`, `ascii` (A–Z only, as TextVectorization's `lower`) or
+`unicode` (Python's str.lower). input.strip_punctuation removes TextVectorization's
+ASCII punctuation before splitting. input.max_length keeps that many tokens per text.
+A token outside the vocabulary is `<unk>` (id 1); id 0 is padding.
+
+output.kind: `label` (classification: output.labels by class id), `tags` (tagging:
+output.labels by tag id, `<pad>` first), `next_token` (language models: the input's
+vocabulary; output.context is the window the model was trained on, output.end the
+marker after each unit), `target` (seq2seq: output.vocabulary, with output.start and
+output.end; output.max_output_length, what the run's decoders allowed) or `value`
+(regression). output.join puts tokens back together into a text.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from seqkeras.errors import SpecError
+from seqkeras.tasks import char_lm, de_en, lm_corpus
+from seqkeras.tasks.base import (
+    CLASSIFICATION, LANGUAGE_MODELING, REGRESSION, SEQ2SEQ, TAGGING, SequenceData, Vocabulary,
+)
+from seqkeras.tasks.seq2seq_data import END, START, LengthRangeParams
+from seqkeras.tasks.text import ClassificationTextParams, TaggingTextParams
+
+FORMAT = 1
+FILE = "preprocessing.json"
+KERAS_FILE = "model.keras"
+NGRAM_FILE = "model.ngram.json"
+VOCABULARY_FILE = "vocabulary.json"
+TARGET_VOCABULARY_FILE = "target_vocabulary.json"
+
+ASCII_WHITESPACE = re.compile(r"[ \t\n\v\f\r]+")
+ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+# Keras's TextVectorization's `strip_punctuation`, character for character.
+PUNCTUATION = re.compile(r'[!"#$%&()\*\+,-\./:;<=>?@\[\\\]^_`{|}~\']')
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class InputRule(_Strict):
+    vocabulary: str | None = VOCABULARY_FILE
+    split: Literal["whitespace", "characters", "pattern", "features"]
+    lowercase: Literal["none", "ascii", "unicode"] = "none"
+    strip_punctuation: bool = False
+    pattern: str | None = None
+    max_length: int | None = None
+    features: int | None = None
+
+
+class OutputRule(_Strict):
+    kind: Literal["label", "tags", "next_token", "target", "value"]
+    labels: list[str] | None = None
+    vocabulary: str | None = None
+    join: str = " "
+    start: str | None = None
+    end: str | None = None
+    context: int | None = None
+    max_output_length: int | None = None
+
+
+class Document(_Strict):
+    format: Literal[1]
+    task: str
+    problem: Literal["classification", "tagging", "language_modeling", "seq2seq", "regression"]
+    model_kind: str
+    model_file: Literal["model.keras", "model.ngram.json"]
+    backend: str
+    input: InputRule
+    output: OutputRule
+
+
+@dataclass
+class Encoded:
+    """Texts as the model reads them: `ids` [N, L] int32 (0 = padding, right-padded to the longest),
+    the `tokens` of each text after standardization (before the vocabulary), and `unknown`: per text, the
+    tokens that are not in the vocabulary and became `<unk>`."""
+
+    ids: np.ndarray
+    tokens: list[list[str]]
+    unknown: list[list[str]] = field(default_factory=list)
+
+    @property
+    def unknown_count(self) -> int:
+        return sum(len(words) for words in self.unknown)
+
+
+@dataclass
+class Preprocessing:
+    """`preprocessing.json` with its vocabularies: text → ids → the model → ids → tokens, labels or text.
+
+    It also serves where the suite's evaluation and generation read a task's data for these (`vocabulary`,
+    `tokenize`, `detokenize`, `end_token`), so a kept language model continues a prompt as its run did.
+    """
+
+    document: Document
+    vocabulary: Vocabulary
+    outputs: Vocabulary | None = None  # labels, tags, or seq2seq's target vocabulary; None otherwise
+
+    # ------------------------------------------------------------------ built from a run
+
+    @classmethod
+    def of_run(cls, task: str, params: Any, data: SequenceData, model_kind: str, *, backend: str,
+               max_output_length: int | None = None) -> Preprocessing:
+        """What `task` (its name and params) did to make `data`, for the model kind that was trained on it."""
+        inputs = input_rule(params, data)
+        joined = "" if inputs.split == "characters" else " "
+        if data.problem in (CLASSIFICATION, TAGGING):
+            kind = "label" if data.problem == CLASSIFICATION else "tags"
+            outputs = OutputRule(kind=kind, labels=list(data.labels.tokens), join=joined)
+        elif data.problem == LANGUAGE_MODELING:
+            outputs = OutputRule(kind="next_token", vocabulary=VOCABULARY_FILE, join=joined,
+                                 end=getattr(data, "end_token", None), context=int(data.x_train.shape[1]))
+        elif data.problem == SEQ2SEQ:
+            outputs = OutputRule(kind="target", vocabulary=TARGET_VOCABULARY_FILE, join=joined, start=START,
+                                 end=END, max_output_length=max_output_length)
+        else:
+            outputs = OutputRule(kind="value")
+        document = Document(format=FORMAT, task=task, problem=data.problem, model_kind=model_kind,
+                            model_file=NGRAM_FILE if model_kind == "ngram" else KERAS_FILE, backend=backend,
+                            input=inputs, output=outputs)
+        labels = data.labels if data.problem in (CLASSIFICATION, TAGGING, SEQ2SEQ) else None
+        return cls(document, data.vocabulary, labels)
+
+    def to_json(self) -> str:
+        return json.dumps(self.document.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
+
+    # ------------------------------------------------------------------ read back
+
+    @classmethod
+    def from_json(cls, text: str, where: str, read_vocabulary) -> Preprocessing:
+        """From preprocessing.json's text (`where` names the file in errors); `read_vocabulary(name)` gives the
+        tokens of a vocabulary file of the same folder."""
+        try:
+            raw = json.loads(text)
+        except ValueError as error:
+            raise SpecError(f"{where} is not JSON ({error})") from None
+        try:
+            document = Document.model_validate(raw)
+        except ValidationError as error:
+            problem = error.errors()[0]
+            key = ".".join(str(part) for part in problem["loc"]) or "(the document)"
+            raise SpecError(f"{where}: {key}: {problem['msg']} (got {str(problem.get('input'))[:60]!r}); "
+                            "not a preprocessing.json this version of seqkeras wrote") from None
+        if document.input.split == "pattern":
+            try:
+                re.compile(document.input.pattern or "")
+            except re.error as error:
+                raise SpecError(f"{where}: input.pattern is not a regular expression ({error})") from None
+        vocabulary = Vocabulary(read_vocabulary(document.input.vocabulary)) if document.input.vocabulary \
+            else Vocabulary([])
+        outputs = None
+        if document.output.labels is not None:
+            outputs = Vocabulary(list(document.output.labels))
+        elif document.output.kind == "target":
+            outputs = Vocabulary(read_vocabulary(document.output.vocabulary or TARGET_VOCABULARY_FILE))
+        return cls(document, vocabulary, outputs)
+
+    # ------------------------------------------------------------------ text → ids
+
+    @property
+    def problem(self) -> str:
+        return self.document.problem
+
+    @property
+    def end_token(self) -> str | None:
+        return self.document.output.end if self.document.output.kind == "next_token" else None
+
+    def standardize(self, text: str) -> str:
+        rule = self.document.input
+        if rule.lowercase == "ascii":
+            text = text.translate(ASCII_LOWER)
+        elif rule.lowercase == "unicode":
+            text = text.lower()
+        if rule.strip_punctuation:
+            text = PUNCTUATION.sub("", text)
+        return text
+
+    def tokenize(self, text: str) -> list[str]:
+        """One text's tokens, standardized and split as the task did (at most input.max_length of them)."""
+        rule = self.document.input
+        if rule.split == "features":
+            raise SpecError(f"a {self.document.task} model reads real-valued features, not text")
+        text = self.standardize(text)
+        if rule.split == "characters":
+            tokens = list(text)
+        elif rule.split == "pattern":
+            tokens = re.findall(rule.pattern, text)
+        else:
+            tokens = [token for token in ASCII_WHITESPACE.split(text) if token]
+        return tokens[: rule.max_length] if rule.max_length is not None else tokens
+
+    def encode(self, texts: Iterable[str] | str) -> Encoded:
+        """Texts (or one) → ids [N, L], padded with 0 to the longest; tokens outside the vocabulary are <unk>."""
+        texts = [texts] if isinstance(texts, str) else list(texts)
+        for index, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise SpecError(f"text {index + 1} is a {type(text).__name__}, not a text")
+        tokens = [self.tokenize(text) for text in texts]
+        ids = np.zeros((len(tokens), max((len(t) for t in tokens), default=0)), dtype=np.int32)
+        unknown = []
+        for row, sequence in enumerate(tokens):
+            ids[row, : len(sequence)] = self.vocabulary.encode(sequence)
+            unknown.append([token for token in sequence if token not in self.vocabulary.index])
+        return Encoded(ids, tokens, unknown)
+
+    # ------------------------------------------------------------------ ids → names and text
+
+    def labels_of(self, ids: Sequence[int]) -> list[str]:
+        """Class or tag ids → their names (classification, tagging)."""
+        if self.document.output.kind not in ("label", "tags"):
+            raise SpecError(f"a {self.problem} model's outputs are not labels")
+        return [self.outputs.tokens[int(i)] for i in ids]
+
+    def tokens_of(self, ids: Sequence[int]) -> list[str]:
+        """Output ids → tokens, leaving out padding, and for seq2seq the start token and what follows the end."""
+        vocabulary = self.outputs if self.document.output.kind == "target" else self.vocabulary
+        tokens = vocabulary.decode([int(i) for i in ids])
+        if self.document.output.kind == "target":
+            tokens = [t for t in tokens if t != START]
+            if END in tokens:
+                tokens = tokens[: tokens.index(END)]
+        return tokens
+
+    def detokenize(self, tokens: Sequence[str]) -> str:
+        """Tokens → a text, as the run wrote its samples and outputs."""
+        join = self.document.output.join
+        text = join.join(tokens)
+        end = self.end_token
+        if end is not None and join == " ":  # a language model's unit ends on a line of their own
+            text = text.replace(f" {end} ", f" {end}\n")
+        return text
+
+
+def input_rule(params: Any, data: SequenceData) -> InputRule:
+    """How the task that built `data` from `params` turned its text into tokens."""
+    if data.problem == REGRESSION:
+        return InputRule(vocabulary=None, split="features", features=int(data.x_train.shape[-1]))
+    if isinstance(data, lm_corpus.LanguageModelData):
+        lowercase = "unicode" if data.lowercase else "none"
+        if data.level == "word":
+            return InputRule(split="pattern", pattern=lm_corpus.WORD_PATTERN.pattern, lowercase=lowercase)
+        return InputRule(split="characters", lowercase=lowercase)
+    if isinstance(params, char_lm.Params) or isinstance(params, LengthRangeParams):
+        return InputRule(split="characters")  # char_lm; the synthetic seq2seq tasks, one token per character
+    if isinstance(params, de_en.Params):
+        return InputRule(split="pattern", pattern=de_en.TOKEN.pattern, lowercase="unicode")
+    if isinstance(params, ClassificationTextParams):  # TextVectorization's standardize, then whitespace
+        return InputRule(split="whitespace", lowercase="ascii" if "lower" in params.standardize else "none",
+                         strip_punctuation="strip_punctuation" in params.standardize, max_length=params.max_length)
+    if isinstance(params, TaggingTextParams):  # already tokens; each lowercased by TextVectorization
+        return InputRule(split="whitespace", lowercase="ascii" if params.lowercase else "none")
+    return InputRule(split="whitespace")  # the synthetic tasks' tokens, as generated

@@ -1,0 +1,245 @@
+"""A run's model, kept in its folder at the end of training (`keep`) and read back (`load_model` → `KeptModel`).
+
+    <run folder>/model.keras          the trained Keras model, Keras's native format (weights, config, the
+                                      optimizer's state); model.ngram.json for an n-gram model
+    <run folder>/preprocessing.json   text → ids → outputs (seqkeras/kept/preprocessing.py)
+    <run folder>/vocabulary.json      the input vocabulary (target_vocabulary.json: seq2seq's output)
+    <run folder>/spec.yaml            the resolved spec: the task, its seed, the model, the evaluation
+
+Each file is written through `results.folder.write_atomic` (a temporary name, then a rename; a full disk
+is `DiskFull`, one line naming the file), the Keras model serialized in memory first (as the resume
+checkpoint is: no HDF5 file half written on a full disk). preprocessing.json is written last: a folder
+that has it has the whole model.
+
+Reading goes through `results.files` (a run folder may be someone else's: regular files inside it, no
+link followed, bounded), and every problem is one `SpecError` naming the file.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import keras
+
+from seqkeras import catalog
+from seqkeras.errors import SpecError
+from seqkeras.kept import serializable
+from seqkeras.kept.preprocessing import (
+    FILE, KERAS_FILE, NGRAM_FILE, TARGET_VOCABULARY_FILE, Encoded, Preprocessing,
+)
+from seqkeras.models.ngram_lm import NgramLanguageModel
+from seqkeras.results import files
+from seqkeras.results.folder import write_atomic
+from seqkeras.spec.sections import SECTIONS_WITH_COMPONENTS
+from seqkeras.spec.yaml_reader import parse_yaml
+from seqkeras.tasks.base import SEQ2SEQ, SequenceData
+
+MODEL_LIMIT = 8 << 30  # 8 GiB: a large model, far below what would exhaust a workstation's memory
+SPEC_FILE = "spec.yaml"
+
+
+# --------------------------------------------------------------------------- keeping
+
+
+class _KerasImage(io.BytesIO):
+    """An in-memory .keras file: Keras's saving writes its zip into an io.BytesIO, and `save` asks only that
+    the name end in .keras."""
+
+    def __str__(self) -> str:
+        return KERAS_FILE
+
+
+def keras_image(model: keras.Model) -> bytes:
+    """The model as the bytes of a .keras file (config, weights, optimizer state), made in memory."""
+    image = _KerasImage()
+    model.save(image)
+    return image.getvalue()
+
+
+def max_output_length(run, data: SequenceData) -> int | None:
+    """The longest output the run's seq2seq decoders were allowed (evaluation.seq2seq's rule)."""
+    if data.problem != SEQ2SEQ:
+        return None
+    return run.model.params.max_output_length or int(1.5 * data.longest_train_target) + 2
+
+
+def keep(model, data: SequenceData, run, folder: Path) -> None:
+    """Write the trained `model` of `run` into its `folder`, with what is needed to use it (module docstring)."""
+    preprocessing = Preprocessing.of_run(run.task.name, run.task.params, data, run.model.name,
+                                         backend=keras.backend.backend(),
+                                         max_output_length=max_output_length(run, data))
+    if data.problem == SEQ2SEQ:
+        write_atomic(folder / TARGET_VOCABULARY_FILE, data.target_vocabulary.to_json())
+    if isinstance(model, keras.Model):
+        write_atomic(folder / KERAS_FILE, keras_image(model))
+    else:
+        write_atomic(folder / NGRAM_FILE, model.to_json())
+    write_atomic(folder / FILE, preprocessing.to_json())
+
+
+# --------------------------------------------------------------------------- loading
+
+
+@dataclass
+class KeptModel:
+    """A run's trained model and everything needed to use it, read from its folder by `load_model`.
+
+    model          the Keras model (`keras.Model`; a `Seq2SeqModel`, a `SequenceCRFTagger`), or for model
+                   kind `ngram` the counted `NgramLanguageModel`
+    preprocessing  `Preprocessing`: how the task turned a text into ids, and the output names
+    spec           the run's resolved spec (spec.yaml) as a mapping
+    folder         the run folder
+
+    Text → ids → model → names, the way the run did:
+
+        kept = seqkeras.load_model("results/sentiment/cell=lstm_seed=0_1a2b3c4d")
+        encoded = kept.encode(["a fine film", "dull"])   # Encoded: ids [N, L], tokens, unknown (→ <unk>)
+        probabilities = kept.model.predict(encoded.ids, verbose=0)
+        kept.preprocessing.labels_of(probabilities.argmax(-1))   # ['pos', 'neg']
+
+    What a `predict` command builds on, per problem (`kept.problem`):
+
+    - classification: `encode` → `model.predict` [N, classes] → `labels_of(argmax)`;
+    - tagging: `encode` → `model.predict` [N, L, tags] (a CRF tagger: `model.predict_tags(ids)`, the Viterbi
+      path) → `labels_of` per token, one tag per token of `encoded.tokens`;
+    - seq2seq: `encode` (the source) → any decoder of the catalog over
+      `model.step_model(ids, start_id, end_id)` (`decoding.decoders.build_decoder(name, choice)`;
+      `start_id`/`end_id`: `kept.preprocessing.outputs.index["<s>"/"</s>"]`) up to
+      `kept.preprocessing.document.output.max_output_length` → `tokens_of` → `detokenize`; the attention
+      map of an input: `model.attention_weights(source, decoder_input)`;
+    - language modelling: a prompt continues with any sampler through `evaluation.generation.generate(
+      kept.model, kept.preprocessing, choice, spec, window=kept.preprocessing.document.output.context)`:
+      the preprocessing answers for the task's data there (`vocabulary`, `tokenize`, `detokenize`,
+      `end_token`);
+    - regression: real-valued features [N, L, input.features] → `model.predict` [N, 1].
+
+    `encoded.unknown` lists the words outside the vocabulary (each became `<unk>`), for the output to count.
+
+    What an `evaluate` command builds on: `run_spec()` re-reads spec.yaml as a run (validated: its task's
+    files must exist here), `data()` rebuilds the run's own data (train and test split) from it and the
+    run's seed, and `evaluate(out)` scores the model with the run's evaluator, its metrics and decoders,
+    as the run did (optionally other decoders and metrics, through a changed run spec), writing the
+    evaluator's files into `out`.
+    """
+
+    model: Any
+    preprocessing: Preprocessing
+    spec: dict[str, Any]
+    folder: Path
+
+    @property
+    def problem(self) -> str:
+        return self.preprocessing.problem
+
+    @property
+    def kind(self) -> str:
+        return self.preprocessing.document.model_kind
+
+    def encode(self, texts) -> Encoded:
+        """Texts (or one text) → ids as the run's task made them; see `Preprocessing.encode`."""
+        return self.preprocessing.encode(texts)
+
+    def run_spec(self, overrides: list[str] | None = None):
+        """The run, from its spec.yaml (a `RunSpec`), `overrides` (`evaluate.metrics=[...]`) applied."""
+        from seqkeras.spec.loader import build_experiment
+
+        raw = {key: value for key, value in self.spec.items() if key != "seed"}
+        raw["seeds"] = [self.spec.get("seed", 0)]
+        for section, key in SECTIONS_WITH_COMPONENTS.items():
+            raw[section] = without_defaults(section, key, raw.get(section))
+        try:
+            (run,) = build_experiment(raw, source=str(self.folder / SPEC_FILE), overrides=list(overrides or [])).runs
+        except SpecError as error:
+            raise SpecError(f"{self.folder / SPEC_FILE}: {error}") from None
+        return run
+
+    def data(self, run=None) -> SequenceData:
+        """The run's own data, rebuilt by its task from spec.yaml and the run's seed."""
+        run = run or self.run_spec()
+        return run.task.component.load()(run.task.params, run.seed)
+
+    def evaluate(self, out: Path, run=None) -> list:
+        """The run's evaluation again, on its rebuilt test set: its `EvaluationRow`s (one per decoder where the run
+        has decoders). The evaluator's files (outputs.csv, samples.csv, ...) go into `out`, never the run folder
+        unless `out` is it."""
+        run = run or self.run_spec()
+        data = self.data(run)
+        out.mkdir(parents=True, exist_ok=True)
+        return run.model.component.load_evaluator()(self.model, data, run, out)
+
+
+def without_defaults(section: str, key: str, params: Any) -> Any:
+    """A component's resolved params, less those at their default: read again, they resolve to the same, and
+    a check on what a spec sets (a regressor refuses `embedding_dim`) sees only what was set."""
+    if not isinstance(params, dict) or params.get(key) not in catalog.REGISTRY_OF_SECTION[section].names():
+        return params  # the spec's validation says what is wrong with it
+    fields = catalog.REGISTRY_OF_SECTION[section].get(params[key]).params.model_fields
+    return {name: value for name, value in params.items()
+            if name == key or name not in fields or fields[name].get_default(call_default_factory=True) != value}
+
+
+def load_model(folder: str | Path) -> KeptModel:
+    """The kept model of a run folder (results/<name>/<run_id>); a `SpecError` naming the file when there is none
+    or a file is not what it should be."""
+    if not isinstance(folder, (str, Path)):
+        raise SpecError(f"load_model takes a run folder's path (str or Path), not a {type(folder).__name__}")
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise SpecError(f"{folder}: not a run folder (expected results/<name>/<run_id>, which `run` writes)")
+    if not files.present(folder, FILE):
+        if files.present(folder, "metrics.json"):
+            raise SpecError(f"{folder / FILE} is missing: this run kept no model (trained before models were "
+                            "kept, with train.keep_model: false, a probe, or a run that failed)")
+        raise SpecError(f"{folder}: not a run folder (no metrics.json, no {FILE})")
+    preprocessing = Preprocessing.from_json(files.read_text(folder, FILE), str(folder / FILE),
+                                            lambda name: read_vocabulary(folder, name))
+    spec = parse_yaml(files.read_text(folder, SPEC_FILE), file=str(folder / SPEC_FILE))
+    if not isinstance(spec, dict):
+        raise SpecError(f"{folder / SPEC_FILE} is not a run's resolved spec (a mapping)")
+    name = preprocessing.document.model_file
+    if not files.present(folder, name):
+        raise SpecError(f"{folder / name} is missing (preprocessing.json names it)")
+    if name == NGRAM_FILE:
+        try:
+            model = NgramLanguageModel.from_json(files.read_text(folder, name, limit=MODEL_LIMIT))
+        except ValueError as error:
+            raise SpecError(f"{folder / name}: {error}") from None
+    else:
+        model = load_keras(folder, name)
+    return KeptModel(model, preprocessing, spec, folder)
+
+
+def load_keras(folder: Path, name: str = KERAS_FILE) -> keras.Model:
+    """`folder/name`, a .keras file opened through `results.files` (regular, no link, bounded) and loaded from
+    that open file, with Keras's safe_mode on and without compiling (no optimizer: a kept model predicts).
+
+    Keras's public `keras.saving.load_model` takes a path only, which it would open again itself; its
+    saving library loads from an open file (`keras.src.saving.saving_lib.load_model`), as `save` writes to one.
+    """
+    from keras.src.saving import saving_lib
+
+    serializable.register()  # Keras is loaded (this module imports it): the suite's classes are findable
+    with files.open_binary(folder, name, limit=MODEL_LIMIT) as image:
+        try:
+            return saving_lib.load_model(image, compile=False, safe_mode=True)
+        except Exception as error:  # zipfile, JSON, h5py and Keras raise many types for a damaged or foreign file
+            first = str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
+            raise SpecError(f"{folder / name} cannot be loaded as a Keras model ({type(error).__name__}: "
+                            f"{first})") from None
+
+
+def read_vocabulary(folder: Path, name: str) -> list[str]:
+    """A vocabulary file of the run folder: a JSON list of tokens, by id."""
+    where = folder / name
+    try:
+        tokens = json.loads(files.read_text(folder, name))
+    except ValueError as error:
+        raise SpecError(f"{where} is not JSON ({error})") from None
+    if not isinstance(tokens, list) or not all(isinstance(token, str) for token in tokens):
+        raise SpecError(f"{where} is not a vocabulary (a JSON list of tokens)")
+    return tokens
+
