@@ -15,6 +15,10 @@ unrolled, not stateful, a reset_after GRU, and a mask that is right padding
 (or none). Anywhere else the layer calls Keras's own inner loop, which gives
 the same numbers more slowly, and says so once per reason and process.
 
+A model saved on torch names these classes in its config (`seqkeras>FusedLSTM`);
+loaded on another backend (with seqkeras imported) each is Keras's own layer,
+the torch path never reached.
+
 `layer_class(cell_class)` is what the model builders call: on the torch
 backend the fused subclass, on the others Keras's own class (TensorFlow uses
 cuDNN on a GPU by itself; on a CPU the note names `--backend torch`).
