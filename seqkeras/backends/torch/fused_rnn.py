@@ -15,7 +15,8 @@ unrolled, not stateful, a reset_after GRU, and a mask that is right padding
 (or none). Anywhere else the layer calls Keras's own inner loop, which gives
 the same numbers more slowly, and says so once per reason and process.
 
-`layer_class(cell_class)` is what the model builders call: on the torch
+`layer_class(cell_class)` is what the model builders get (through
+`seqkeras.backends.layer_classes`): on the torch
 backend the fused subclass, on the others Keras's own class (TensorFlow uses
 cuDNN on a GPU by itself; on a CPU the note names `--backend torch`).
 """
