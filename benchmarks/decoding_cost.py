@@ -78,7 +78,7 @@ def word_task(words: int, n_train: int, n_test: int, seed: int = 0):
 def trained_model(setting: Setting):
     """A small LSTM encoder-decoder with Bahdanau attention, trained for a few epochs."""
     from seqkeras.models.seq2seq import Seq2SeqParams, build
-    from seqkeras.spec.sections import TrainSpec
+    from seqkeras.training.settings import TrainSpec
     from seqkeras.tasks import seq2seq_synthetic as synthetic
     from seqkeras.training.trainer import fit
 

@@ -9,11 +9,11 @@ token ids.
 - The suite's side is its own path: `build_lm` and `training.fit` (one Keras
   fit per round, as `seqkeras run` trains one epoch per fit), on its best CPU
   path: `--backend torch`, where the recurrent layers run on PyTorch's fused
-  kernels (seqkeras/layers/fused_rnn.py), the output layer adds its bias in
+  kernels (seqkeras/backends/torch/fused_rnn.py), the output layer adds its bias in
   place (fused_dense.py), the loss and accuracy pass over the softmax
-  fewer times (seqkeras/softmax_training.py), and `training.fit` trains each
-  epoch on a lean loop (seqkeras/torch_training.py) with a fused Adam
-  (torch_adam.py), calling the layers without Keras's per-call bookkeeping
+  fewer times (seqkeras/backends/torch/losses.py), and `training.fit` trains each
+  epoch on a lean loop (seqkeras/backends/torch/lean_loop.py) with a fused Adam
+  (adam.py), calling the layers without Keras's per-call bookkeeping
   (layer_chain.py), in a process set up as `seqkeras run` sets up its own
   (runtime.select_backend: freed memory kept for reuse).
 - The baseline is benchmarks/pytorch_reference.py.
@@ -227,7 +227,7 @@ def suite_trainer(config: LMConfig, steps: int, device: str):
     """The suite's language model and training path on `steps` batches of random token ids."""
     from seqkeras.backends.runtime import set_random_seed
     from seqkeras.models.recurrent import LanguageModelParams, build_lm
-    from seqkeras.spec.sections import TrainSpec
+    from seqkeras.training.settings import TrainSpec
     from seqkeras.tasks.base import LANGUAGE_MODELING, SequenceData, Vocabulary
     from seqkeras.training.trainer import fit
 

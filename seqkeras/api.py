@@ -46,7 +46,8 @@ from seqkeras.spec.loader import build_experiment
 from seqkeras.spec.sections import ExpectSpec, TableSpec
 from seqkeras.spec.selection import parse_only, select_runs
 from seqkeras.spec.validation import translate_validation_error
-from seqkeras.tracking.mlflow_tracking import MlflowTracker, parse_track
+from seqkeras.tracking.mlflow_store import parse_track
+from seqkeras.tracking.mlflow_tracking import MlflowTracker
 
 DICT_SOURCE = "<dict>"  # where errors in a spec given as a mapping say they are
 

@@ -7,6 +7,16 @@ so validating a spec or listing components never imports TensorFlow.
 
 Registries are filled explicitly in `seqkeras.catalog`, never as a side effect
 of importing a module.
+
+Each kind of plug-in has one contract, its entry class here: a `Task` declares
+its problem kind (and, through its Params' `input_files()`, the files it
+reads); a `ModelKind` declares its problem, its size estimate (or, deliberately,
+`NoSizeEstimate`), its evaluator and what its models can do beyond a Keras
+softmax model trained by fit (`Abilities`); a `Metric` declares one function per
+problem kind it applies to, each of that problem's input type; a `Probe`
+declares the metric names it reports. The trainer, the evaluators and the spec
+checks read these declarations, never a model's type. docs/contributing.md shows
+each with a worked example.
 """
 
 from __future__ import annotations
@@ -14,8 +24,9 @@ from __future__ import annotations
 import importlib
 import types
 import typing
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, model_validator
@@ -58,6 +69,26 @@ class Params(BaseModel):
         if getattr(self, option) is not None and getattr(self, field) != value:
             raise ValueError(f"{option} applies only to {field} {value}, not {getattr(self, field)!r}")
 
+    def input_files(self) -> dict[str, Path]:
+        """The files the component reads, by key: each is part of a run's identity (execution.identity), so an
+        edited file means the run is run again.
+
+        By default the fields named `path` or ending in `_path` that are set (`named_files`): a task that reads
+        its data from a file names the field so. A component that reads another file (an installed corpus)
+        overrides this to list it.
+        """
+        return named_files(self, *(name for name in type(self).model_fields if is_file_field(name)))
+
+
+def is_file_field(name: str) -> bool:
+    """A parameter that names a file the component reads: `path`, `test_path`, ..."""
+    return name == "path" or name.endswith("_path")
+
+
+def named_files(params: BaseModel, *keys: str) -> dict[str, Path]:
+    """The files that these fields of `params` name (those set), by key, `~` expanded as the readers open them."""
+    return {key: Path(value).expanduser() for key in keys if isinstance(value := getattr(params, key), str)}
+
 
 def _literal_choices(annotation: Any) -> list[Any]:
     """The values of a Literal (or optional Literal) annotation; [] for any other."""
@@ -72,28 +103,139 @@ def _literal_choices(annotation: Any) -> list[Any]:
 
 @dataclass(frozen=True)
 class Component:
+    """A named component: its parameter schema, and the code that builds or runs it.
+
+    Cells and decoders are plain components; tasks, model kinds, metrics and
+    probes are the plug-in kinds below, each with the fields its users read.
+    """
+
     name: str
     summary: str
     params: type[BaseModel]
     builder: str  # "module.path:function", imported on first use
-    # What kind of problem a task poses or a model kind solves
-    # ("classification", "tagging", "language_modeling"), so a spec pairing a
-    # tagger with a classification task is refused before anything runs.
-    problem: str | None = None
-    # For metrics: the problems they apply to.
-    problems: tuple[str, ...] = ()
-    # For model kinds: "module:function" that evaluates a trained model on the
-    # test set and returns one or more `seqkeras.evaluation.rows.EvaluationRow`.
-    evaluator: str = "seqkeras.evaluation.rows:evaluate_predictions"
-    # For probes: "module:function" giving the metric names a run reports for its parameters
-    # (`*` matches data-dependent parts), so tables and claims are checked before it runs.
-    metric_names: str | None = None
 
     def load(self) -> Callable[..., Any]:
         return load_path(self.builder)
 
+
+@dataclass(frozen=True, kw_only=True)
+class Task(Component):
+    """A task: `builder(params, seed)` returns the data (`tasks.base.SequenceData` or `Seq2SeqData`).
+
+    It reads the files its Params' `input_files()` lists (by default its `path` and `*_path` fields).
+    """
+
+    # The problem it poses ("classification", "tagging", ...: tasks.base): a spec pairing it with a model kind
+    # that solves another problem is refused before anything runs, and its metrics are that problem's.
+    problem: str
+
+
+@dataclass(frozen=True)
+class Abilities:
+    """What a model kind's models do beyond a Keras model with a softmax output, trained by fit.
+
+    The trainer and the evaluators read these from the model kind's entry (`ModelKind.abilities_for`)
+    and call the methods they name; nothing looks at a model's type.
+    """
+
+    # Counted, not trained: `model.estimate(data)` reads the training data once and returns the
+    # one-row history; no optimizer, epochs or checkpoints. The model has `count_params()`.
+    estimated: bool = False
+    # Computes its own loss (a CRF's sequence likelihood): compiled with the optimizer only, and given no
+    # per-token sample weights (it masks padding itself).
+    own_loss: bool = False
+    # Gives probabilities itself, not through a Keras predict: `model.score(x, y)` → P(target) and the most
+    # probable id, both [N, L], and `model.next_log_probabilities(prefixes [B, L])` → [B, V] for the decoders.
+    scores: bool = False
+    # Decides otherwise than the argmax of its probabilities: `model.predict_tags(x, batch_size)` → ids
+    # [N, T] (a CRF's Viterbi path), which the per-token and entity metrics score.
+    tags: bool = False
+
+
+# A model kind that declares no abilities: a Keras model with a softmax (or one-number) output, trained by fit.
+KERAS_MODEL = Abilities()
+
+
+@dataclass(frozen=True)
+class NoSizeEstimate:
+    """A model kind's declaration that it has no size estimate, and why: its runs are not refused for size."""
+
+    reason: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelKind(Component):
+    """A model kind: `builder(params, data)` returns a model for the task's data.
+
+    Unless its `abilities` say otherwise, that is a Keras model whose output is a softmax
+    (classification [N, C]; tagging and language modelling [N, L, V]) or one number (regression
+    [N, 1]), which the trainer compiles with the suite's loss and fits epoch by epoch.
+    """
+
+    # The problem it solves (tasks.base): only tasks of that problem take it.
+    problem: str
+    # "module:function" giving the parameter count before anything is built,
+    # `function(params, vocabulary, outputs, max_length) -> int`, so a model too large to train is refused;
+    # or `NoSizeEstimate(reason)`: the one way to leave a kind without the check, said in its entry.
+    size: str | NoSizeEstimate
+    # "module:function" that evaluates a trained model on the test set, `function(model, data, run, folder)`,
+    # and returns one or more `seqkeras.evaluation.rows.EvaluationRow`: it makes the problem's metric input
+    # (evaluation.metric_catalog.INPUTS) and computes the run's metrics through the metric registry.
+    evaluator: str = "seqkeras.evaluation.rows:evaluate_predictions"
+    # What its models do beyond a Keras softmax model: `Abilities`, or "module:function" giving them for the
+    # parameters (`function(params) -> Abilities`) when they depend on them (a tagger's CRF output).
+    abilities: Abilities | str = KERAS_MODEL
+    # The `evaluate.diagnostics` its models support (gradient_flow: they have a recurrent layer).
+    diagnostics: tuple[str, ...] = ()
+
     def load_evaluator(self) -> Callable[..., Any]:
         return load_path(self.evaluator)
+
+    def abilities_for(self, params: BaseModel) -> Abilities:
+        """What this kind's model with these parameters can do."""
+        if isinstance(self.abilities, Abilities):
+            return self.abilities
+        return load_path(self.abilities)(params)
+
+    def estimated_size(self, params: BaseModel, *, vocabulary: int, outputs: int, max_length: int = 0) -> int | None:
+        """The parameter count the model will have, or None for a kind that declares `NoSizeEstimate`."""
+        if isinstance(self.size, NoSizeEstimate):
+            return None
+        return int(load_path(self.size)(params, vocabulary, outputs, max_length))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Metric(Component):
+    """A metric: for each problem kind it applies to, one function of that problem's input type
+    (evaluation.metric_catalog.INPUTS) that returns one number.
+
+    A metric takes no parameters and is built by no builder: its functions are `computes`.
+    """
+
+    params: type[BaseModel] = Params
+    builder: str = ""
+    # problem → "module:function", `function(inputs) -> float`; the problems in the order they are listed.
+    computes: Mapping[str, str]
+
+    @property
+    def problems(self) -> tuple[str, ...]:
+        return tuple(self.computes)
+
+    def function(self, problem: str) -> Callable[[Any], Any]:
+        """The function computing this metric from `problem`'s input."""
+        if problem not in self.computes:
+            raise ValueError(f"metric {self.name!r} does not apply to {problem} "
+                             f"(it applies to {', '.join(self.problems)})")
+        return load_path(self.computes[problem])
+
+
+@dataclass(frozen=True, kw_only=True)
+class Probe(Component):
+    """A probe: `builder(params, seed)` measures something without a task or a trained model."""
+
+    # "module:function" giving the metric names a run reports for its parameters, `function(params) -> list`
+    # (`*` matches data-dependent parts), so tables and claims are checked before it runs.
+    metric_names: str
 
 
 def load_path(path: str) -> Any:
@@ -116,6 +258,16 @@ class Registry:
 
     def names(self) -> list[str]:
         return list(self._components)
+
+    def add(self, component: Component) -> None:
+        """Register one more component, after the others. The suite's own are listed in the catalog; this is
+        for components defined elsewhere (a test, a notebook), which `remove` takes out again."""
+        if component.name in self._components:
+            raise ValueError(f"a {self.kind} named {component.name!r} is already registered")
+        self._components[component.name] = component
+
+    def remove(self, name: str) -> None:
+        self._components.pop(name)
 
     def __iter__(self) -> Iterator[Component]:
         return iter(self._components.values())

@@ -1,4 +1,5 @@
-"""The package's shape: no import cycle, function-level imports only for heavy libraries, a loadable catalog.
+"""The package's shape: stages that import one way, no import cycle, function-level imports only for heavy
+libraries, a loadable catalog.
 
 Import-time cycles fail loudly, but a cycle through a function-level import
 only shows when that function runs, and it tangles the layers all the same:
@@ -24,8 +25,8 @@ HEAVY = {"tensorflow", "keras", "keras_hub", "torch", "matplotlib", "ray", "jax"
 
 # What the top level keeps: the entry points (docs/architecture.md); everything else is in a stage's subpackage.
 # Entry points, and the foundations every stage may import (errors, user_files, registry, version).
-TOP_LEVEL = {"__init__.py", "__main__.py", "cli.py", "errors.py", "user_files.py", "registry.py", "catalog.py",
-             "api.py", "version.py"}
+TOP_LEVEL = {"__init__.py", "__main__.py", "cli.py", "errors.py", "user_files.py", "yaml_reader.py", "registry.py",
+             "catalog.py", "api.py", "version.py"}
 
 
 def module_name(path: Path) -> str:
@@ -118,6 +119,77 @@ def test_the_import_graph_has_no_cycle():
     assert cycle is None, "import cycle: " + " → ".join(cycle)
 
 
+ARCHITECTURE = PACKAGE.parent / "docs" / "architecture.md"
+STAGE_TABLE_HEADING = "## Which stage may import which"
+
+
+def stage_of(module: str) -> str:
+    """`spec/` for any module of seqkeras.spec, `catalog` for a top-level module, `seqkeras` for the package."""
+    parts = module.split(".")
+    if len(parts) == 1:
+        return "seqkeras"
+    if (PACKAGE / parts[1]).is_dir():
+        return f"{parts[1]}/"
+    return parts[1]
+
+
+def stage_table() -> dict[str, set[str]]:
+    """docs/architecture.md's table of stages: each stage → the stages it may import (the one written rule)."""
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    assert STAGE_TABLE_HEADING in text, f"{ARCHITECTURE} has no section {STAGE_TABLE_HEADING!r}"
+    section = text.split(STAGE_TABLE_HEADING, 1)[1].split("\n## ", 1)[0]
+    table = {}
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) != 2 or not cells[0].startswith("`"):
+            continue
+        allowed = {name.strip().strip("`") for name in cells[1].split(",")} - {"—", ""}
+        table[cells[0].strip("`")] = allowed
+    return table
+
+
+def stage_edges() -> dict[tuple[str, str], list[str]]:
+    """(importing stage, imported stage) → the import statements that make that edge, as file:line."""
+    edges: dict[tuple[str, str], list[str]] = {}
+    for name, path in MODULES.items():
+        for imported, line, _ in imports_of(path):
+            if imported in MODULES and stage_of(imported) != stage_of(name):
+                where = f"{path.relative_to(PACKAGE.parent)}:{line} imports {imported}"
+                edges.setdefault((stage_of(name), stage_of(imported)), []).append(where)
+    return edges
+
+
+def test_the_stage_table_names_every_stage_once_and_has_no_loop():
+    table = stage_table()
+    assert set(table) == {stage_of(name) for name in MODULES}
+    for stage, allowed in table.items():
+        assert allowed <= set(table), f"{stage} may import unknown stages: {sorted(allowed - set(table))}"
+    cycle = find_cycle(table)
+    assert cycle is None, "the stage table has a loop: " + " → ".join(cycle)
+
+
+def test_every_import_between_stages_is_one_the_table_allows():
+    table = stage_table()
+    forbidden = [
+        f"{importer} → {imported}: {where}"
+        for (importer, imported), places in sorted(stage_edges().items())
+        if imported not in table[importer]
+        for where in places
+    ]
+    assert forbidden == []
+
+
+def test_each_subpackage_states_the_rule_of_the_table():
+    """Each stage's __init__ ends its docstring with `May import: …`, the table's row for it (without the `/`)."""
+    table = stage_table()
+    for init in sorted(PACKAGE.glob("*/__init__.py")):
+        docstring = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))) or ""
+        stated = docstring.rsplit("May import:", 1)[1] if "May import:" in docstring else None
+        assert stated is not None, f"{init}: no 'May import:' line"
+        names = {name.strip().strip("`").rstrip(".") for name in stated.replace("\n", " ").split(",")}
+        assert names == {stage.rstrip("/") for stage in table[f"{init.parent.name}/"]}, init
+
+
 def heavy_when_loaded(module: str, seen: set[str] | None = None) -> bool:
     """Whether importing `module` imports a HEAVY library, through its module-level imports."""
     seen = set() if seen is None else seen
@@ -141,6 +213,33 @@ def test_function_level_imports_only_defer_heavy_libraries():
         and not (imported in MODULES and heavy_when_loaded(imported))
     ]
     assert light == []
+
+
+def loaded_at_import(module: str, seen: set[str] | None = None) -> set[str]:
+    """Every seqkeras module and outside library (by its top name) that importing `module` loads."""
+    seen = set() if seen is None else seen
+    for imported, _, in_function in imports_of(MODULES[module]):
+        if in_function:
+            continue
+        if imported in MODULES:
+            if imported not in seen:
+                seen.add(imported)
+                loaded_at_import(imported, seen)
+        else:
+            seen.add(imported.split(".")[0])
+    return seen
+
+
+def test_a_function_level_import_defers_something():
+    """Importing inside a function what the module's own top-level imports already load defers nothing."""
+    needless = []
+    for name, path in MODULES.items():
+        at_import = loaded_at_import(name)
+        for imported, line, in_function in imports_of(path):
+            key = imported if imported in MODULES else imported.split(".")[0]
+            if in_function and key in at_import:
+                needless.append(f"{path.relative_to(PACKAGE.parent)}:{line} imports {imported}")
+    assert needless == []
 
 
 def test_the_top_level_keeps_only_the_entry_points():

@@ -13,7 +13,8 @@ import pytest
 
 from seqkeras.errors import SpecError
 from seqkeras.evaluation import language_model
-from seqkeras.evaluation.generation import GenerateSpec, Sample, distinct, repetition_rate, sample_metrics
+from seqkeras.evaluation.generation import Sample, distinct, repetition_rate, sample_metrics
+from seqkeras.evaluation.settings import GenerateSpec
 from seqkeras.execution.single_run import execute
 from seqkeras.models import nplm, transformer
 from seqkeras.models.ngram_lm import EOS, NgramLanguageModel, NgramParams

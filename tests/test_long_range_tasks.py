@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from seqkeras.evaluation import regression
-from seqkeras.evaluation.metrics import Predictions, cross_entropy
+from seqkeras.training.predictions import Predictions
+from seqkeras.evaluation.metrics import cross_entropy
 from seqkeras.tasks import adding, copy_memory
 from tests.helpers import run_cli
 

@@ -6,7 +6,8 @@ import keras
 import numpy as np
 import pytest
 
-from seqkeras.evaluation.metrics import Predictions, perplexity, token_accuracy
+from seqkeras.training.predictions import Predictions
+from seqkeras.evaluation.metrics import perplexity, token_accuracy
 from seqkeras.layers.initializers import BlockIdentity, GateBias, SpectralNormal
 from seqkeras.models.cells import textbook_parameter_count
 from seqkeras.models.recurrent import (

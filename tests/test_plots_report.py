@@ -479,7 +479,7 @@ def test_report_pages_load_in_a_headless_browser_with_every_image_and_no_errors(
 
 def test_curves_of_matrix_points_that_differ_in_a_key_only_one_sets_get_different_labels(tmp_path):
     """Two GRUs, one with chrono and one without: their curves must not be drawn (and averaged) as one."""
-    from seqkeras.reporting.plots import _read_curves
+    from seqkeras.reporting.curves import read_curves as _read_curves
 
     folder = tmp_path / "gru"
     rows = []
@@ -502,7 +502,8 @@ def test_curves_of_matrix_points_that_differ_in_a_key_only_one_sets_get_differen
 def test_learning_curves_are_small_multiples_along_the_matrix_axes(tmp_path):
     """2 cells × 3 lags × 3 seeds: a row per lag, a column per quantity, a line (the mean of 3 seeds) per cell,
     one legend outside the panels, and each panel saying what it shows."""
-    from seqkeras.reporting.plots import axis_groups, draw_learning_curves, _read_curves
+    from seqkeras.reporting.curve_drawings import draw_learning_curves
+    from seqkeras.reporting.curves import axis_groups, read_curves as _read_curves
 
     folder = training_results(tmp_path)
     runs = pd.read_csv(folder / "runs.csv")
@@ -529,7 +530,8 @@ def test_learning_curves_are_small_multiples_along_the_matrix_axes(tmp_path):
 
 
 def test_quality_by_length_pools_seeds_into_one_line_per_configuration(tmp_path):
-    from seqkeras.reporting.plots import draw_by_length, _read_curves
+    from seqkeras.reporting.curve_drawings import draw_by_length
+    from seqkeras.reporting.curves import read_curves as _read_curves
 
     folder = seq2seq_results(tmp_path)
     runs = pd.read_csv(folder / "runs.csv")

@@ -14,7 +14,8 @@ import pytest
 
 from seqkeras.cli import main
 from seqkeras.errors import SpecError
-from seqkeras.evaluation.metrics import Predictions, entity_f1, invalid_transitions, token_accuracy
+from seqkeras.training.predictions import Predictions
+from seqkeras.evaluation.metrics import entity_f1, invalid_transitions, token_accuracy
 from seqkeras.evaluation.tagging import invalid_transitions as count_invalid
 from seqkeras.models.crf_tagger import SequenceCRFTagger, crf_marginals
 from seqkeras.models.recurrent import TaggerParams, build_tagger

@@ -26,9 +26,8 @@ from seqkeras.errors import SpecError
 from seqkeras.reporting.compare import WELCH, compare_paths, welch_test
 from seqkeras.reporting.expectations import check
 from seqkeras.reporting.tables import pivot, render_page, summary_tables, to_markdown
-from seqkeras.results.folder import (
-    inspect_record, read_record, read_runs, rebuild_runs, runs_frame, write_csv, write_json, write_yaml,
-)
+from seqkeras.results.folder import read_runs, rebuild_runs, runs_frame, write_csv, write_json, write_yaml
+from seqkeras.results.record import read_record
 from seqkeras.spec.loader import build_experiment
 from seqkeras.spec.sections import ExpectSpec, TableSpec
 from tests.conftest import TINY_TRAINING_SPEC
@@ -224,7 +223,7 @@ def test_a_metrics_json_of_the_wrong_shape_is_damaged_everywhere(tmp_path, capsy
     if isinstance(document, dict) and document.get("run_id") == "RUN":
         document = {**document, "run_id": experiment.runs[0].run_id}
     victim.write_text(json.dumps(document), encoding="utf-8")
-    assert read_record(victim) is None and why in inspect_record(victim)[1]
+    assert read_record(victim).record is None and why in read_record(victim).problem
     with pytest.raises(SpecError, match="damaged record"):  # never a KeyError or TypeError
         runs_frame([document], ["model.cell"])
     code, out, err = run_cli(capsys, "table", folder, "--rebuild")

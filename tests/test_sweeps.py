@@ -18,7 +18,7 @@ import pytest
 
 from seqkeras.cli import main
 from seqkeras.models.recurrent import ClassifierParams, build_classifier, estimated_parameters
-from seqkeras.spec.sections import TrainSpec
+from seqkeras.training.settings import TrainSpec
 from seqkeras.tasks import delayed_recall
 from seqkeras.training import trainer
 from tests.conftest import TINY_TRAINING_SPEC as TINY_SPEC_TEXT

@@ -54,9 +54,9 @@ def test_tensorboard_logs_the_gradient_flow_curve(write_spec, tmp_path):
 
 
 def test_a_missing_tensorboard_package_is_refused_before_anything_runs(tiny_spec, tmp_path, monkeypatch, capsys):
-    from seqkeras.tracking import tensorboard
+    from seqkeras.spec import checks
 
-    monkeypatch.setattr(tensorboard, "missing", lambda: "train.tensorboard needs the tensorboard package")
+    monkeypatch.setattr(checks, "tensorboard_missing", lambda: "train.tensorboard needs the tensorboard package")
     assert main(["run", str(tiny_spec), "--out", str(tmp_path / "out"), "--tensorboard"]) == 2
     assert "train.tensorboard: train.tensorboard needs the tensorboard package" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
@@ -115,7 +115,7 @@ def test_export_logs_results_that_exist_and_a_run_with_decoder_rows(tiny_spec, t
 
 
 def test_metric_names_of_evaluation_rows():
-    from seqkeras.tracking.mlflow_tracking import record_metrics
+    from seqkeras.tracking.mlflow_records import record_metrics
 
     record = {"rows": [{"keys": {"decoder": "beam", "decoder.width": 5}, "metrics": {"bleu": 12.5, "note": "x"}}],
               "params": 10, "train_seconds": 1.5, "seconds": float("nan")}

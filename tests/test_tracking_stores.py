@@ -138,7 +138,8 @@ def test_a_read_only_store_folder_fails_in_seconds(tiny_spec, tmp_path, capsys):
 WORKER = """
 import json, sys, time
 from pathlib import Path
-from seqkeras.tracking.mlflow_tracking import MlflowTracker, parse_track
+from seqkeras.tracking.mlflow_store import parse_track
+from seqkeras.tracking.mlflow_tracking import MlflowTracker
 import mlflow.store.tracking.sqlalchemy_store  # the slow imports before the start line
 
 root, ready, go = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])

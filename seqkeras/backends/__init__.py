@@ -1,9 +1,22 @@
-"""Backend-specific code: process set-up (`runtime`: which Keras backend, a quiet
-TensorFlow start, seeds), gradients on any backend (`autodiff`, which imports the
-running backend's library inside its one function) and, in `backends/torch/`,
-every module that imports torch at its top.
+"""Backend-specific code, one backend-neutral module per concern that the other
+stages call:
 
-The rest of the package is backend-neutral Keras 3. It may import errors and
-its own modules; `runtime` must stay importable without Keras, because the
-backend has to be chosen before Keras is imported.
+- `runtime`: which Keras backend (chosen, current, running) and its package's
+  version, a quiet TensorFlow start, seeds;
+- `autodiff`: gradients with respect to chosen tensors;
+- `precision`: float64 computation off TensorFlow;
+- `losses`: the suite's softmax loss and accuracy as the backend computes them cheapest;
+- `fitting`: TensorFlow's distribution strategy and build before tracing, torch's lean loop;
+- `layer_classes`: Keras's layer or the torch backend's fused subclass of it;
+- `threads`: each process's and each run's intra-op threads;
+
+and, in `backends/torch/`, every module that imports torch at its top. The
+modules above import TensorFlow, torch, JAX or a torch-importing module inside
+the function that needs it, only on that backend.
+
+The rest of the package is backend-neutral Keras 3: a stage that needs a
+backend's own behaviour asks this stage. `runtime` must stay importable without
+Keras, because the backend has to be chosen before Keras is imported.
+
+May import: errors.
 """

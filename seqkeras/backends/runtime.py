@@ -152,6 +152,34 @@ def _loaded_keras_backend() -> str | None:
     return backend() if callable(backend) else None
 
 
+def current_backend() -> str:
+    """The backend this process runs or plans runs on, read without importing Keras.
+
+    `select_backend` sets $KERAS_BACKEND in every such process before Keras is imported;
+    without it Keras's own default is TensorFlow.
+    """
+    return os.environ.get("KERAS_BACKEND", "tensorflow")
+
+
+def running_backend() -> str:
+    """The backend Keras computes on in this process, for a run's record (imports Keras if nothing has yet)."""
+    import keras
+
+    return keras.backend.backend()
+
+
+def backend_version() -> dict[str, str]:
+    """{the running backend: its package's version}, for a run's record; {} on a Keras backend the suite does
+    not run (Keras's numpy or openvino)."""
+    import keras
+
+    backend = keras.backend.backend()
+    if backend not in BACKEND_PACKAGES:
+        return {}
+    package = importlib.import_module(BACKEND_PACKAGES[backend])  # imported already: Keras runs on it
+    return {backend: str(package.__version__)}  # torch's is a TorchVersion, not a str
+
+
 def select_backend(name: str | None = None, *, load: bool = True) -> str:
     """Choose the Keras backend (must run before Keras is imported; `resolve_backend` says which)
     and, with `load`, import it and Keras quietly, without the Keras integrations seqkeras never

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, ClassVar, Literal, Union
+from typing import Annotated, Any, ClassVar, Literal, Union
 
 import numpy as np
 from pydantic import BaseModel, Field, ValidationError, create_model
@@ -518,3 +518,8 @@ def decoder_label(choice: BaseModel) -> str:
     defaults = type(choice)().model_dump(exclude={"name"})
     changed = [f"{k}={v}" for k, v in values.items() if v != defaults.get(k) or k in ("width", "temperature")]
     return f"{choice.name}({', '.join(changed)})" if changed else choice.name
+
+
+def decoder_keys(choice: BaseModel) -> dict[str, Any]:
+    """The row-identifying columns of one decoder's results: its label and each parameter."""
+    return {"decoder": decoder_label(choice), **{f"decoder.{k}": v for k, v in choice.model_dump().items()}}

@@ -38,7 +38,7 @@ Measured over the samples of one decoder:
                              how close a decoder stays to greedy decoding
 
 This module imports no deep-learning framework at import time (the spec reads
-`GenerateSpec`).
+its metric names).
 """
 
 from __future__ import annotations
@@ -48,40 +48,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from pydantic import Field
 
 from seqkeras.decoding.cached_step_models import cached_step_model
 from seqkeras.decoding.decoders import build_decoder, seeded
 from seqkeras.decoding.step_model import PrefixStepModel, StepModel
 from seqkeras.errors import SpecError
 from seqkeras.evaluation.metrics import perplexity_of
-from seqkeras.registry import Params
+from seqkeras.evaluation.settings import GenerateSpec
 
-DEFAULT_PROMPTS = [
-    "and it came to pass",
-    "in the beginning",
-    "the lord is my",
-    "and he said unto them",
-    "blessed are the",
-    "and the king",
-    "behold",
-    "for the",
-]
 # Log-probability given to padding so a decoder never picks it (exp underflows to 0).
 NEVER = -1e9
-
-
-class GenerateSpec(Params):
-    prompts: list[str] = Field(
-        default_factory=lambda: list(DEFAULT_PROMPTS),
-        min_length=1,
-        description="Texts to continue, tokenized like the task's text (default: eight openings of KJV verses). "
-        "An empty prompt starts after the task's end-of-unit marker.",
-    )
-    length: int = Field(30, ge=1, le=100_000, description="Tokens generated after each prompt.")
-    repetition_n: int = Field(
-        4, ge=1, le=1000, description="n of the n-grams counted by repetition_rate (4 words: a loop, not a phrase)."
-    )
 
 
 class NextTokenLogProbabilities:
@@ -90,15 +66,18 @@ class NextTokenLogProbabilities:
     The model's own probabilities (softmax outputs, or an n-gram model's
     distribution) become log-probabilities, with padding impossible; the
     step model's log-softmax then renormalizes over the real tokens.
+    `scores_itself`: the model kind declares it gives them itself (`Abilities.scores`:
+    `next_log_probabilities`); otherwise it is a Keras model, read through its softmax.
     """
 
-    def __init__(self, model, window: int):
+    def __init__(self, model, window: int, scores_itself: bool = False):
         self.model = model
         self.window = window
+        self.scores_itself = scores_itself
 
     def __call__(self, prefix: np.ndarray, training: bool = False) -> np.ndarray:
         prefix = np.asarray(prefix)[:, -self.window :]
-        if hasattr(self.model, "next_log_probabilities"):  # count-based (n-gram) models
+        if self.scores_itself:  # count-based (n-gram) models
             log_probs = without_padding(self.model.next_log_probabilities(prefix))
         else:
             # predict_on_batch runs a compiled function (retraced for new prefix lengths
@@ -123,11 +102,11 @@ def log_probabilities(probabilities: np.ndarray) -> np.ndarray:
 class PromptStepModel(PrefixStepModel):
     """Continue one prompt: the state starts as the prompt minus its last token, which is the start token."""
 
-    def __init__(self, model, prompt_ids: Sequence[int], vocab_size: int, window: int):
+    def __init__(self, model, prompt_ids: Sequence[int], vocab_size: int, window: int, scores_itself: bool = False):
         if not prompt_ids:
             raise ValueError("a prompt needs at least one token")
         # No id ends a sample (padding is never chosen), so every sample has the full length.
-        super().__init__(NextTokenLogProbabilities(model, window), start_id=prompt_ids[-1], end_id=0,
+        super().__init__(NextTokenLogProbabilities(model, window, scores_itself), start_id=prompt_ids[-1], end_id=0,
                          vocab_size=vocab_size)
         self.context = np.asarray(prompt_ids[:-1], dtype="int32")
 
@@ -135,19 +114,21 @@ class PromptStepModel(PrefixStepModel):
         return np.tile(self.context, (batch_size, 1))
 
 
-def prompt_step_model(model, prompt_ids: Sequence[int], vocab_size: int, window: int) -> StepModel:
+def prompt_step_model(model, prompt_ids: Sequence[int], vocab_size: int, window: int,
+                      scores_itself: bool = False) -> StepModel:
     """The step model continuing one prompt: the model's own state where it has one, else the prefix.
 
     The cached step models see the model's probabilities as PromptStepModel does
     (`log_probabilities`, then the same log-softmax), so either gives the same
     continuations to float rounding, but for a recurrent LM past `window` tokens:
-    its state keeps what a prefix model's window would cut.
+    its state keeps what a prefix model's window would cut. A model that scores
+    itself (`scores_itself`, the n-gram counts) is no Keras model and has no cached state.
     """
     if not prompt_ids:
         raise ValueError("a prompt needs at least one token")
-    cached = cached_step_model(model, start_id=prompt_ids[-1], end_id=0, context=prompt_ids[:-1], window=window,
-                               scores=log_probabilities)
-    return cached if cached is not None else PromptStepModel(model, prompt_ids, vocab_size, window)
+    cached = None if scores_itself else cached_step_model(
+        model, start_id=prompt_ids[-1], end_id=0, context=prompt_ids[:-1], window=window, scores=log_probabilities)
+    return cached if cached is not None else PromptStepModel(model, prompt_ids, vocab_size, window, scores_itself)
 
 
 @dataclass
@@ -175,16 +156,18 @@ def text_of(data, ids: Sequence[int]) -> str:
     return detokenize(tokens) if detokenize else "".join(tokens)
 
 
-def generate(model, data, decoder, spec: GenerateSpec, window: int, run_seed: int = 0) -> list[Sample]:
+def generate(model, data, decoder, spec: GenerateSpec, window: int, run_seed: int = 0,
+             scores_itself: bool = False) -> list[Sample]:
     """Continue every prompt with `decoder`, a decoder choice as a spec gives it ({name: sample, ...}).
 
     A sampling decoder draws each prompt's continuation with its own seed
     (`decoders.seeded`: the run's seed and the prompt's index), so prompts do not share random draws.
+    `scores_itself`: the model kind's `Abilities.scores`.
     """
     samples = []
     for index, prompt in enumerate(spec.prompts):
         choice = seeded(decoder, run_seed, index)
-        step_model = prompt_step_model(model, prompt_ids(data, prompt), len(data.vocabulary), window)
+        step_model = prompt_step_model(model, prompt_ids(data, prompt), len(data.vocabulary), window, scores_itself)
         result = build_decoder(choice.name, choice).decode(step_model, 1, spec.length)
         samples.append(Sample(prompt, [int(t) for t in result.tokens[0]], float(result.log_probs[0])))
     return samples

@@ -1,11 +1,13 @@
 """Evaluate a trained language model (any kind): test perplexity, and generation when asked.
 
 The test metrics come from the probability each model gives every test target
-and its most probable token, computed batch by batch, so the full [N, L, V]
-distribution over a word vocabulary is never held in memory at once (the
-generic evaluator's way). The numbers are those of `seqkeras.evaluation.metrics`: the
-same clipping, the same mask (real input tokens). A count-based model (n-gram)
-scores the targets itself (`score(x, y)`); every other model is a Keras model.
+and its most probable token (`TargetScores`), computed batch by batch, so the
+full [N, L, V] distribution over a word vocabulary is never held in memory at
+once (the generic evaluator's way); the run's metrics are computed from them
+through the metric registry (`language_model_metrics`). A model kind that
+declares it scores targets itself (`Abilities.scores`: the n-gram counts) is
+asked with `model.score(x, y)`; every other model is a Keras model, read
+through its softmax.
 
 With `evaluate.generate` or `evaluate.decoders`, the model also continues the
 prompts with every decoder (`seqkeras.evaluation.generation`): one row per decoder,
@@ -22,21 +24,32 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from seqkeras.decoding.decoders import GreedyChoice, decoder_label
-from seqkeras.evaluation.generation import SECONDS_PER_SAMPLE, GenerateSpec, generate, sample_metrics, text_of
-from seqkeras.evaluation.metrics import EPSILON, perplexity_of
+from seqkeras.decoding.decoders import GreedyChoice, decoder_keys, decoder_label
+from seqkeras.evaluation.generation import SECONDS_PER_SAMPLE, generate, sample_metrics, text_of
+from seqkeras.evaluation.language_model_metrics import TargetScores
+from seqkeras.evaluation.metric_catalog import compute
+from seqkeras.evaluation.metrics import perplexity_of
 from seqkeras.evaluation.rows import EvaluationRow
+from seqkeras.evaluation.settings import GenerateSpec
+from seqkeras.registry import Abilities
 from seqkeras.results.folder import write_csv
-from seqkeras.spec.runs import decoder_keys
+from seqkeras.tasks.base import LANGUAGE_MODELING
 
 # Test windows scored per call of a Keras model: small enough that [batch, L, V]
 # probabilities stay small for word vocabularies.
 SCORE_BATCH = 64
 
 
-def score(model, x: np.ndarray, y: np.ndarray, batch_size: int = SCORE_BATCH) -> tuple[np.ndarray, np.ndarray]:
-    """P(target) and the most probable id at every position, both [N, L]."""
-    if hasattr(model, "score"):
+def score(model, x: np.ndarray, y: np.ndarray, batch_size: int = SCORE_BATCH,
+          scores_itself: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """P(target) and the most probable id at every position, both [N, L].
+
+    `scores_itself`: what the model kind declares (`Abilities.scores`); the evaluator always says. None is
+    for a caller holding a model without its kind: then a model with a `score` method is taken to be one.
+    """
+    if scores_itself is None:
+        scores_itself = callable(getattr(model, "score", None))
+    if scores_itself:
         return model.score(x, y)
     chosen, predicted = [], []
     for start in range(0, len(x), batch_size):
@@ -47,17 +60,14 @@ def score(model, x: np.ndarray, y: np.ndarray, batch_size: int = SCORE_BATCH) ->
     return np.concatenate(chosen), np.concatenate(predicted)
 
 
+# What `token_metrics` gives: every language-modelling metric of the scores alone.
+TOKEN_METRICS = ("cross_entropy", "perplexity", "token_accuracy")
+
+
 def token_metrics(probabilities: np.ndarray, predicted: np.ndarray, targets: np.ndarray,
                   mask: np.ndarray) -> dict[str, float]:
-    """cross_entropy (nats per token), perplexity and token_accuracy over the real tokens."""
-    real = max(int(mask.sum()), 1)
-    nll = -np.log(np.clip(probabilities, EPSILON, 1.0))
-    cross_entropy = float(np.sum(nll * mask) / real)
-    return {
-        "cross_entropy": cross_entropy,
-        "perplexity": perplexity_of(cross_entropy),
-        "token_accuracy": float(np.sum((predicted == targets) & mask) / real),
-    }
+    """cross_entropy (nats per token), perplexity and token_accuracy over the real tokens, through the registry."""
+    return compute(TOKEN_METRICS, LANGUAGE_MODELING, TargetScores(probabilities, predicted, targets, mask))
 
 
 def generation_spec(run) -> GenerateSpec | None:
@@ -69,23 +79,23 @@ def generation_spec(run) -> GenerateSpec | None:
 
 
 def evaluate(model, data, run, folder: Path) -> list[EvaluationRow]:
+    abilities: Abilities = run.model.component.abilities_for(run.model.params)
     batch_size = run.train.batch_size if run.train else SCORE_BATCH
-    probabilities, predicted = score(model, data.x_test, data.y_test, min(batch_size, SCORE_BATCH))
-    computed = token_metrics(probabilities, predicted, data.y_test, data.x_test != 0)
-    unknown = [name for name in run.metrics if name not in computed]
-    if unknown:
-        raise ValueError(f"the language-model evaluator does not compute {', '.join(unknown)}")
-    metrics = {name: computed[name] for name in run.metrics}
+    probabilities, predicted = score(model, data.x_test, data.y_test, min(batch_size, SCORE_BATCH),
+                                     scores_itself=abilities.scores)
+    metrics = compute(run.metrics, LANGUAGE_MODELING,
+                      TargetScores(probabilities, predicted, data.y_test, data.x_test != 0))
 
     spec = generation_spec(run)
     if spec is None:
         return [EvaluationRow(metrics)]
     window = data.x_train.shape[1]
     rows, shown = [], []
-    greedy = generate(model, data, GreedyChoice(), spec, window)  # the reference of greedy_prefix
+    own = abilities.scores
+    greedy = generate(model, data, GreedyChoice(), spec, window, scores_itself=own)  # the reference of greedy_prefix
     for choice in run.decoders or [GreedyChoice()]:
         started = time.perf_counter()
-        samples = generate(model, data, choice, spec, window, run_seed=run.seed)
+        samples = generate(model, data, choice, spec, window, run_seed=run.seed, scores_itself=own)
         seconds = time.perf_counter() - started
         label = decoder_label(choice)
         row = {**metrics, **sample_metrics(samples, spec, greedy), SECONDS_PER_SAMPLE: seconds / len(samples)}

@@ -7,33 +7,15 @@ so padding never counts, whatever the model kind.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from seqkeras.evaluation.tagging import entity_scores
 from seqkeras.evaluation.tagging import invalid_transitions as count_invalid_transitions
+from seqkeras.training.predictions import Predictions
 
 # Probabilities are clipped before the log so a confident wrong prediction
 # gives a large but finite loss instead of inf.
 EPSILON = 1e-12
-
-
-@dataclass
-class Predictions:
-    """What a metric sees. For sequences, `mask` marks the real tokens."""
-
-    probabilities: np.ndarray  # [N, C] or [N, L, C]
-    targets: np.ndarray  # [N] or [N, L]
-    mask: np.ndarray | None = None  # [N, L] bool for sequence outputs
-    predicted: np.ndarray | None = None  # ids, when decoding is not argmax (e.g. a CRF's Viterbi path)
-    labels: list[str] | None = None  # names of the output ids (tags) where they matter
-
-    def predicted_ids(self) -> np.ndarray:
-        return self.predicted if self.predicted is not None else self.probabilities.argmax(axis=-1)
-
-    def valid(self) -> np.ndarray:
-        return self.mask if self.mask is not None else np.ones(self.targets.shape, dtype=bool)
 
 
 def accuracy(p: Predictions) -> float:

@@ -14,8 +14,9 @@ from typing import Any
 
 import keras
 
-from seqkeras import catalog
+from seqkeras.evaluation.metric_catalog import compute
 from seqkeras.tasks.base import SequenceData
+from seqkeras.training import trainer
 
 
 @dataclass
@@ -25,8 +26,8 @@ class EvaluationRow:
 
 
 def evaluate_predictions(model: keras.Model, data: SequenceData, run, folder: Path) -> list[EvaluationRow]:
-    """classifier / tagger / lm: the run's metrics on the model's test predictions."""
-    from seqkeras.training import trainer
-
-    predictions = trainer.predict(model, data, run.train.batch_size)
-    return [EvaluationRow({name: catalog.METRICS.get(name).load()(predictions) for name in run.metrics})]
+    """classifier / tagger: the run's metrics on the model's test predictions (a CRF's decided tags, where
+    the model kind declares them)."""
+    abilities = run.model.component.abilities_for(run.model.params)
+    predictions = trainer.predict(model, data, run.train.batch_size, abilities=abilities)
+    return [EvaluationRow(compute(run.metrics, data.problem, predictions))]

@@ -9,8 +9,9 @@ scored with the run's metrics. Besides the rows, the run folder gets:
     attention.csv          the first test pair's attention weights (models with attention)
     target_vocabulary.json the decoder's vocabulary (vocabulary.json is the source's)
 
-The metric `by_length` adds each other requested metric per bucket to the rows
-(`bleu_len_41_60`, ...), so `expect` entries can check the per-length claims.
+Every metric is computed from the decoder's `DecodedOutputs` through the metric
+registry. The metric `by_length` adds each other requested metric per bucket to
+the rows (`bleu_len_41_60`, ...), so `expect` entries can check the per-length claims.
 """
 
 from __future__ import annotations
@@ -22,16 +23,15 @@ import numpy as np
 import pandas as pd
 from keras import ops
 
-from seqkeras import catalog
-from seqkeras.decoding.decoders import GreedyChoice, build_decoder, decoder_label, seeded
+from seqkeras.decoding.decoders import GreedyChoice, build_decoder, decoder_keys, decoder_label, seeded
+from seqkeras.evaluation.metric_catalog import BY_LENGTH, METRICS, applying_to, compute
 from seqkeras.evaluation.rows import EvaluationRow
-from seqkeras.evaluation.seq2seq_metrics import DecodedOutputs, bucket_metric_name, length_buckets
+from seqkeras.evaluation.seq2seq_metrics import DecodedOutputs, bucket_metric_name
 from seqkeras.models.seq2seq import Seq2SeqModel
 from seqkeras.results.folder import write_atomic, write_csv
-from seqkeras.spec.runs import decoder_keys
+from seqkeras.tasks.base import SEQ2SEQ
 from seqkeras.tasks.seq2seq_data import Seq2SeqData
 
-BY_LENGTH = "by_length"
 # Sources decoded together: large enough to keep per-step overhead small, small
 # enough that beam search (width × this many rows) stays light on memory.
 DECODE_BATCH = 256
@@ -41,8 +41,9 @@ SHOWN_OUTPUTS = 50  # test pairs listed in outputs.csv
 def evaluate(model: Seq2SeqModel, data: Seq2SeqData, run, folder: Path) -> list[EvaluationRow]:
     write_atomic(folder / "target_vocabulary.json", data.target_vocabulary.to_json())
     requested = [name for name in run.metrics if name != BY_LENGTH]
-    functions = {name: catalog.METRICS.get(name).load() for name in requested}
-    every_metric = {c.name: c.load() for c in catalog.METRICS if data.problem in c.problems and c.name != BY_LENGTH}
+    # by_length.csv holds every seq2seq metric per bucket, whichever the run lists.
+    every_metric = {m.name: m.function(SEQ2SEQ) for m in applying_to(SEQ2SEQ) if m.name != BY_LENGTH}
+    length_buckets = METRICS.get(BY_LENGTH).function(SEQ2SEQ)
     max_length = run.model.params.max_output_length or int(1.5 * data.longest_train_target) + 2
     teacher_forced_hits = teacher_forced(model, data, run.train.batch_size)
 
@@ -52,7 +53,7 @@ def evaluate(model: Seq2SeqModel, data: Seq2SeqData, run, folder: Path) -> list[
         outputs = decode(model, data, seeded(choice, run.seed), max_length)  # each run seed samples its own
         outputs.teacher_forced_hits = teacher_forced_hits
         label = decoder_label(choice)
-        metrics = {name: function(outputs) for name, function in functions.items()}
+        metrics = compute(requested, SEQ2SEQ, outputs)
         buckets = length_buckets(outputs, every_metric, data.bucket_width)
         if BY_LENGTH in run.metrics:
             for bucket in buckets:

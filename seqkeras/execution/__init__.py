@@ -6,6 +6,7 @@
 each run under its lock; `workers` sets up a worker process; `experiment` runs
 an experiment's runs, rewriting runs.csv after each, then summarizes; `sweep`
 is what a command does with its spec files (validate all, plan, run all,
-rebuild). It may import every stage below it: spec, training, evaluation,
-results and reporting.
+rebuild). It imports the stages below it.
+
+May import: errors, version, user_files, backends, training, evaluation, results, spec, kept, tracking, reporting.
 """

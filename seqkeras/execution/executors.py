@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 # Only light imports at the top: the parent of `--jobs N` imports this module to
 # start its workers, and pandas or the spec models (0.7 s) would delay that.
@@ -26,6 +26,7 @@ from seqkeras.backends.runtime import QUIET_TF_LOG_LEVEL, TF_LOG_LEVEL_VARIABLE
 from seqkeras.errors import SpecError
 from seqkeras.execution.identity import identity_changes
 from seqkeras.execution.workers import WorkerContext, setup_pool_worker, setup_worker, worker_ready
+from seqkeras.results.record import OK, read_record  # pydantic, not pandas: every job reads a record first
 
 if TYPE_CHECKING:
     from seqkeras.spec.runs import RunSpec
@@ -56,25 +57,28 @@ def file_lock(path: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def examine_record(folder: Path, run: RunSpec) -> tuple[dict[str, Any] | None, str | None]:
-    """(the run's finished record, None) when it may be reused; else (None, why not, or None with no record)."""
-    from seqkeras.results.folder import OK, read_record
+class Reuse(NamedTuple):
+    """Whether a run's folder already holds what running it would give: (its finished record, None), or (None,
+    why it is run again: None when there is nothing to say — no record, a failed run, --force)."""
 
+    record: dict[str, Any] | None
+    why_not: str | None
+
+
+def reusable_record(folder: Path, run: RunSpec, *, force: bool = False) -> Reuse:
+    """The run's finished record, when it may be reused instead of running the run (never under --force)."""
+    if force:
+        return Reuse(None, None)
     path = folder / "metrics.json"
-    record = read_record(path)
+    record = read_record(path).record
     if record is None:
-        return None, ("its metrics.json is damaged" if path.exists() else None)
+        return Reuse(None, "its metrics.json is damaged" if path.exists() else None)
     if record.get("status") != OK:
-        return None, None  # a failed run is simply run again
+        return Reuse(None, None)  # a failed run is simply run again
     changes = identity_changes(record, run)
     if changes:
-        return None, "recorded under a different " + "; ".join(changes)
-    return record, None
-
-
-def reusable_record(folder: Path, run: RunSpec, force: bool) -> dict[str, Any] | None:
-    """The finished record a run may reuse instead of running: none under --force."""
-    return None if force else examine_record(folder, run)[0]
+        return Reuse(None, "recorded under a different " + "; ".join(changes))
+    return Reuse(record, None)
 
 
 def execute_once(run: RunSpec, folder: Path, force: bool, label: str = "") -> dict[str, Any]:
@@ -85,7 +89,7 @@ def execute_once(run: RunSpec, folder: Path, force: bool, label: str = "") -> di
 
     try:
         with file_lock(folder / ".lock"):
-            previous = reusable_record(folder, run, force)
+            previous = reusable_record(folder, run, force=force).record
             if previous is not None:  # another process finished it while we waited
                 return {**previous, "reused": True}
             if label:

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from seqkeras.execution.executors import Job, SerialExecutor, examine_record, file_lock, reusable_record
+from seqkeras.execution.executors import Job, SerialExecutor, file_lock, reusable_record
 from seqkeras.execution.identity import reused_under
 from seqkeras.reporting.expectations import Verdict, check
 from seqkeras.reporting.plots import import_matplotlib, write_plots
@@ -65,10 +65,10 @@ def run_experiment(
     pending: list[Job] = []
     # Runs left out by --only keep their finished records in runs.csv: a subset never erases the rest.
     kept = [record for run in experiment.unselected
-            if (record := reusable_record(folder / run.run_id, run, force=False)) is not None]
+            if (record := reusable_record(folder / run.run_id, run).record) is not None]
     for index, run in enumerate(experiment.runs):
         run_folder = folder / run.run_id
-        previous, why_not = (None, None) if force else examine_record(run_folder, run)
+        previous, why_not = reusable_record(run_folder, run, force=force)
         if previous is not None:
             records[index] = previous
         else:

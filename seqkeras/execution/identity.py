@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import os
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from seqkeras.version import __version__
-from seqkeras.backends.runtime import BACKEND_PACKAGES
+from seqkeras.backends.runtime import BACKEND_PACKAGES, current_backend
 from seqkeras.errors import SpecError
 from seqkeras.user_files import open_regular_file
 
@@ -38,11 +37,6 @@ def code_version() -> str:
     for path in sorted(PACKAGE.rglob("*.py")):
         digest.update(path.read_bytes())
     return f"{__version__}+{digest.hexdigest()[:10]}"
-
-
-def current_backend() -> str:
-    # select_backend() sets it in every process that runs or plans runs, before Keras is imported.
-    return os.environ.get("KERAS_BACKEND", "tensorflow")
 
 
 @functools.cache

@@ -6,7 +6,6 @@ knows about the other runs of the sweep.
 
 from __future__ import annotations
 
-import importlib
 import platform
 import time
 import traceback
@@ -72,8 +71,6 @@ def failure(error: BaseException, folder: Path | None = None) -> dict[str, Any]:
 
 
 def new_record(run: RunSpec) -> dict[str, Any]:
-    import keras
-
     return {
         "experiment": run.experiment,
         "run_id": run.run_id,
@@ -83,7 +80,7 @@ def new_record(run: RunSpec) -> dict[str, Any]:
         "metrics": {},
         "params": None,
         "train_seconds": None,
-        "backend": keras.backend.backend(),
+        "backend": runtime.running_backend(),
         "identity": run_identity(run),  # what a rerun must match to reuse this record (execution.identity)
         "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "worker": worker_place(),
@@ -102,16 +99,17 @@ def run_probe(run: RunSpec, folder: Path, record: dict[str, Any]) -> None:
 
 
 def run_training(run: RunSpec, folder: Path, record: dict[str, Any]) -> None:
+    from seqkeras.backends import fitting
     from seqkeras.training import trainer
 
     data = run.task.component.load()(run.task.params, run.seed)
     write_atomic(folder / "vocabulary.json", data.vocabulary.to_json())
     longest = data.x_train.shape[1] if hasattr(data.x_train, "shape") else 0  # a Transformer's position table
-    check_model_size(run.model.params, vocabulary=len(data.vocabulary), outputs=data.num_outputs, max_length=longest)
+    check_model_size(run.model, vocabulary=len(data.vocabulary), outputs=data.num_outputs, max_length=longest)
     measures_gradient_flow = gradient_flow.NAME in run.diagnostics
     with tensorboard.events(folder, run.train.tensorboard) as events:  # None unless train.tensorboard
         # Variables, compile and fit all belong inside the strategy's scope.
-        with trainer.distribution_scope(run.train.distribution) as devices:
+        with fitting.distribution_scope(run.train.distribution) as devices:
             if devices:
                 record["devices"] = devices
             model = run.model.component.load()(run.model.params, data)
@@ -119,7 +117,7 @@ def run_training(run: RunSpec, folder: Path, record: dict[str, Any]) -> None:
             # Measured before fit and without drawing a random number, so training runs as it would without it.
             at_init = gradient_flow.measure(model, data) if measures_gradient_flow else None
             history, seconds = trainer.fit(model, data, run.train, seed=run.seed, checkpoint_dir=folder / ".resume",
-                                           events=events)
+                                           events=events, abilities=run.model.component.abilities_for(run.model.params))
             trained = gradient_flow.measure(model, data) if measures_gradient_flow else None
         # After fitting: a count-based model (n-gram) has its parameters (counts) only then.
         record["params"] = int(model.count_params())
@@ -146,17 +144,10 @@ def run_training(run: RunSpec, folder: Path, record: dict[str, Any]) -> None:
 def versions() -> dict[str, str]:
     import keras
 
-    found = {
+    return {
         "seqkeras": code_version(),
         "python": platform.python_version(),
         "keras": keras.__version__,
         "numpy": numpy.__version__,
+        **runtime.backend_version(),
     }
-    backend = keras.backend.backend()
-    if backend == "tensorflow":
-        import tensorflow
-
-        found["tensorflow"] = tensorflow.__version__
-    elif backend in ("torch", "jax"):
-        found[backend] = str(importlib.import_module(backend).__version__)  # torch's is a TorchVersion, not a str
-    return found

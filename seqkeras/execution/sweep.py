@@ -15,7 +15,7 @@ from typing import Any
 
 from seqkeras.backends.runtime import AUTO, BACKEND_PACKAGES, resolve_backend, select_backend
 from seqkeras.errors import SpecError, listed, shown
-from seqkeras.execution.executors import SerialExecutor, examine_record
+from seqkeras.execution.executors import SerialExecutor, reusable_record
 from seqkeras.execution.workers import configure_this_process
 
 
@@ -283,7 +283,7 @@ def plan(experiments, out_root: Path, *, force: bool, echo: Callable[[str], None
         for note in experiment.notes:
             echo(f"  {note}")
         for run in experiment.runs:
-            record, why_not = (None, None) if force else examine_record(folder / run.run_id, run)
+            record, why_not = reusable_record(folder / run.run_id, run, force=force)
             reused += record is not None
             echo(f"  {'reuse' if record is not None else 'run  '}  {run.run_id}"
                  + (f"  ({why_not})" if why_not else ""))

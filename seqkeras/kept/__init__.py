@@ -7,7 +7,9 @@ count-based n-gram model, which is not a Keras model) and `preprocessing.json`
 `saving.keep` at the end of training and read by `saving.load_model`, which
 gives a `KeptModel`. `serializable` makes the suite's Keras classes findable by
 `keras.saving.load_model` once `seqkeras` is imported, without importing Keras
-before it is used; `preprocessing` is plain Python (no Keras). It may import
-errors, registry, results (atomic writes, the safe readers of a results folder),
-tasks, models, spec and catalog: the stages below execution.
+before it is used; `preprocessing` is plain Python (no Keras). It reads a
+results folder through results' safe readers and rebuilds a run through the spec
+and the catalog: the stages below execution.
+
+May import: errors, registry, yaml_reader, tasks, models, results, catalog, spec.
 """

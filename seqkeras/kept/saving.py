@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import keras
+from keras.src.saving import saving_lib
 
 from seqkeras import catalog
 from seqkeras.errors import SpecError
@@ -35,7 +36,7 @@ from seqkeras.models.ngram_lm import NgramLanguageModel
 from seqkeras.results import files
 from seqkeras.results.folder import write_atomic
 from seqkeras.spec.sections import SECTIONS_WITH_COMPONENTS
-from seqkeras.spec.yaml_reader import parse_yaml
+from seqkeras.yaml_reader import parse_yaml
 from seqkeras.tasks.base import SEQ2SEQ, SequenceData
 
 MODEL_LIMIT = 8 << 30  # 8 GiB: a large model, far below what would exhaust a workstation's memory
@@ -220,8 +221,6 @@ def load_keras(folder: Path, name: str = KERAS_FILE) -> keras.Model:
     Keras's public `keras.saving.load_model` takes a path only, which it would open again itself; its
     saving library loads from an open file (`keras.src.saving.saving_lib.load_model`), as `save` writes to one.
     """
-    from keras.src.saving import saving_lib
-
     serializable.register()  # Keras is loaded (this module imports it): the suite's classes are findable
     with files.open_binary(folder, name, limit=MODEL_LIMIT) as image:
         try:

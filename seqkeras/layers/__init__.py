@@ -2,6 +2,8 @@
 (Bahdanau, Luong), the linear-chain CRF, initializers.
 
 Written with `keras.ops` only and registered serializable (each round-trips
-`get_config`). They may import Keras and each other; nothing else of seqkeras,
-so that they can be used outside the suite.
+`get_config`). They import Keras, each other and the backends stage only, so
+that they can be used outside the suite.
+
+May import: backends.
 """

@@ -10,8 +10,9 @@ for tag bigrams, so it scores whole tag sequences:
 
 (L is the sequence's true length; positions where the mask is False are padding,
 which must be at the end of each sequence.) The normaliser is computed by the
-forward algorithm and the best sequence by Viterbi, both as a `keras.ops.scan`
-over time, so they work eagerly, inside `tf.function` (`model.fit` /
+forward algorithm, the per-position marginals p(y_t | x) by forward-backward
+(reusing the same forward pass) and the best sequence by Viterbi, each as a
+`keras.ops.scan` over time, so they work eagerly, inside `tf.function` (`model.fit` /
 `model.predict`) and with a dynamic sequence length.
 
 Design: how the CRF plugs into a Keras model
@@ -19,8 +20,8 @@ Design: how the CRF plugs into a Keras model
 * `CRF.call(emissions, mask=None, training=None)` returns the emissions
   unchanged (an identity with mask propagation). The forward graph stays a plain
   "emissions" graph; the layer's weights (transition, start and end scores) are
-  used by `CRF.log_likelihood` / `CRF.negative_log_likelihood` (training) and
-  `CRF.viterbi_decode` (inference).
+  used by `CRF.log_likelihood` / `CRF.negative_log_likelihood` (training),
+  `CRF.viterbi_decode` and `CRF.marginals` (inference).
 * `CRFTagger(encoder, crf)` is a small `keras.Model` subclass that wires this up:
   `model(x)` gives emissions (carrying the encoder's Keras mask, e.g. from
   `Embedding(mask_zero=True)`), `compute_loss` returns the CRF negative
@@ -133,7 +134,7 @@ class CRF(keras.layers.Layer):
 
     Call: `crf(emissions, mask=None)` returns `emissions` unchanged and
     propagates the mask (see the module docstring). Use `log_likelihood`,
-    `negative_log_likelihood` and `viterbi_decode` for the CRF itself; their
+    `negative_log_likelihood`, `viterbi_decode` and `marginals` for the CRF itself; their
     `mask` argument defaults to the Keras mask attached to `emissions`, else no
     padding. Masks are [B, T], True (or 1) for real tokens, padding at the end.
     """
@@ -282,7 +283,14 @@ class CRF(keras.layers.Layer):
     def _unpack_step(self, packed_t):
         return packed_t[:, : self.num_tags], packed_t[:, self.num_tags] > 0.5
 
-    def _log_partition(self, emissions, mask, transitions, start, end):
+    def _forward(self, emissions, steps, transitions, start, *, every_step: bool = False):
+        """The forward algorithm over `steps` (`_time_major_rest`): alpha_t[b, k] is the log of the summed
+        exp-scores of every tag prefix y_0..y_t that ends in k.
+
+        Returns alpha at the last step [B, K] (padding keeps alpha as it was, so this is each
+        sequence's alpha at its true last position) and, with `every_step`, every step's
+        [T, B, K], time-major. `_log_partition` and `marginals` both compute it here.
+        """
         alpha0 = ops.expand_dims(start, 0) + emissions[:, 0]  # [B, K]
         trans = ops.expand_dims(transitions, 0)  # [1, K_prev, K_next]
 
@@ -290,13 +298,41 @@ class CRF(keras.layers.Layer):
             emission_t, mask_t = self._unpack_step(packed_t)
             new = ops.logsumexp(ops.expand_dims(alpha, 2) + trans, axis=1) + emission_t
             alpha = ops.where(ops.expand_dims(mask_t, 1), new, alpha)  # padding keeps alpha
-            # TF's scan wants outputs shaped like the carry; the stacked alphas are unused.
+            # TF's scan wants outputs shaped like the carry (the stacked alphas `every_step` asks for).
             return alpha, alpha
 
-        alpha, _ = ops.scan(step, alpha0, self._time_major_rest(emissions, mask))
+        alpha, alphas = ops.scan(step, alpha0, steps)
+        if not every_step:
+            return alpha, None
+        return alpha, ops.concatenate([ops.expand_dims(alpha0, 0), alphas], axis=0)
+
+    def _log_partition(self, emissions, mask, transitions, start, end):
+        alpha, _ = self._forward(emissions, self._time_major_rest(emissions, mask), transitions, start)
         # Padding is at the end and leaves alpha unchanged, so the end score is
         # added at each sequence's true last position.
         return ops.logsumexp(alpha + ops.expand_dims(end, 0), axis=1)
+
+    def marginals(self, emissions, mask=None):
+        """p(y_t = k | x) for every position, [B, T, K] float32, by forward-backward in log space.
+
+        Rows at padded positions repeat the last real position's and are to be ignored.
+        """
+        emissions, mask = self._prepare(emissions, mask)
+        transitions, start, end = self.constrained_scores()
+        steps = self._time_major_rest(emissions, mask)
+        _, alphas = self._forward(emissions, steps, transitions, start, every_step=True)
+        trans = ops.expand_dims(transitions, 0)  # [1, K_prev, K_next]
+
+        def step(beta, packed_next):  # beta_{t+1} and position t+1 -> beta_t
+            emission, real = self._unpack_step(packed_next)
+            new = ops.logsumexp(trans + ops.expand_dims(emission + beta, 1), axis=2)
+            beta = ops.where(ops.expand_dims(real, 1), new, beta)  # past the end, beta stays the end score
+            return beta, beta
+
+        beta_last = ops.zeros_like(emissions[:, 0]) + ops.expand_dims(end, 0)
+        _, betas = ops.scan(step, beta_last, steps, reverse=True)
+        betas = ops.concatenate([betas, ops.expand_dims(beta_last, 0)], axis=0)
+        return ops.moveaxis(ops.softmax(alphas + betas, axis=-1), 0, 1)
 
     def viterbi_decode(self, emissions, mask=None):
         """The highest-scoring tag sequence for each input, [B, T] int32 (0 at padding)."""

@@ -8,9 +8,10 @@ bigrams that BIO forbids (`O I-PER`, `B-LOC I-PER`, a sentence starting with
 predicted; without it, the CRF has to learn from the data that they do not
 happen.
 
-How it meets the suite's training and prediction (`seqkeras.training.trainer`):
+How it meets the suite's training and prediction (`seqkeras.training.trainer`), as the
+tagger kind declares for a CRF output (`models.recurrent.tagger_abilities`):
 
-* `has_own_loss`: `fit` compiles it with the optimizer only (its loss is the
+* own loss: `fit` compiles it with the optimizer only (its loss is the
   CRF negative log-likelihood) and passes no per-token sample weights (padding
   is masked through the Embedding's Keras mask).
 * `predict` gives what a softmax tagger's `predict` gives, a distribution over
@@ -32,39 +33,12 @@ from seqkeras.tasks.base import PAD, SequenceData
 
 
 def crf_marginals(crf: CRF, emissions, mask):
-    """p(y_t = k | x) for every position, [B, T, K] float32, by forward-backward in log space.
+    """p(y_t = k | x) for every position, [B, T, K] float32: the CRF's forward-backward (`CRF.marginals`).
 
     `mask` [B, T] marks real tokens (padding at the end); the rows at padded
     positions repeat the last real position's and are to be ignored.
     """
-    transitions, start, end = crf.constrained_scores()
-    k = crf.num_tags
-    emissions = ops.cast(emissions, "float32")
-    # One scan input holding the mask as an extra channel (Keras's TensorFlow
-    # scan fails on several inputs of dynamic length; see CRF._time_major_rest).
-    packed = ops.concatenate([emissions, ops.expand_dims(ops.cast(mask, "float32"), -1)], axis=-1)
-    later_steps = ops.moveaxis(packed[:, 1:], 1, 0)  # [T-1, B, K+1]: positions 1..T-1
-    scores = ops.expand_dims(transitions, 0)  # [1, K_prev, K_next]
-
-    def forward(alpha, packed_t):
-        emission, real = packed_t[:, :k], packed_t[:, k:] > 0.5
-        new = ops.logsumexp(ops.expand_dims(alpha, 2) + scores, axis=1) + emission
-        alpha = ops.where(real, new, alpha)
-        return alpha, alpha
-
-    def backward(beta, packed_next):  # beta_{t+1} and position t+1 -> beta_t
-        emission, real = packed_next[:, :k], packed_next[:, k:] > 0.5
-        new = ops.logsumexp(scores + ops.expand_dims(emission + beta, 1), axis=2)
-        beta = ops.where(real, new, beta)  # past the end, beta stays the end score
-        return beta, beta
-
-    alpha_first = ops.expand_dims(start, 0) + emissions[:, 0]
-    beta_last = ops.zeros_like(alpha_first) + ops.expand_dims(end, 0)
-    _, alphas = ops.scan(forward, alpha_first, later_steps)
-    _, betas = ops.scan(backward, beta_last, later_steps, reverse=True)
-    alphas = ops.concatenate([ops.expand_dims(alpha_first, 0), alphas], axis=0)
-    betas = ops.concatenate([betas, ops.expand_dims(beta_last, 0)], axis=0)
-    return ops.moveaxis(ops.softmax(alphas + betas, axis=-1), 0, 1)
+    return crf.marginals(emissions, mask)
 
 
 @keras.saving.register_keras_serializable(package="seqkeras")

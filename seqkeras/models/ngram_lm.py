@@ -5,9 +5,10 @@ Kneser–Ney smoothing); this module makes them a model kind that sits in the
 same table as the neural language models:
 
 * It is estimated in one pass over the training text — no epochs, optimizer or
-  checkpoints. `seqkeras.training.trainer.fit` calls `estimate(data)` on any model that
-  is not a Keras model, and the run records the seconds it took as its training
-  time, like any other run.
+  checkpoints. Its kind declares so in the catalog (`Abilities(estimated=True,
+  scores=True)`), so `seqkeras.training.trainer.fit` calls `estimate(data)`, and the
+  run records the seconds it took as its training time, like any other run; the
+  evaluator and the decoders ask it for probabilities (`score`, `next_log_probabilities`).
 * It is scored on the same test windows as the neural models: the probability
   of each target token given the tokens before it in its window, of which it
   uses the last n − 1 (a window's first tokens are preceded by start markers,

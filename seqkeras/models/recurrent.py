@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field, model_validator
 
 from seqkeras.models.cells import CELLS, CellName, textbook_parameter_count
-from seqkeras.registry import Params
+from seqkeras.registry import Abilities, Params
 from seqkeras.tasks.base import SequenceData
 
 if TYPE_CHECKING:
@@ -114,8 +114,11 @@ class RegressorParams(RecurrentParams):
         return self
 
 
-def estimated_parameters(params: RecurrentParams, vocabulary: int, outputs: int) -> int:
-    """The parameter count the model will have (textbook formulas), before building it."""
+def estimated_parameters(params: RecurrentParams, vocabulary: int, outputs: int, max_length: int = 0) -> int:
+    """The parameter count the model will have (textbook formulas), before building it.
+
+    The size estimate of the recurrent kinds (catalog); `max_length` is unused: no position table.
+    """
     directions = 2 if params.bidirectional else 1
     width_out = params.units * (directions if params.merge_mode == "concat" else 1)
     total = vocabulary * params.embedding_dim
@@ -129,10 +132,10 @@ def estimated_parameters(params: RecurrentParams, vocabulary: int, outputs: int)
 def recurrent_layer(params: RecurrentParams, *, return_sequences: bool, name: str) -> keras.layers.Layer:
     import keras
 
-    from seqkeras.backends.torch import fused_rnn
+    from seqkeras.backends import layer_classes
 
     # Keras's own layer, or on the torch backend its subclass on PyTorch's fused kernels.
-    layer_class = fused_rnn.layer_class(CELLS.get(params.cell).load())
+    layer_class = layer_classes.recurrent(CELLS.get(params.cell).load())
     options = dict(
         units=params.units,
         return_sequences=return_sequences,
@@ -184,9 +187,9 @@ def recurrent_body(params: RecurrentParams, data: SequenceData, *, every_step: b
 
 def softmax_output(classes: int, *, name: str) -> keras.layers.Layer:
     """The softmax over classes (tags, next tokens); its bias add is folded into the matmul on torch."""
-    from seqkeras.backends.torch import fused_dense
+    from seqkeras.backends import layer_classes
 
-    return fused_dense.layer_class()(classes, activation="softmax", name=name)
+    return layer_classes.dense()(classes, activation="softmax", name=name)
 
 
 def build_classifier(params: ClassifierParams, data: SequenceData) -> keras.Model:
@@ -207,6 +210,13 @@ def build_tagger(params: TaggerParams, data: SequenceData) -> keras.Model:
         return build_crf_tagger(inputs, features, data, constrain_transitions=params.constrain_transitions)
     outputs = softmax_output(data.num_outputs, name="tags")(features)
     return keras.Model(inputs, outputs, name="tagger")
+
+
+def tagger_abilities(params: TaggerParams) -> Abilities:
+    """What the tagger kind declares (catalog): with a CRF output (models.crf_tagger) it computes its own
+    loss, the sequence likelihood, and decides by the Viterbi path (`predict_tags`), not the argmax."""
+    crf = params.output == "crf"
+    return Abilities(own_loss=crf, tags=crf)
 
 
 def build_lm(params: LanguageModelParams, data: SequenceData) -> keras.Model:

@@ -29,8 +29,8 @@ import pandas as pd
 from pydantic import Field, model_validator
 
 from seqkeras.backends.autodiff import gradients
+from seqkeras.backends.precision import float64_computation
 from seqkeras.probes.base import ProbeResult
-from seqkeras.probes.precision import float64_computation
 from seqkeras.registry import Params as BaseParams
 
 

@@ -23,8 +23,8 @@ import numpy as np
 import pandas as pd
 from pydantic import Field, model_validator
 
+from seqkeras.backends.precision import float64_computation
 from seqkeras.probes.base import ProbeResult
-from seqkeras.probes.precision import float64_computation
 from seqkeras.registry import Params as BaseParams
 
 

@@ -61,7 +61,7 @@ from seqkeras.models import recurrent, transformer
 from seqkeras.models.transformer import TransformerParams
 from seqkeras.probes.base import ProbeResult
 from seqkeras.registry import Params as BaseParams
-from seqkeras.spec.sections import OptimizerSpec, TrainSpec
+from seqkeras.training.settings import OptimizerSpec, TrainSpec
 from seqkeras.tasks import agreement
 from seqkeras.tasks.base import LANGUAGE_MODELING, SequenceData, Vocabulary
 

@@ -28,14 +28,17 @@ from urllib.parse import quote
 import pandas as pd
 
 from seqkeras.errors import SpecError
+from seqkeras.reporting.expectations import check
+from seqkeras.reporting.plots import plot_folder, read_manifest
+from seqkeras.reporting.tables import summary_tables
 from seqkeras.results.files import (
     inside, is_file, is_folder, present, read_bytes, read_text, single_name_problem,
 )
 from seqkeras.results.folder import (
-    FAILED, OK, experiment_folders_in, is_matrix_column, one_row_per_run, read_runs, run_counts, write_atomic,
+    FAILED, OK, is_matrix_column, named_experiment_folders, one_row_per_run, read_runs, run_counts, write_atomic,
 )
 from seqkeras.spec.sections import ExperimentSpec
-from seqkeras.spec.yaml_reader import parse_yaml
+from seqkeras.yaml_reader import parse_yaml
 
 REPORT, INDEX = "report.html", "index.html"
 FALLBACK_INDEX = "_index.html"  # when an experiment is named index.html
@@ -101,22 +104,6 @@ class ExperimentPage:
         return sum(v.holds for v in self.verdicts)
 
 
-def experiment_folders(paths: list[Path]) -> list[Path]:
-    """Each path is an experiment's results folder, or a root whose subfolders are."""
-    folders: list[Path] = []
-    for path in paths:
-        if not path.is_dir():
-            raise SpecError(f"{path}: no such results folder")
-        if os.path.lexists(path / "runs.csv"):  # read_runs names what is wrong with one that is not a file
-            found = [path]
-        else:
-            found = experiment_folders_in(path)  # warns at each call (not once per report): export calls it too
-            if not found:
-                raise SpecError(f"{path} holds no runs.csv, neither itself nor in its experiment folders")
-        folders += [f for f in found if f.resolve() not in {g.resolve() for g in folders}]
-    return folders
-
-
 def write_reports(paths: list[Path], out: Path | None = None) -> tuple[Path, list[Path]]:
     """Write every report.html and the index page; returns (index, pages).
 
@@ -127,7 +114,7 @@ def write_reports(paths: list[Path], out: Path | None = None) -> tuple[Path, lis
     if out is not None and out.exists() and not out.is_dir():
         raise SpecError(f"--out {out} is a file; give a folder for the report pages")
     _WARNED.clear()
-    folders = experiment_folders(paths)
+    folders = named_experiment_folders(paths)
     if out is not None:
         names = [f.name for f in folders]
         clash = sorted({n for n in names if names.count(n) > 1})
@@ -206,10 +193,6 @@ def _write_page(path: Path, text: str) -> None:
 def read_experiment(folder: Path, plots_into: Path | None = None) -> ExperimentPage:
     """The page of the results in `folder`. Its plots are those its plots.json lists; a folder without
     one (written before plots existed) has them drawn into `plots_into` (default: the folder itself)."""
-    from seqkeras.reporting.expectations import check
-    from seqkeras.reporting.plots import plot_folder, read_manifest
-    from seqkeras.reporting.tables import summary_tables
-
     runs = read_runs(folder)
     matrix_columns = [c for c in runs.columns if is_matrix_column(c)]
     problems: list[str] = []

@@ -37,6 +37,7 @@ import pandas as pd
 
 from seqkeras.errors import SpecError
 from seqkeras.reporting.compare import compare_paths, point_label, seed_spread
+from seqkeras.reporting.expectations import claim_numbers
 from seqkeras.results.folder import read_runs
 
 EXACT_ABSOLUTE, EXACT_RELATIVE = 1e-12, 1e-6
@@ -150,8 +151,6 @@ def check_experiment(experiment, reference: Path, rerun: Path) -> Reproduction:
 def fragile_claims(spec, runs: pd.DataFrame, allowed_by_metric: dict[str, float]) -> list[str]:
     """Claims with a threshold (at_least / at_most) whose mean in `runs` (the reference's) lies within the
     metric's allowed difference of it: a rerun within the allowance could reach the other verdict."""
-    from seqkeras.reporting.expectations import claim_numbers
-
     fragile = []
     for expect in spec.expect:
         allowed = allowed_by_metric.get(expect.metric)

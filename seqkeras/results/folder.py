@@ -9,7 +9,8 @@ results/<name>/<run_id>/history.csv    per-epoch curves (training runs)
 results/<name>/<run_id>/<curve>.csv    probe curves
 
 Every file is written to a temporary name and renamed into place, so an
-interrupted run never leaves a half-written file behind.
+interrupted run never leaves a half-written file behind. What a metrics.json
+must hold, and the one check of it, are `results.record`'s.
 """
 
 from __future__ import annotations
@@ -29,28 +30,14 @@ from typing import Any, NamedTuple
 import pandas as pd
 import yaml
 
-from seqkeras.errors import SpecError, shown
+from seqkeras.errors import SpecError
 from seqkeras.results.files import present, read_named_text, read_text, refused_subfolders, subfolders_with
-from seqkeras.spec.yaml_reader import parse_yaml
+from seqkeras.results.record import FAILED, OK, json_type, read_record, record_problem
+from seqkeras.yaml_reader import parse_yaml
 
-OK, FAILED = "ok", "failed"
 _UMASK = os.umask(0)
 os.umask(_UMASK)
 TRAILING_COLUMNS = ["params", "train_seconds", "backend"]
-
-
-def flat_keys(mapping: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """A nested spec mapping by dotted key path: {"model": {"units": 32}} → {"model.units": 32}.
-
-    Lists (matrix axes, seeds) and empty mappings are one value each.
-    """
-    flat: dict[str, Any] = {}
-    for key, value in mapping.items():
-        if isinstance(value, dict) and value:
-            flat.update(flat_keys(value, f"{prefix}{key}."))
-        else:
-            flat[f"{prefix}{key}"] = value
-    return flat
 
 
 # Out of space, or out of the user's quota: either way nothing more can be written there.
@@ -124,11 +111,8 @@ def write_csv(path: Path, frame: pd.DataFrame) -> None:
 
 
 # JSON has no NaN or infinity. NaN (no value) is written as null; an infinity is a value (a
-# half-life of a unit that never forgets), written as this text and read back as the number,
-# so a reused record gives the runs.csv a fresh one does.
-INFINITIES = {"inf": math.inf, "-inf": -math.inf}
-
-
+# half-life of a unit that never forgets), written as the text "inf" or "-inf", which
+# results.record reads back as the number (INFINITIES).
 def _json_safe(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return None if math.isnan(value) else ("inf" if value > 0 else "-inf")
@@ -139,99 +123,6 @@ def _json_safe(value: Any) -> Any:
     if hasattr(value, "item"):  # numpy scalars
         return _json_safe(value.item())
     return value
-
-
-def read_record(path: Path) -> dict[str, Any] | None:
-    """A run's metrics.json, or None when it is missing or damaged."""
-    return inspect_record(path)[0]
-
-
-def inspect_record(path: Path) -> tuple[dict[str, Any] | None, str]:
-    """(the record, "") or (None, what is wrong with the file): for messages that say why a record is skipped.
-
-    `path` is a run folder's metrics.json: read as `results.files` reads (a regular file, bounded, never
-    blocking), and neither it nor its run folder may be a symbolic link.
-    """
-    base, name = _record_location(path)
-    try:
-        text = read_text(base, name)
-    except SpecError as error:
-        if not os.path.lexists(path):
-            return None, "missing"
-        return None, f"cannot be read ({error})"
-    try:
-        record = json.loads(text)
-    except ValueError as error:
-        return None, f"not JSON ({error})"
-    except RecursionError:
-        return None, "not JSON (nested too deeply)"
-    problem = record_problem(record)
-    if problem:
-        return None, problem
-    for metrics in [record.get("metrics") or {}] + [row["metrics"] for row in record.get("rows") or []]:
-        metrics.update({name: INFINITIES[value] for name, value in metrics.items()
-                        if isinstance(value, str) and value in INFINITIES})
-    return record, ""
-
-
-def _record_location(path: Path) -> tuple[Path, str]:
-    """(the results folder, "run_id/metrics.json") for a run's metrics.json, so that its run folder is checked too."""
-    run_folder = path.parent
-    if run_folder.name and run_folder.name != ".." and run_folder.parent != run_folder:
-        return run_folder.parent, f"{run_folder.name}/{path.name}"
-    return run_folder, path.name
-
-
-def record_problem(record: Any) -> str:
-    """What makes `record` unusable as a run record ("" when nothing): every reader may then index it freely."""
-    if not isinstance(record, dict):
-        return f"not a JSON object ({_json_type(record)})"
-    for key in ("experiment", "run_id", "status", "seed"):
-        if key not in record:
-            return f"no {key!r}"
-    for key in ("experiment", "run_id"):
-        if not isinstance(record[key], str) or not record[key]:
-            return f"{key!r} is {shown(record[key])}, not a name"
-    if record["status"] not in (OK, FAILED):
-        return f"'status' is {shown(record['status'])}, not {OK!r} or {FAILED!r}"
-    # bool is an int in Python; a seed of true is still damage.
-    if isinstance(record["seed"], bool) or not isinstance(record["seed"], int):
-        return f"'seed' is {shown(record['seed'])}, not a whole number"
-    for key in ("matrix", "metrics"):
-        if key in record and not isinstance(record[key], dict):
-            return f"{key!r} is {_json_type(record[key])}, not an object"
-    problem = _values_problem(record.get("metrics", {}), "metrics")
-    if problem:
-        return problem
-    rows = record.get("rows")
-    if rows is not None:
-        if not isinstance(rows, list):
-            return f"'rows' is {_json_type(rows)}, not a list"
-        for index, row in enumerate(rows):
-            if not isinstance(row, dict) or not isinstance(row.get("keys"), dict) \
-                    or not isinstance(row.get("metrics"), dict):
-                return f"rows[{index}] is not an object with 'keys' and 'metrics' objects"
-            problem = _values_problem(row["metrics"], f"rows[{index}].metrics")
-            if problem:
-                return problem
-    if record.get("error") is not None and not isinstance(record["error"], str):
-        return f"'error' is {_json_type(record['error'])}, not a text"
-    return ""
-
-
-def _values_problem(metrics: dict[str, Any], where: str) -> str:
-    """A metric is one cell of runs.csv: a number, a text, true/false or null."""
-    for name, value in metrics.items():
-        if isinstance(value, (dict, list)):
-            return f"{where}.{name} is {_json_type(value)}, not a single value"
-    return ""
-
-
-def _json_type(value: Any) -> str:
-    """What a JSON value is, with its article: "a list", "an object"."""
-    names = {dict: "an object", list: "a list", str: "a text", bool: "true or false", int: "a number",
-             float: "a number"}
-    return "null" if value is None else names.get(type(value), f"a {type(value).__name__}")
 
 
 def runs_frame(records: list[dict[str, Any]], matrix_columns: list[str]) -> pd.DataFrame:
@@ -303,6 +194,23 @@ def experiment_folders_in(root: Path, *, warn: Callable[[str], None] = print_war
     for refused, why in refused_subfolders(root, "runs.csv"):
         warn(f"{refused} {why}; left out")
     return list(subfolders_with(root, "runs.csv"))
+
+
+def named_experiment_folders(paths: list[Path]) -> list[Path]:
+    """The experiment folders a command names (report, export): each path is an experiment's results folder,
+    or a root whose subfolders are; each folder once. A path that is neither is a SpecError naming it."""
+    folders: list[Path] = []
+    for path in paths:
+        if not path.is_dir():
+            raise SpecError(f"{path}: no such results folder")
+        if os.path.lexists(path / "runs.csv"):  # read_runs names what is wrong with one that is not a file
+            found = [path]
+        else:
+            found = experiment_folders_in(path)  # warns at each call (not once per report): export calls it too
+            if not found:
+                raise SpecError(f"{path} holds no runs.csv, neither itself nor in its experiment folders")
+        folders += [f for f in found if f.resolve() not in {g.resolve() for g in folders}]
+    return folders
 
 
 def read_runs(results_dir: Path, *, warn: Callable[[str], None] = print_warning) -> pd.DataFrame:
@@ -390,7 +298,7 @@ def read_saved_spec(folder: Path, warn: Callable[[str], None] | None = None) -> 
         return {}
     try:  # bounded as a spec is: a few lines of aliases cannot stand for billions of values
         spec = parse_yaml(text)
-        problem = "" if isinstance(spec, dict) else f"not a mapping ({_json_type(spec)})"
+        problem = "" if isinstance(spec, dict) else f"not a mapping ({json_type(spec)})"
     except SpecError as error:
         problem = f"cannot be read ({error})"
     if problem:
@@ -464,7 +372,7 @@ def rebuild_runs(
                               for path, why in refused_subfolders(folder, "metrics.json")]
     taken: dict[str, str] = {}  # matrix point and seed → the run id that has it
     for path in paths:
-        record, problem = inspect_record(path)
+        record, problem = read_record(path)
         if record is None:
             skipped.append(Skipped(path, "damaged record", problem))
             continue

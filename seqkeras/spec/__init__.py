@@ -6,9 +6,9 @@ and run ids; `checks` the named cross-section rules, with `outputs` (what each
 run will write) and `selection` (`--only`); `loader` reads YAML,
 applies --set, expands the matrix and resolves components against the catalog;
 `validation` turns pydantic errors into one `SpecError` sentence; `json_schema`
-and `reference` describe the same registries for editors and for docs. It may
-import errors, registry, catalog (the loader and checks only) and the
-parameter classes of tasks, models, probes and decoders, the metric names
-of evaluation's light modules, and tracking's check that TensorBoard is installed; never training,
-execution or reporting.
+and `reference` describe the same registries for editors and for docs. The
+`train` and `evaluate.generate` sections are the schemas of those stages
+(`training.settings`, `evaluation.settings`), composed here.
+
+May import: errors, registry, user_files, yaml_reader, catalog, tasks, models, decoding, training, evaluation.
 """

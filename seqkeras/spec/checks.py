@@ -6,18 +6,13 @@ the structure is validated and before anything trains.
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+import importlib.util
 
 from seqkeras import catalog
 from seqkeras.errors import SpecError, did_you_mean, shown, unknown_choice
-from seqkeras.evaluation.gradient_flow import NAME as GRADIENT_FLOW
-from seqkeras.models import recurrent, transformer
-from seqkeras.models.recurrent import RecurrentParams
-from seqkeras.models.transformer import TransformerParams
 from seqkeras.spec.outputs import OutputRow, matching
 from seqkeras.spec.runs import ResolvedComponent, decoder_columns
 from seqkeras.spec.sections import EvaluateSpec, ExperimentSpec
-from seqkeras.tracking import tensorboard
 
 
 def check_run(components: dict[str, ResolvedComponent], evaluate: EvaluateSpec | None) -> list[str]:
@@ -38,7 +33,7 @@ def check_run(components: dict[str, ResolvedComponent], evaluate: EvaluateSpec |
             f"{problem}. Model kinds for this task: {', '.join(fitting)}.",
             path="model.kind",
         )
-    check_model_size(model.params, vocabulary=2, outputs=2)
+    check_model_size(model, vocabulary=2, outputs=2)
     check_diagnostics(model, evaluate)
     metrics = list(evaluate.metrics) if evaluate and evaluate.metrics else list(catalog.DEFAULT_METRICS[problem])
     for index, name in enumerate(metrics):
@@ -52,12 +47,12 @@ def check_run(components: dict[str, ResolvedComponent], evaluate: EvaluateSpec |
 
 
 def check_diagnostics(model: ResolvedComponent, evaluate: EvaluateSpec | None) -> None:
-    """gradient_flow follows the gradient through a recurrent layer: the model kind must have one."""
+    """A diagnostic needs a model kind that declares it (gradient_flow: the kinds with a recurrent layer)."""
     for index, name in enumerate(evaluate.diagnostics if evaluate else []):
-        if name == GRADIENT_FLOW and not isinstance(model.params, RecurrentParams):
-            kinds = [c.name for c in catalog.MODELS if issubclass(c.params, RecurrentParams)]
+        if name not in model.component.diagnostics:
+            kinds = [c.name for c in catalog.MODELS if name in c.diagnostics]
             raise SpecError(
-                f"diagnostic 'gradient_flow' follows the gradient through a model's first recurrent layer, and model "
+                f"diagnostic {name!r} follows the gradient through a model's first recurrent layer, and model "
                 f"kind {model.name!r} has none. Model kinds with one: {', '.join(kinds)}.",
                 path=f"evaluate.diagnostics[{index}]",
             )
@@ -69,14 +64,19 @@ def check_diagnostics(model: ResolvedComponent, evaluate: EvaluateSpec | None) -
 MAX_PARAMETERS = 500_000_000
 
 
-def check_model_size(params: BaseModel, *, vocabulary: int, outputs: int, max_length: int = 0) -> None:
-    if isinstance(params, RecurrentParams):
-        count = recurrent.estimated_parameters(params, vocabulary, outputs)
-    elif isinstance(params, TransformerParams):
-        count = transformer.estimated_parameters(params, vocabulary, outputs, max_length)
-    else:
-        return
-    if count > MAX_PARAMETERS:
+def tensorboard_missing() -> str | None:
+    """Why `train.tensorboard` cannot be honoured here (None when it can): the event files are written by the
+    tensorboard package's own writer (tracking.tensorboard), an optional dependency."""
+    if importlib.util.find_spec("tensorboard") is None:
+        return "train.tensorboard needs the tensorboard package: .venv/bin/pip install -r requirements-tracking.txt"
+    return None
+
+
+def check_model_size(model: ResolvedComponent, *, vocabulary: int, outputs: int, max_length: int = 0) -> None:
+    """Refuse a model too large to train, by its kind's size estimate (none for a kind declaring NoSizeEstimate)."""
+    count = model.component.estimated_size(model.params, vocabulary=vocabulary, outputs=outputs,
+                                           max_length=max_length)
+    if count is not None and count > MAX_PARAMETERS:
         gigabytes = count * 4 * 4 / 1e9
         raise SpecError(
             f"the model would have about {count:.3g} parameters (~{gigabytes:,.0f} GB to train in float32), "
@@ -97,8 +97,8 @@ def check_sections(spec: ExperimentSpec) -> None:
     if spec.probe is not None and spec.reference_tolerance is not None:
         raise SpecError("reference_tolerance is for experiments that train: a probe computes its numbers exactly, "
                         "and `run --reference` holds them to float rounding", path="reference_tolerance")
-    if spec.train is not None and spec.train.tensorboard and tensorboard.missing():
-        raise SpecError(tensorboard.missing(), path="train.tensorboard")
+    if spec.train is not None and spec.train.tensorboard and tensorboard_missing():
+        raise SpecError(tensorboard_missing(), path="train.tensorboard")
 
 
 def check_references(spec: ExperimentSpec, matrix_columns: list[str]) -> None:

@@ -31,7 +31,8 @@ from pydantic.json_schema import models_json_schema
 from seqkeras import catalog
 from seqkeras.models.cells import CELLS
 from seqkeras.registry import Registry
-from seqkeras.spec.sections import SECTIONS_WITH_COMPONENTS, EvaluateSpec, ExperimentSpec, TrainSpec
+from seqkeras.spec.sections import SECTIONS_WITH_COMPONENTS, EvaluateSpec, ExperimentSpec
+from seqkeras.training.settings import TrainSpec
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 FILE_NAME = "seqkeras.schema.json"

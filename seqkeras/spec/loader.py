@@ -31,9 +31,10 @@ from seqkeras.spec.checks import check_outputs, check_references, check_run, che
 from seqkeras.spec.runs import Experiment, ResolvedComponent, RunSpec, make_run_id
 from seqkeras.spec.outputs import output_rows
 from seqkeras.spec.selection import parse_only, select_runs, without_set_away
-from seqkeras.spec.sections import SECTIONS_WITH_COMPONENTS, EvaluateSpec, ExperimentSpec, TrainSpec
+from seqkeras.spec.sections import SECTIONS_WITH_COMPONENTS, EvaluateSpec, ExperimentSpec
+from seqkeras.training.settings import TrainSpec
 from seqkeras.spec.validation import translate_validation_error
-from seqkeras.spec.yaml_reader import load_spec_yaml, parse_yaml
+from seqkeras.yaml_reader import load_spec_yaml, parse_yaml
 
 # --------------------------------------------------------------------------- #
 # Loading

@@ -20,12 +20,13 @@ from typing import Any
 from seqkeras.evaluation.generation import GENERATION_METRICS
 from seqkeras.evaluation.gradient_flow import METRICS as GRADIENT_FLOW_METRICS
 from seqkeras.evaluation.gradient_flow import NAME as GRADIENT_FLOW
+from seqkeras.evaluation.metric_catalog import BY_LENGTH
 from seqkeras.evaluation.seq2seq_metrics import bucket_metric_pattern
 from seqkeras.registry import load_path
-from seqkeras.spec.runs import RunSpec, decoder_keys
+from seqkeras.decoding.decoders import decoder_keys
+from seqkeras.spec.runs import RunSpec
 from seqkeras.tasks.base import LANGUAGE_MODELING, SEQ2SEQ
 
-BY_LENGTH = "by_length"  # the seq2seq metric that adds every other metric per length bucket
 TRAINING_COLUMNS = ("params", "train_seconds")  # every training run's record has them
 PROBE_COLUMNS = ("train_seconds",)
 

@@ -12,6 +12,7 @@ import types
 import typing
 
 from seqkeras.spec import sections
+from seqkeras.training import settings
 
 
 def type_name(annotation) -> str:
@@ -47,9 +48,9 @@ def section_models() -> dict[str, type]:
     """The spec's sections that are not components, by their key path: the options `list` shows under SECTIONS."""
     return {
         "(top level)": sections.ExperimentSpec,
-        "train": sections.TrainSpec,
-        "train.optimizer": sections.OptimizerSpec,
-        "train.early_stopping": sections.EarlyStoppingSpec,
+        "train": settings.TrainSpec,
+        "train.optimizer": settings.OptimizerSpec,
+        "train.early_stopping": settings.EarlyStoppingSpec,
         "evaluate": sections.EvaluateSpec,
         "table": sections.TableSpec,
         "expect": sections.ExpectSpec,

@@ -9,9 +9,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from seqkeras.decoding.decoders import decoder_label
 from seqkeras.registry import Component
-from seqkeras.spec.sections import ExperimentSpec, TrainSpec
+from seqkeras.spec.sections import ExperimentSpec
+from seqkeras.training.settings import TrainSpec
 
 
 @dataclass(frozen=True)
@@ -96,7 +96,15 @@ def decoder_columns(spec: ExperimentSpec) -> list[str]:
     return columns
 
 
-def decoder_keys(choice: Any) -> dict[str, Any]:
-    """The row-identifying columns of one decoder's results."""
-    return {"decoder": decoder_label(choice), **{f"decoder.{k}": v for k, v in choice.model_dump().items()}}
+def flat_keys(mapping: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A nested spec mapping by dotted key path: {"model": {"units": 32}} → {"model.units": 32}.
 
+    Lists (matrix axes, seeds) and empty mappings are one value each.
+    """
+    flat: dict[str, Any] = {}
+    for key, value in mapping.items():
+        if isinstance(value, dict) and value:
+            flat.update(flat_keys(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat

@@ -2,6 +2,7 @@
 
 Generators are small seeded classes; loaders read the user's files or the
 corpora installed packages ship, never the network. A task's `Params` is read
-by spec validation, so modules here import no Keras. They may import errors
-and registry only.
+by spec validation, so modules here import no Keras.
+
+May import: errors, registry, user_files.
 """

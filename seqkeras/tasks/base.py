@@ -1,4 +1,10 @@
-"""The data every task hands to the models, and the vocabulary that indexes it."""
+"""The data every task hands to the models, the vocabulary that indexes it, and the problem kinds.
+
+A task is one module with its Params (what a spec may set; the files it reads
+are its `input_files()`, registry.Params) and a `build(params, seed)` giving
+`SequenceData` (or `Seq2SeqData`) of one of the problem kinds below; its entry in
+the catalog (`registry.Task`) names its problem.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +15,7 @@ from pathlib import Path
 import numpy as np
 from pydantic import Field, model_validator
 
+from seqkeras import registry
 from seqkeras.registry import Params
 
 PAD, UNK = "<pad>", "<unk>"
@@ -49,11 +56,11 @@ class SizeParams(Params):
 def named_files(params: Params, *keys: str) -> dict[str, Path]:
     """The files that these fields of `params` name (those set), by key, `~` expanded as the readers open them.
 
-    A task whose data come from files lists them in its Params' `input_files()`, usually
-    through this: the run's identity (execution.identity) hashes each one, so an edited
+    A task's files are what its Params' `input_files()` lists (registry.Params: by default its `path` and
+    `*_path` fields, through this): the run's identity (execution.identity) hashes each one, so an edited
     file means the run is run again.
     """
-    return {key: Path(value).expanduser() for key in keys if isinstance(value := getattr(params, key), str)}
+    return registry.named_files(params, *keys)
 
 
 @dataclass

@@ -12,17 +12,17 @@ import os
 from pathlib import Path
 
 from seqkeras.errors import shown
-from seqkeras.results.folder import inspect_record, read_runs
 from seqkeras.results.files import single_name_problem
-from seqkeras.tracking.mlflow_tracking import MlflowTracker, parse_track
+from seqkeras.results.folder import named_experiment_folders, read_runs
+from seqkeras.results.record import read_record
+from seqkeras.tracking.mlflow_store import parse_track
+from seqkeras.tracking.mlflow_tracking import MlflowTracker
 
 
 def export_results(paths: list[Path], track: str) -> int:
     """Log every finished record of each experiment folder; returns how many could not be logged."""
-    from seqkeras.reporting.html import experiment_folders
-
     # As named (`export .` inside an experiment folder is that folder), without following links.
-    folders = [Path(os.path.abspath(folder)) for folder in experiment_folders(paths)]
+    folders = [Path(os.path.abspath(folder)) for folder in named_experiment_folders(paths)]
     root = folders[0].parent  # the default store goes into the results root, as `run --track mlflow` puts it
     tracker = MlflowTracker(parse_track(track, root), root)
     print(tracker.describe())
@@ -37,7 +37,7 @@ def export_results(paths: list[Path], track: str) -> int:
                       f"{problem})")
                 failed += 1
                 continue
-            record, why = inspect_record(folder / run_id / "metrics.json")
+            record, why = read_record(folder / run_id / "metrics.json")
             if record is None:
                 print(f"{folder.name}/{run_id}: metrics.json {why}, not logged")
                 failed += 1

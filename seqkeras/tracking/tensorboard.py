@@ -18,7 +18,6 @@ The files go into the run's folder, `<run>/tensorboard/`:
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import math
 import sys
 import time
@@ -26,13 +25,6 @@ import types
 from pathlib import Path
 
 FOLDER = "tensorboard"
-
-
-def missing() -> str | None:
-    """Why event files cannot be written here (None when they can)."""
-    if importlib.util.find_spec("tensorboard") is None:
-        return "train.tensorboard needs the tensorboard package: .venv/bin/pip install -r requirements-tracking.txt"
-    return None
 
 
 class EventWriter:

@@ -2,7 +2,9 @@
 with the suite's loss and accuracy (`losses`).
 
 It owns checkpoints for resuming, early stopping and the choice between
-Keras's fit and the torch backend's lean loop. It may import spec.sections,
-tasks.base, evaluation.metrics (the `Predictions` it returns), results.folder
-(atomic writes) and backends; never execution or reporting.
+Keras's fit and the torch backend's lean loop. `settings` is the schema of the
+`train:` section and `predictions` what a trained model predicted, the input of
+every metric. Never the spec, evaluation, execution or reporting.
+
+May import: errors, registry, backends, tasks, results.
 """

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
 import math
@@ -11,19 +10,22 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import keras
 import numpy as np
 import pandas as pd
 
-from seqkeras.backends.runtime import note_once
-from seqkeras.errors import SpecError
-from seqkeras.evaluation.metrics import Predictions
+from seqkeras.backends.fitting import build_before_tracing, lean_loop
+from seqkeras.registry import KERAS_MODEL, Abilities
+from seqkeras.training.predictions import Predictions
 from seqkeras.results.folder import write_atomic
-from seqkeras.spec.sections import EarlyStoppingSpec, OptimizerSpec, TrainSpec
+from seqkeras.training.settings import EarlyStoppingSpec, OptimizerSpec, TrainSpec
 from seqkeras.tasks.base import CLASSIFICATION, REGRESSION, SEQ2SEQ, SequenceData
-from seqkeras.tracking.tensorboard import EventWriter
-from seqkeras.training import losses
+from seqkeras.training.losses import loss_and_metrics
+
+if TYPE_CHECKING:  # the caller (execution.single_run) makes the writer; training only calls it
+    from seqkeras.tracking.tensorboard import EventWriter
 
 OPTIMIZERS = {
     "adam": keras.optimizers.Adam,
@@ -32,15 +34,6 @@ OPTIMIZERS = {
     "rmsprop": keras.optimizers.RMSprop,
     "adagrad": keras.optimizers.Adagrad,
 }
-
-
-def loss_and_metrics() -> dict:
-    """What the suite's softmax models compile with: Keras's own loss and accuracy on TensorFlow,
-    the same numbers computed with fewer passes over the softmax on the other backends."""
-    if keras.backend.backend() == "tensorflow":
-        return {"loss": "sparse_categorical_crossentropy", "weighted_metrics": ["accuracy"]}
-    accuracy = keras.metrics.MeanMetricWrapper(losses.sparse_accuracy, name="accuracy")
-    return {"loss": losses.softmax_crossentropy, "weighted_metrics": [accuracy]}
 
 
 def make_optimizer(spec: OptimizerSpec) -> keras.optimizers.Optimizer:
@@ -52,28 +45,6 @@ def make_optimizer(spec: OptimizerSpec) -> keras.optimizers.Optimizer:
     if spec.momentum is not None:
         options["momentum"] = spec.momentum
     return OPTIMIZERS[spec.name](**options)
-
-
-@contextlib.contextmanager
-def distribution_scope(distribution: str):
-    """Build (and so train) the model under a data-parallel strategy when asked.
-
-    Yields the devices used ("" for the default placement). MirroredStrategy is
-    TensorFlow's: other backends refuse it with a clear error.
-    """
-    if distribution == "none":
-        yield ""
-        return
-    if keras.backend.backend() != "tensorflow":
-        raise SpecError(f"train.distribution: mirrored needs the tensorflow backend, not {keras.backend.backend()}")
-    import tensorflow as tf
-
-    gpus = tf.config.list_logical_devices("GPU")
-    if not gpus:
-        print("train.distribution: mirrored — no GPU found, running on the CPU")
-    strategy = tf.distribute.MirroredStrategy() if gpus else tf.distribute.OneDeviceStrategy("/cpu:0")
-    with strategy.scope():
-        yield ", ".join(device.name for device in gpus) or "/cpu:0"
 
 
 def token_weights(data_x: np.ndarray, problem: str, data_y: np.ndarray | None = None) -> np.ndarray | None:
@@ -99,6 +70,7 @@ def fit(
     seed: int = 0,
     checkpoint_dir: Path | None = None,
     events: EventWriter | None = None,
+    abilities: Abilities = KERAS_MODEL,
 ) -> tuple[pd.DataFrame, float]:
     """Train one epoch at a time; returns the per-epoch history and the training seconds.
 
@@ -110,17 +82,18 @@ def fit(
     is a fixed permutation per (seed, epoch), so an interrupted and resumed run
     sees exactly the batches an uninterrupted one would, and ends with the same weights.
 
-    A model kind that is not a Keras model (the count-based n-gram LM) has no
+    `abilities` are what the model's kind declares (`registry.Abilities`; the default: a
+    Keras model with a softmax output). A counted model (the n-gram LM) has no
     epochs, optimizer or checkpoints: it is estimated by its `estimate(data)` in
     one pass, which returns its one-row history.
     """
-    if not isinstance(model, keras.Model):
+    if abilities.estimated:
         started = time.perf_counter()
         history = model.estimate(data)
         return history, time.perf_counter() - started
     # A model with its own loss (a CRF's sequence likelihood) is compiled with the
     # optimizer only and masks padding itself, without per-token sample weights.
-    own_loss = getattr(model, "has_own_loss", False)
+    own_loss = abilities.own_loss
     if not getattr(model, "compiled", False):
         if own_loss:
             objective = {}
@@ -193,44 +166,6 @@ def fit(
     if checkpoint:
         checkpoint.clear()
     return pd.DataFrame(state.history), seconds
-
-
-def build_before_tracing(model: keras.Model, batch: tuple) -> None:
-    """Create the optimizer's and the metrics' variables before fit traces its train step.
-
-    Without a distribution strategy, Keras on TensorFlow leaves them to be created
-    while the train function is first traced, and a tf.function that creates
-    variables is traced twice: once to create them, once to run. For the small runs
-    of a sweep the second trace is a quarter of the run (0.9 s of 3.5 s). Keras's
-    `_symbolic_build`, which its fit calls itself under a strategy, creates them
-    from the shapes of one batch without touching any value. The other backends
-    do not trace twice.
-    """
-    if keras.backend.backend() != "tensorflow" or not hasattr(model, "_symbolic_build"):
-        return
-    try:
-        model._symbolic_build(data_batch=batch)
-    except Exception:  # only a speed-up: fit builds whatever this could not, as before
-        pass
-
-
-def lean_loop(model: keras.Model):
-    """The torch backend's lean epoch loop for this model (lean_loop.py), or None for Keras's fit.
-
-    Only on torch: Keras's fit is what the other backends run (TensorFlow compiles
-    its step into a graph, where the loop's overhead is small). On torch, a model
-    the lean loop cannot train exactly as fit would (its own loss, several inputs,
-    other metrics...) is trained by Keras's fit, and the note says why, once.
-    """
-    if keras.backend.backend() != "torch":
-        return None
-    from seqkeras.backends.torch import lean_loop
-
-    reason = lean_loop.unsupported(model)
-    if reason is not None:
-        note_once(f"training on Keras's fit loop, not the suite's lean torch loop: {reason}")
-        return None
-    return lean_loop.LeanLoop(model)
 
 
 def lean_epoch(lean, epoch_data: tuple, validation: tuple | None, train: TrainSpec) -> dict[str, float]:
@@ -391,9 +326,10 @@ def weights_image(model: keras.Model) -> bytes:
     return image.getvalue()
 
 
-def predict(model: keras.Model, data: SequenceData, batch_size: int) -> Predictions:
+def predict(model: keras.Model, data: SequenceData, batch_size: int, abilities: Abilities = KERAS_MODEL) -> Predictions:
+    """The test predictions; the decided ids are the model's own (`predict_tags`) where its kind declares them."""
     probabilities = model.predict(data.x_test, batch_size=batch_size, verbose=0)
-    predicted = model.predict_tags(data.x_test, batch_size=batch_size) if hasattr(model, "predict_tags") else None
+    predicted = model.predict_tags(data.x_test, batch_size=batch_size) if abilities.tags else None
     mask = None if data.problem == CLASSIFICATION else data.x_test != 0
     labels = data.labels.tokens if data.labels is not None else None
     return Predictions(np.asarray(probabilities), data.y_test, mask, predicted, labels)

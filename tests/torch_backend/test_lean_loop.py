@@ -29,7 +29,7 @@ from seqkeras.models.recurrent import (
     build_lm,
     build_tagger,
 )
-from seqkeras.spec.sections import EarlyStoppingSpec, OptimizerSpec, TrainSpec
+from seqkeras.training.settings import EarlyStoppingSpec, OptimizerSpec, TrainSpec
 from seqkeras.tasks.base import CLASSIFICATION, LANGUAGE_MODELING, TAGGING
 from seqkeras.training import trainer
 from tests.torch_backend.common import (

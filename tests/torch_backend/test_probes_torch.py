@@ -49,7 +49,7 @@ def test_float64_promotion_is_scoped_to_the_probe():
 
 
 def test_nested_float64_blocks_keep_float64_until_the_outermost_closes():
-    from seqkeras.probes.precision import float64_computation
+    from seqkeras.backends.precision import float64_computation
 
     with float64_computation():
         with float64_computation():

@@ -19,7 +19,8 @@ A model saved on torch names these classes in its config (`seqkeras>FusedLSTM`);
 loaded on another backend (with seqkeras imported) each is Keras's own layer,
 the torch path never reached.
 
-`layer_class(cell_class)` is what the model builders call: on the torch
+`layer_class(cell_class)` is what the model builders get (through
+`seqkeras.backends.layer_classes`): on the torch
 backend the fused subclass, on the others Keras's own class (TensorFlow uses
 cuDNN on a GPU by itself; on a CPU the note names `--backend torch`).
 """

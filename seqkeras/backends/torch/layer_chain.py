@@ -25,6 +25,7 @@ to anything it calls (so no global call context is needed) and adds no loss.
 from __future__ import annotations
 
 import keras
+from keras.src.models.functional import Functional
 
 # Layer types whose `call` needs nothing of `Layer.__call__` beyond the training flag and the mask.
 CHAINABLE = (
@@ -39,8 +40,6 @@ CHAINABLE = (
 
 def unsupported(model: keras.Model) -> str | None:
     """Why `LayerChain` cannot compute `model(x)` exactly (None when it can). Checked in order."""
-    from keras.src.models.functional import Functional
-
     if not isinstance(model, Functional) or type(model).call is not Functional.call:
         return "the model is not a plain Functional model"
     layers = model.layers

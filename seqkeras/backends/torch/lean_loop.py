@@ -13,7 +13,7 @@ a step where the plain PyTorch script takes 12: about 1 ms in the fit loop,
 - the batches are slices of the epoch's arrays as torch tensors (no DataLoader);
 - the forward pass is the Keras model's layers' own calls (masks, dropout as in fit), chained
   without `Layer.__call__`'s bookkeeping where that gives the same result (`layer_chain.py`);
-- the loss is the compiled `softmax_crossentropy` reduced exactly as Keras's
+- the loss is the compiled `softmax_crossentropy` (training/losses.py) reduced exactly as Keras's
   `reduce_weighted_values` does ("sum_over_batch_size": sample weights times the
   output mask scaled by total/valid, summed, divided by the token count), its
   gradient written over the softmax's output, which the step reads no more;
@@ -36,8 +36,8 @@ from __future__ import annotations
 import keras
 import torch
 
+from seqkeras.backends.losses import SUITE_ACCURACY, SUITE_LOSS, suite_function
 from seqkeras.backends.torch import adam, layer_chain
-from seqkeras.training import losses
 
 
 def unsupported(model: keras.Model) -> str | None:
@@ -49,7 +49,7 @@ def unsupported(model: keras.Model) -> str | None:
          "the model has its own training step, loss or metrics"),
         (lambda: len(getattr(model, "inputs", None) or ()) != 1 or len(getattr(model, "outputs", None) or ()) != 1,
          "the model has not one input and one output"),
-        (lambda: model.loss is not losses.softmax_crossentropy,
+        (lambda: model.loss is None or model.loss is not suite_function(SUITE_LOSS),
          "the model is not compiled with the suite's loss"),
         (lambda: not _is_suite_accuracy(model._compile_metrics), "the model is not compiled with the suite's accuracy"),
         (lambda: model.steps_per_execution != 1 or model.jit_compile, "steps_per_execution or jit_compile is set"),
@@ -63,7 +63,7 @@ def _is_suite_accuracy(compiled) -> bool:
         return False
     metrics = compiled._user_weighted_metrics
     return (isinstance(metrics, list) and len(metrics) == 1 and isinstance(metrics[0], keras.metrics.MeanMetricWrapper)
-            and metrics[0]._fn is losses.sparse_accuracy and not metrics[0]._fn_kwargs)
+            and metrics[0]._fn is suite_function(SUITE_ACCURACY) and not metrics[0]._fn_kwargs)
 
 
 class LeanLoop:
@@ -82,7 +82,9 @@ class LeanLoop:
         self.parameters = [variable.value for variable in self.weights]  # their tensors, filled in place by loading
         # A chain of layers adds no loss in its call (layer_chain.py), so only weight regularizers can add any.
         self.adds_losses = self.forward is model or any(w.regularizer is not None for w in self.weights)
-        # The loss's gradient may then overwrite the softmax's output (losses.py): no
+        # The suite's loss and accuracy, which `unsupported` found the model compiled with.
+        self.functions = suite_function(SUITE_LOSS), suite_function(SUITE_ACCURACY)
+        # The loss's gradient may then overwrite the softmax's output (training/losses.py): no
         # loss a layer adds in its call can reach it, and the accuracy is taken before `backward`.
         self.reuse_probabilities = self.forward is not model
         # None: the optimizer's own apply (also taken for a step where some weight got no gradient).
@@ -97,7 +99,8 @@ class LeanLoop:
         for rows in _batches(len(y), batch_size):
             batch_weight = sample_weight[rows] if sample_weight is not None else None
             y_pred = self.forward(x[rows], training=True)
-            loss, accuracy, weight = _loss_and_accuracy(y[rows], y_pred, batch_weight, self.reuse_probabilities)
+            loss, accuracy, weight = _loss_and_accuracy(self.functions, y[rows], y_pred, batch_weight,
+                                                        self.reuse_probabilities)
             loss = self._with_added_losses(loss)
             for parameter in self.parameters:
                 parameter.grad = None
@@ -123,7 +126,7 @@ class LeanLoop:
         for rows in _batches(len(y), batch_size):
             y_pred = self.forward(x[rows], training=False)
             batch_weight = sample_weight[rows] if sample_weight is not None else None
-            loss, accuracy, weight = _loss_and_accuracy(y[rows], y_pred, batch_weight)
+            loss, accuracy, weight = _loss_and_accuracy(self.functions, y[rows], y_pred, batch_weight)
             totals.add(self._with_added_losses(loss), rows.stop - rows.start, accuracy, weight)
         return totals.result()
 
@@ -150,14 +153,17 @@ def _batches(rows: int, batch_size: int):
     return (slice(start, min(start + batch_size, rows)) for start in range(0, rows, batch_size))
 
 
-def _loss_and_accuracy(y_true, y_pred, sample_weight, reuse_probabilities: bool = False):
+def _loss_and_accuracy(functions, y_true, y_pred, sample_weight, reuse_probabilities: bool = False):
     """Keras's compiled loss for the batch, and the accuracy values and weights its Mean tracker would add.
+
+    functions: the compiled (loss, accuracy), the suite's (`unsupported` checks it).
 
     The same operations in the same order as Keras's `reduce_weighted_values` and
     `apply_mask`, so that the loss (and its gradient) match Keras's to the last bit.
     reuse_probabilities: the loss's backward pass may overwrite y_pred (the accuracy is computed here, before).
     """
-    values = losses.softmax_crossentropy(y_true, y_pred, reuse_probabilities=reuse_probabilities)
+    loss_function, accuracy_function = functions
+    values = loss_function(y_true, y_pred, reuse_probabilities=reuse_probabilities)
     mask = getattr(y_pred, "_keras_mask", None)
     # None stands for Keras's weights of ones: multiplying by one changes no bit, so it is skipped.
     weight = None if sample_weight is None else sample_weight.to(values.dtype)
@@ -175,7 +181,7 @@ def _loss_and_accuracy(y_true, y_pred, sample_weight, reuse_probabilities: bool 
         # real tokens, counted once per row. The history reproduces that number, as fit gives it.
         metric_weight = weight if sample_weight is not None else mask
     loss = (values if weight is None else values * weight).sum() / values.numel()
-    accuracy = losses.sparse_accuracy(y_true, y_pred)
+    accuracy = accuracy_function(y_true, y_pred)
     return loss, accuracy, metric_weight
 
 

@@ -1,4 +1,4 @@
-"""float64 for the lesson's probes, on every Keras backend.
+"""float64 computation on every Keras backend, for the lesson's probes.
 
 The probes that rebuild the lesson's hand-computed numbers (memory,
 gradient_flow, unroll) run their layers in float64, so that a number of the
@@ -110,5 +110,5 @@ def _check_float64(backend: str) -> None:
     if kept != ["float64", "float64"]:
         raise RuntimeError(
             f"Keras on {backend} computes {kept} from float64 operands even inside float64_computation: "
-            "its type promotion has changed (see seqkeras/probes/precision.py)"
+            "its type promotion has changed (see seqkeras/backends/precision.py)"
         )

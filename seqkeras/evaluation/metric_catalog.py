@@ -1,0 +1,130 @@
+"""The metric registry: every metric a spec may name, and the one input type each problem kind's metrics read.
+
+A metric is one function per problem kind it applies to, each a function of
+that problem's input (`INPUTS`) returning one number. A problem's evaluator
+makes the input from the trained model and the test set, then computes the
+run's metrics from it with `compute`: no evaluator calls a metric by itself.
+`seqkeras.catalog.METRICS` is this registry (the same object), for
+`seqkeras list`, the schema and spec validation; `DEFAULT_METRICS` are what a
+spec without `evaluate.metrics` reports.
+
+The functions are named by import path and loaded when a run computes them,
+so listing the metrics or validating a spec imports none of their modules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from seqkeras.registry import Metric, Registry
+from seqkeras.tasks.base import CLASSIFICATION, LANGUAGE_MODELING, REGRESSION, SEQ2SEQ, TAGGING
+
+# What every metric of a problem kind takes ("module:Type"; the first parameter of each function is annotated so):
+INPUTS = {
+    # the model's test predictions: probabilities, targets, the mask of real tokens, decided ids, tag names
+    CLASSIFICATION: "seqkeras.training.predictions:Predictions",
+    TAGGING: "seqkeras.training.predictions:Predictions",
+    # the probability of each test target and the most probable id ([N, L], never the whole [N, L, V])
+    LANGUAGE_MODELING: "seqkeras.evaluation.language_model_metrics:TargetScores",
+    # the predicted and true numbers, and the training targets (for the memoryless baseline)
+    REGRESSION: "seqkeras.evaluation.regression_metrics:RegressionOutputs",
+    # one decoder's outputs, the references, their log-probabilities, hits and decoding time
+    SEQ2SEQ: "seqkeras.evaluation.seq2seq_metrics:DecodedOutputs",
+}
+
+# Not a number of its own: the seq2seq evaluator splits the outputs by source length with its function
+# (`length_buckets`) and adds every other listed metric per bucket, as <metric>_len_<lo>_<hi>.
+BY_LENGTH = "by_length"
+
+_METRICS = "seqkeras.evaluation.metrics"
+_LM = "seqkeras.evaluation.language_model_metrics"
+_REGRESSION = "seqkeras.evaluation.regression_metrics"
+_SEQ2SEQ = "seqkeras.evaluation.seq2seq_metrics"
+
+METRICS = Registry(
+    "metric",
+    [
+        Metric("accuracy", "Share of test sequences whose label is predicted correctly.",
+               computes={CLASSIFICATION: f"{_METRICS}:accuracy"}),
+        Metric("token_accuracy", "Share of real (non-padding) tokens predicted correctly.",
+               computes={TAGGING: f"{_METRICS}:token_accuracy", LANGUAGE_MODELING: f"{_LM}:token_accuracy"}),
+        Metric("cross_entropy", "Mean negative log-likelihood per target, in nats.",
+               computes={CLASSIFICATION: f"{_METRICS}:cross_entropy", TAGGING: f"{_METRICS}:cross_entropy",
+                         LANGUAGE_MODELING: f"{_LM}:cross_entropy"}),
+        Metric("perplexity", "exp(cross-entropy) per token; a uniform model scores the vocabulary size.",
+               computes={LANGUAGE_MODELING: f"{_LM}:perplexity"}),
+        Metric("entity_precision", "Share of predicted entities (type and both boundaries) that are true (seqeval).",
+               computes={TAGGING: f"{_METRICS}:entity_precision"}),
+        Metric("entity_recall", "Share of true entities that are predicted exactly (seqeval).",
+               computes={TAGGING: f"{_METRICS}:entity_recall"}),
+        Metric("entity_f1", "Harmonic mean of entity precision and recall, CoNLL style (seqeval).",
+               computes={TAGGING: f"{_METRICS}:entity_f1"}),
+        Metric("invalid_transitions", "Predicted I-X tags that BIO forbids (after O or another type), counted.",
+               computes={TAGGING: f"{_METRICS}:invalid_transitions"}),
+        Metric("mse", "Regression: mean squared error of the predictions on the test set.",
+               computes={REGRESSION: f"{_REGRESSION}:mse"}),
+        Metric("baseline_mse", "Regression: the MSE of always predicting the training targets' mean "
+               "(a model that remembers nothing).",
+               computes={REGRESSION: f"{_REGRESSION}:baseline_mse"}),
+        Metric("bleu", "Seq2seq: sacrebleu corpus BLEU (0–100) of the outputs against the references.",
+               computes={SEQ2SEQ: f"{_SEQ2SEQ}:bleu"}),
+        Metric("chrf", "Seq2seq: sacrebleu corpus chrF (0–100), character n-gram F-score.",
+               computes={SEQ2SEQ: f"{_SEQ2SEQ}:chrf"}),
+        Metric("exact_match", "Seq2seq: share of outputs identical to their reference.",
+               computes={SEQ2SEQ: f"{_SEQ2SEQ}:exact_match"}),
+        Metric("teacher_forced_token_accuracy",
+               "Seq2seq: share of reference tokens (and ends) predicted right when reading the true previous "
+               "tokens.",
+               computes={SEQ2SEQ: f"{_SEQ2SEQ}:teacher_forced_token_accuracy"}),
+        Metric("free_running_token_accuracy",
+               "Seq2seq: share of reference tokens (and ends) the decoder's own output matches, position by "
+               "position.",
+               computes={SEQ2SEQ: f"{_SEQ2SEQ}:free_running_token_accuracy"}),
+        Metric("exposure_gap", "Seq2seq: teacher-forced minus free-running token accuracy (exposure bias).",
+               computes={SEQ2SEQ: f"{_SEQ2SEQ}:exposure_gap"}),
+        Metric("mean_log_prob", "Seq2seq: mean log P(output | source) under the model, in nats.",
+               computes={SEQ2SEQ: f"{_SEQ2SEQ}:mean_log_prob"}),
+        Metric("log_prob_per_token", "Seq2seq: the outputs' total log-probability per output token.",
+               computes={SEQ2SEQ: f"{_SEQ2SEQ}:log_prob_per_token"}),
+        Metric("length_ratio", "Seq2seq: output tokens / reference tokens (below 1: too short).",
+               computes={SEQ2SEQ: f"{_SEQ2SEQ}:length_ratio"}),
+        Metric("distinct_1", "Seq2seq: distinct tokens / all tokens over the outputs (diversity).",
+               computes={SEQ2SEQ: f"{_SEQ2SEQ}:distinct_1"}),
+        Metric("distinct_2", "Seq2seq: distinct bigrams / all bigrams over the outputs (diversity).",
+               computes={SEQ2SEQ: f"{_SEQ2SEQ}:distinct_2"}),
+        Metric("seconds_per_sequence", "Seq2seq: decoding time per test sequence.",
+               computes={SEQ2SEQ: f"{_SEQ2SEQ}:seconds_per_sequence"}),
+        Metric(BY_LENGTH, "Seq2seq: adds every other listed metric per source-length bucket, "
+               "as <metric>_len_<lo>_<hi> (bucket width: task.bucket_width).",
+               computes={SEQ2SEQ: f"{_SEQ2SEQ}:length_buckets"}),
+    ],
+)
+
+DEFAULT_METRICS = {
+    CLASSIFICATION: ["accuracy"],
+    TAGGING: ["entity_f1", "token_accuracy", "invalid_transitions"],
+    LANGUAGE_MODELING: ["perplexity", "token_accuracy"],
+    REGRESSION: ["mse", "baseline_mse"],
+    SEQ2SEQ: ["bleu", "chrf", "exact_match", "teacher_forced_token_accuracy", "free_running_token_accuracy",
+              "mean_log_prob", "length_ratio", "seconds_per_sequence"],
+}
+
+# Checked at import: a metric of a problem without a declared input, or a problem without defaults, is a slip
+# in the line that added it (and this module is what `seqkeras list` loads).
+for _metric in METRICS:
+    if not _metric.computes or set(_metric.computes) - set(INPUTS):
+        raise ValueError(f"metric {_metric.name!r}: its problems {sorted(_metric.computes)} must be some of "
+                         f"{sorted(INPUTS)}")
+if set(DEFAULT_METRICS) != set(INPUTS):
+    raise ValueError(f"DEFAULT_METRICS covers {sorted(DEFAULT_METRICS)}, not every problem {sorted(INPUTS)}")
+
+
+def applying_to(problem: str) -> list[Metric]:
+    """Every metric of `problem`, in the registry's order."""
+    return [metric for metric in METRICS if problem in metric.computes]
+
+
+def compute(names: Iterable[str], problem: str, inputs: Any) -> dict[str, Any]:
+    """Each named metric of `problem`, computed from that problem's input, by name and in the order given."""
+    return {name: METRICS.get(name).function(problem)(inputs) for name in names}

@@ -1,0 +1,100 @@
+"""A seqkeras record as an MLflow run's params and metrics.
+
+- params: the run's resolved spec (its spec.yaml), one per key path (`model.units`);
+- metrics: each epoch's history values (history.csv, step = epoch), and the run's
+  final metrics as in runs.csv (a run with several evaluation rows, one per decoder,
+  gets `<decoder …>/<metric>`), with `params`, `train_seconds` and `seconds`.
+
+Every file of the run folder is read through `results.files` (regular, bounded, no
+link followed); one that cannot be read is said through `warn` and left out, never
+raised: tracking never fails a run.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+from seqkeras.errors import SpecError
+from seqkeras.results.files import read_text
+from seqkeras.spec.runs import flat_keys
+from seqkeras.tracking.mlflow_store import first_line
+
+
+def _read_run_file(run_folder: Path, name: str, warn: Callable[[str], None] | None) -> str | None:
+    """The text of the run folder's `name` through `results.files` (no link, bounded); None when absent or unusable."""
+    if not os.path.lexists(run_folder / name):
+        return None
+    try:
+        return read_text(run_folder, name)
+    except SpecError as error:
+        if warn is not None:
+            warn(f"{error}; not logged to the tracker")
+        return None
+
+
+def spec_params(run_folder: Path, *, warn: Callable[[str], None] | None = None) -> list[tuple[str, str]]:
+    """The run's resolved spec as (key path, value text) pairs: `model.units` → '32'."""
+    text = _read_run_file(run_folder, "spec.yaml", warn)
+    if text is None:
+        return []
+    try:
+        spec = yaml.safe_load(text) or {}
+    except yaml.YAMLError as error:
+        if warn is not None:
+            warn(f"{run_folder / 'spec.yaml'} is not YAML ({first_line(error)}); its params are not logged")
+        return []
+    if not isinstance(spec, dict):
+        return []
+    return [(key, str(value)[:6000]) for key, value in flat_keys(spec).items()]  # MLflow's limit on a param
+
+
+def metric_name(text: str) -> str:
+    """An MLflow metric name: letters, digits and _ - . space / only."""
+    return "".join(c if c.isalnum() or c in "_-. /" else "_" for c in text)
+
+
+def history_metrics(run_folder: Path, warn: Callable[[str], None] | None = None) -> list[tuple[str, float, int]]:
+    """(epoch/<column>, value, epoch) for each number of the run's history.csv."""
+    text = _read_run_file(run_folder, "history.csv", warn)
+    if text is None:
+        return []
+    found: list[tuple[str, float, int]] = []
+    try:
+        frame = pd.read_csv(io.StringIO(text))
+        steps = frame["epoch"] if "epoch" in frame else range(1, len(frame) + 1)
+        for column in frame.columns:
+            if column != "epoch" and pd.api.types.is_numeric_dtype(frame[column]):
+                found += [(metric_name(f"epoch/{column}"), float(v), int(s)) for s, v in zip(steps, frame[column])
+                          if math.isfinite(v)]
+    except (ValueError, TypeError, OverflowError, pd.errors.ParserError, pd.errors.EmptyDataError) as error:
+        if warn is not None:
+            warn(f"{run_folder / 'history.csv'} cannot be read as a table ({first_line(error)}); "
+                 "its epochs are not logged")
+        return []
+    return found
+
+
+def record_metrics(record: dict[str, Any], run_folder: Path, *,
+                   warn: Callable[[str], None] | None = None) -> list[tuple[str, float, int]]:
+    """(name, value, step) for each number of the record and of history.csv (step = epoch)."""
+    found = history_metrics(run_folder, warn)
+    last = int(found[-1][2]) if found else 0
+    rows = record.get("rows") or [{"keys": {}, "metrics": record.get("metrics") or {}}]
+    for row in rows:
+        label = "/".join(f"{k}={v}" for k, v in row["keys"].items())
+        for name, value in row["metrics"].items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+                found.append((metric_name(f"{label}/{name}" if label else name), float(value), last))
+    for name in ("params", "train_seconds", "seconds"):
+        value = record.get(name)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+            found.append((name, float(value), last))
+    return found

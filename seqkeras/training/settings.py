@@ -1,0 +1,71 @@
+"""The `train:` section's schema: how a model is trained.
+
+Training owns it, as a model kind owns its parameters: the trainer reads it and
+a probe that trains a model fills one in itself, so it sits below the spec
+stage, which composes it into an experiment file's structure (`spec.sections`).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from seqkeras.registry import Params
+
+
+class OptimizerSpec(Params):
+    name: Literal["adam", "adamw", "sgd", "rmsprop", "adagrad"] = Field(
+        "adam", description="Keras optimizer by name."
+    )
+    learning_rate: float = Field(1e-3, gt=0, le=10, description="Step size.")
+    clipnorm: float | None = Field(
+        None, gt=0, description="Rescale each gradient whose norm exceeds this (tames exploding gradients)."
+    )
+    clipvalue: float | None = Field(None, gt=0, description="Clip each gradient element to ±this.")
+    momentum: float | None = Field(None, ge=0, lt=1, description="Momentum for sgd and rmsprop.")
+
+
+class EarlyStoppingSpec(Params):
+    monitor: str = Field("val_loss", description="Quantity Keras watches, e.g. val_loss or val_accuracy.")
+    patience: int = Field(2, ge=1, description="Epochs without improvement before stopping.")
+    restore_best_weights: bool = Field(True, description="Evaluate the best epoch's weights, not the last.")
+
+
+class TrainSpec(Params):
+    epochs: int = Field(5, ge=1, le=10_000, description="Passes over the training set.")
+    batch_size: int = Field(32, ge=1, le=1_000_000, description="Examples per gradient step.")
+    optimizer: OptimizerSpec = Field(default_factory=OptimizerSpec)
+    validation_split: float = Field(
+        0.0, ge=0, lt=0.5, description="Share of the training set held out for val_* curves and early stopping."
+    )
+    early_stopping: EarlyStoppingSpec | None = Field(None, description="Stop when the monitored value stalls.")
+    verbose: Literal[0, 1, 2] = Field(
+        2, description="Progress: 0 silent; 1 or 2 one line per epoch (its loss and metrics)."
+    )
+    tensorboard: bool = Field(
+        False,
+        description="Write TensorBoard event files into the run's folder (<run>/tensorboard/): each epoch's "
+        "history values, the test metrics, the gradient-flow curve where measured. Needs the tensorboard package "
+        "(requirements-tracking.txt).",
+    )
+    keep_model: bool = Field(
+        True,
+        description="Keep the trained model in the run's folder: model.keras (Keras's native format; "
+        "model.ngram.json for an n-gram model) and preprocessing.json, read by seqkeras.load_model. "
+        "false for huge sweeps whose models are not wanted.",
+    )
+    distribution: Literal["none", "mirrored"] = Field(
+        "none",
+        description="mirrored: data-parallel over all local GPUs (tf.distribute.MirroredStrategy); "
+        "on a machine without GPUs it runs on the CPU and says so.",
+    )
+
+    @model_validator(mode="after")
+    def _early_stopping_needs_validation(self) -> "TrainSpec":
+        if self.early_stopping and self.early_stopping.monitor.startswith("val_") and self.validation_split == 0:
+            raise ValueError(
+                f"early_stopping monitors {self.early_stopping.monitor!r}, which needs "
+                "train.validation_split > 0"
+            )
+        return self
