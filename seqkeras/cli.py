@@ -1,4 +1,4 @@
-"""The command line: run, validate, table, list, compare, report, schema.
+"""The command line: run, validate, table, list, compare, report, export, predict, schema.
 
 Exit status: 0 all runs finished and every expectation held; 1 a run failed or
 an expectation did not hold; 2 invalid input (nothing ran).
@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
 # Every argument that names a file or folder, by its attribute, as the user wrote it. An empty one would
 # become Path(""), the current folder (`--out ''` wrote results into it): each is refused instead.
 PATH_ARGUMENTS = {"paths": "PATH", "out": "--out", "reference": "--reference", "results_dir": "RESULTS_DIR",
-                  "results_dirs": "RESULTS_DIR", "a": "A", "b": "B"}
+                  "results_dirs": "RESULTS_DIR", "a": "A", "b": "B", "run_folder": "RUN", "file": "--file"}
 
 
 def check_path_arguments(args: argparse.Namespace) -> None:
@@ -184,6 +184,24 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the tracking store (default: sqlite:///<results root>/mlflow.db)")
     export.set_defaults(handler=command_export)
 
+    predict = commands.add_parser("predict", help="predict with a run's kept model: classify, tag, translate, "
+                                                  "continue a prompt or predict a value")
+    predict.add_argument("run_folder", metavar="RUN", help="a run folder: results/<name>/<run_id>")
+    inputs = predict.add_mutually_exclusive_group(required=True)
+    inputs.add_argument("--text", action="append", metavar="TEXT",
+                        help="an input (repeatable); a prompt for a language model, steps of numbers for a regressor "
+                             "('0.3,0 0.9,1')")
+    inputs.add_argument("--file", metavar="FILE", help="a UTF-8 file of inputs, one a line")
+    predict.add_argument("--decoder", default=None, metavar="DECODER",
+                         help="seq2seq and language models: greedy (default), beam(width=5), "
+                              "'{name: sample, temperature: 0.7}': any decoder of `seqkeras list`")
+    predict.add_argument("--length", type=positive_int, default=None, metavar="N",
+                         help="language models: tokens added to each prompt (default: the run's "
+                              "evaluate.generate.length, else 30)")
+    predict.add_argument("--format", choices=["md", "csv", "jsonl"], default="md",
+                         help="md: a table (default); csv; jsonl: one JSON object a line")
+    predict.set_defaults(handler=command_predict)
+
     schema = commands.add_parser("schema", help="print the JSON Schema of experiment files (for editors)")
     schema.add_argument("--out", default=None, metavar="FILE", help="write it to FILE instead of printing it")
     schema.set_defaults(handler=command_schema)
@@ -310,6 +328,26 @@ def command_export(args) -> int:
 
     failed = export_results([Path(p) for p in args.results_dirs], args.track)
     return EXIT_FAILED if failed else EXIT_OK
+
+
+def command_predict(args) -> int:
+    from seqkeras.kept.predict import parse_decoder, read_inputs
+
+    texts = read_inputs(args.file) if args.file is not None else args.text
+    decoder = parse_decoder(args.decoder, "--decoder") if args.decoder is not None else None
+    select_backend(load=True)
+    from seqkeras.kept.saving import load_model
+
+    frame = load_model(args.run_folder).predict(texts, decoder=decoder, length=args.length)
+    if args.format == "csv":
+        sys.stdout.write(frame.to_csv(index=False))
+    elif args.format == "jsonl":
+        sys.stdout.write(frame.to_json(orient="records", lines=True, force_ascii=False).rstrip("\n") + "\n")
+    else:
+        from seqkeras.reporting.tables import to_markdown
+
+        print(to_markdown(frame))
+    return EXIT_OK
 
 
 def command_schema(args) -> int:

@@ -81,20 +81,9 @@ def teacher_forced(model: Seq2SeqModel, data: Seq2SeqData, batch_size: int) -> n
 
 def decode(model: Seq2SeqModel, data: Seq2SeqData, choice, max_length: int) -> DecodedOutputs:
     """Decode every test source with one decoder (timed)."""
-    decoder = build_decoder(choice.name, choice)
-    sources = data.x_test["source"]
-    tokens: list[list[int]] = []
-    log_probs, lengths = [], []
     started = time.perf_counter()
-    for start in range(0, len(sources), DECODE_BATCH):
-        batch = sources[start : start + DECODE_BATCH]
-        # Only each source's output is scored, so beam search may stop following
-        # hypotheses that can no longer win (the outputs are the same).
-        result = decoder.decode(model.step_model(batch, data.start_id, data.end_id), len(batch), max_length,
-                                all_hypotheses=False)
-        tokens += result.tokens
-        log_probs.append(result.log_probs)
-        lengths.append(result.lengths)
+    tokens, log_probs, lengths = decode_sources(model, data.x_test["source"], data.start_id, data.end_id, choice,
+                                                max_length)
     seconds = time.perf_counter() - started
 
     end = data.end_id
@@ -105,8 +94,8 @@ def decode(model: Seq2SeqModel, data: Seq2SeqData, choice, max_length: int) -> D
         hypotheses=hypotheses,
         references=references,
         source_lengths=np.array([len(source) for source, _ in data.test_pairs]),
-        log_probs=np.concatenate(log_probs),
-        output_lengths=np.concatenate(lengths),
+        log_probs=log_probs,
+        output_lengths=lengths,
         # Ids, as teacher forcing compares them (an <unk> in the reference is matched by <unk>);
         # an output cut off at max_length has no end token, so it misses the reference's.
         free_running_hits=np.array([sum(a == b for a, b in zip(ids, ref)) for ids, ref in zip(tokens, reference_ids)]),
@@ -114,6 +103,27 @@ def decode(model: Seq2SeqModel, data: Seq2SeqData, choice, max_length: int) -> D
         seconds=seconds,
     )
     return outputs
+
+
+def decode_sources(model: Seq2SeqModel, sources: np.ndarray, start_id: int, end_id: int, choice,
+                   max_length: int) -> tuple[list[list[int]], np.ndarray, np.ndarray]:
+    """Source ids [N, S] decoded with one decoder choice: each output's ids (the end token included when it
+    was reached), their log-probabilities [N] and lengths [N]. The evaluator's and `seqkeras predict`'s path."""
+    decoder = build_decoder(choice.name, choice)
+    tokens: list[list[int]] = []
+    log_probs, lengths = [], []
+    for start in range(0, len(sources), DECODE_BATCH):
+        batch = sources[start : start + DECODE_BATCH]
+        # Only each source's output is scored, so beam search may stop following
+        # hypotheses that can no longer win (the outputs are the same).
+        result = decoder.decode(model.step_model(batch, start_id, end_id), len(batch), max_length,
+                                all_hypotheses=False)
+        tokens += result.tokens
+        log_probs.append(result.log_probs)
+        lengths.append(result.lengths)
+    if not tokens:
+        return tokens, np.zeros(0), np.zeros(0, dtype="int64")
+    return tokens, np.concatenate(log_probs), np.concatenate(lengths)
 
 
 def shown_outputs(data: Seq2SeqData, outputs: DecodedOutputs, label: str) -> list[dict[str, object]]:

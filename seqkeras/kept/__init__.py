@@ -11,5 +11,5 @@ before it is used; `preprocessing` is plain Python (no Keras). It reads a
 results folder through results' safe readers and rebuilds a run through the spec
 and the catalog: the stages below execution.
 
-May import: errors, registry, yaml_reader, tasks, models, results, catalog, spec.
+May import: errors, user_files, registry, yaml_reader, tasks, models, decoding, evaluation, results, catalog, spec.
 """

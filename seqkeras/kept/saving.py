@@ -144,6 +144,15 @@ class KeptModel:
         """Texts (or one text) → ids as the run's task made them; see `Preprocessing.encode`."""
         return self.preprocessing.encode(texts)
 
+    def predict(self, texts, decoder=None, length: int | None = None):
+        """A pandas DataFrame, one row per text: the label, the tags, the output or the value, and the count of
+        `unknown` words (`kept.predict`). `decoder` (seq2seq, language models): a decoder's name, its label
+        (`beam(width=5)`) or a spec's mapping ({name: beam, width: 5}), greedy by default; `length`: the tokens a
+        language model adds to each prompt."""
+        from seqkeras.kept.predict import predict
+
+        return predict(self, texts, decoder, length)
+
     def run_spec(self, overrides: list[str] | None = None):
         """The run, from its spec.yaml (a `RunSpec`), `overrides` (`evaluate.metrics=[...]`) applied."""
         from seqkeras.spec.loader import build_experiment

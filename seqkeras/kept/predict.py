@@ -1,0 +1,228 @@
+"""Predictions of a kept model on new inputs: what `seqkeras predict` prints and `KeptModel.predict` returns.
+
+One row per input, as a pandas DataFrame, per problem:
+
+    classification  input, label, probability (of that label), unknown
+    tagging         input, tokens, tags (one tag per token, both space-joined; a CRF tagger: its Viterbi path),
+                    unknown
+    seq2seq         input, decoder, output, log_prob, unknown   (any decoder of the catalog; greedy by default)
+    language model  input, decoder, output, log_prob, unknown   (the prompt continued by `length` tokens)
+    regression      input, value                               (real-valued features, no words)
+
+`unknown` counts the input's words outside the vocabulary: each became `<unk>`.
+
+Decoding reuses the suite's own paths: the seq2seq evaluator's `decode_sources` and the language models'
+`generation.generate`, with the run's seed for sampling (`decoders.seeded`), so a sampled output is the same
+every time. A decoder is written as a spec writes it (`{name: beam, width: 5}`, in YAML or JSON), as a name
+(`beam`), or as its table label (`beam(width=5, length_penalty=0.6)`).
+
+A regression input is a text of steps: whitespace between steps, commas between one step's features
+("0.3,0 0.9,1 0.1,0"), or a JSON list of steps ([[0.3, 0], [0.9, 1], [0.1, 0]]).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel, ValidationError
+
+from seqkeras.decoding.decoders import CHOICES, GreedyChoice, decoder_label, seeded
+from seqkeras.errors import SpecError, shown, unknown_choice
+from seqkeras.evaluation.generation import generate, text_of
+from seqkeras.evaluation.settings import GenerateSpec
+from seqkeras.user_files import open_regular_file
+from seqkeras.yaml_reader import decode_utf8
+from seqkeras.tasks.base import CLASSIFICATION, LANGUAGE_MODELING, REGRESSION, SEQ2SEQ, TAGGING
+from seqkeras.yaml_reader import parse_yaml
+
+DECODING = (SEQ2SEQ, LANGUAGE_MODELING)
+DEFAULT_LENGTH = 30  # tokens a language model adds to a prompt (evaluate.generate's default)
+LABEL = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*$", re.DOTALL)
+
+
+# --------------------------------------------------------------------------- decoders
+
+
+def parse_decoder(decoder: Any, what: str = "decoder") -> BaseModel:
+    """A decoder choice from a name, a table label (`beam(width=5)`), a YAML/JSON mapping's text, a mapping,
+    or a choice; a `SpecError` naming `what` and the value otherwise."""
+    if isinstance(decoder, BaseModel) and type(decoder) in CHOICES.values():
+        return decoder
+    if isinstance(decoder, str):
+        mapping = _decoder_mapping(decoder, what)
+    elif isinstance(decoder, dict):
+        mapping = dict(decoder)
+    else:
+        raise SpecError(f"{what} takes a decoder's name, label or mapping, not a {type(decoder).__name__}")
+    name = mapping.pop("name", None)
+    if not isinstance(name, str) or name not in CHOICES:
+        raise SpecError(f"{what} {shown(decoder)}: {unknown_choice('decoder', name, CHOICES)}")
+    try:
+        return CHOICES[name](name=name, **{str(key): value for key, value in mapping.items()})
+    except ValidationError as error:
+        first = error.errors()[0]
+        key = ".".join(str(part) for part in first["loc"])
+        raise SpecError(f"{what} {shown(decoder)}: {key}: {first['msg']} (got {shown(first.get('input'))})") from None
+
+
+def _decoder_mapping(text: str, what: str) -> dict[str, Any]:
+    label = LABEL.match(text)
+    if label:
+        mapping: dict[str, Any] = {"name": label.group(1)}
+        for part in (label.group(2) or "").split(","):
+            if not part.strip():
+                continue
+            key, equals, value = part.partition("=")
+            if not equals or not key.strip():
+                raise SpecError(f"{what} {shown(text)}: expected name(key=value, ...), got {shown(part.strip())}")
+            mapping[key.strip()] = parse_yaml(value.strip(), path=what) if value.strip() else None
+        return mapping
+    try:
+        value = parse_yaml(text, path=what)
+    except SpecError as error:
+        raise SpecError(f"{what} {shown(text)} is neither a decoder's name, its label nor a mapping ({error})") \
+            from None
+    if not isinstance(value, dict):
+        raise SpecError(f"{what} {shown(text)} is neither a decoder's name, its label nor a mapping")
+    return value
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def checked_texts(texts: Any) -> list[str]:
+    """The inputs as a list of texts: one text or a list of them, none empty."""
+    texts = [texts] if isinstance(texts, str) else list(texts)
+    if not texts:
+        raise SpecError("no input to predict: give at least one text")
+    for index, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise SpecError(f"input {index + 1} is a {type(text).__name__}, not a text")
+        if not text.strip():
+            raise SpecError(f"input {index + 1} is empty: give a text to predict from")
+    return texts
+
+
+INPUT_FILE_LIMIT = 64 << 20  # 64 MiB of inputs, one a line
+
+
+def read_inputs(path: str) -> list[str]:
+    """A user's file of inputs, one per line (UTF-8; blank lines left out), read through the checked readers."""
+    try:
+        with open_regular_file(path, limit=INPUT_FILE_LIMIT) as handle:
+            data = handle.read(INPUT_FILE_LIMIT + 1)
+    except SpecError as error:
+        raise SpecError(f"--file {path}: {error}") from None
+    if len(data) > INPUT_FILE_LIMIT:
+        raise SpecError(f"--file {path}: is larger than {INPUT_FILE_LIMIT >> 20} MiB")
+    lines = [line for line in decode_utf8(data, source=f"--file {path}").splitlines() if line.strip()]
+    if not lines:
+        raise SpecError(f"--file {path}: has no inputs (one a line)")
+    return lines
+
+
+def features_of(text: str, features: int, index: int) -> np.ndarray:
+    """A regression input's steps [L, features] from its text (module docstring)."""
+    where = f"input {index + 1} ({shown(text)})"
+    stripped = text.strip()
+    try:
+        if stripped.startswith("["):
+            steps = json.loads(stripped)
+        else:
+            steps = [[float(value) for value in step.split(",")] for step in stripped.split()]
+        array = np.asarray(steps, dtype="float32")
+    except (ValueError, TypeError):
+        raise SpecError(f"{where}: a regression input is steps of {features} finite number(s) each, e.g. "
+                        "'0.3,0 0.9,1' or [[0.3, 0], [0.9, 1]]") from None
+    if array.ndim == 1 and features == 1:
+        array = array[:, None]
+    if array.ndim != 2 or array.shape[1] != features or not np.isfinite(array).all():
+        raise SpecError(f"{where}: each step needs {features} finite number(s) (the model's features), e.g. "
+                        "'0.3,0 0.9,1' or [[0.3, 0], [0.9, 1]]")
+    return array
+
+
+# --------------------------------------------------------------------------- predicting
+
+
+def predict(kept, texts, decoder: Any = None, length: int | None = None) -> pd.DataFrame:
+    """One row per input (module docstring). `decoder` (seq2seq, language models): a decoder as
+    `parse_decoder` reads it, greedy by default; `length`: the tokens a language model adds to each prompt."""
+    texts = checked_texts(texts)
+    problem = kept.problem
+    if decoder is not None and problem not in DECODING:
+        raise SpecError(f"a decoder is for seq2seq and language models; this is a {problem} model "
+                        f"({kept.kind}): leave the decoder out")
+    if length is not None and problem != LANGUAGE_MODELING:
+        raise SpecError(f"a length is for language models; this is a {problem} model ({kept.kind})")
+    if problem == REGRESSION:
+        return regression(kept, texts)
+    encoded = kept.encode(texts)
+    unknown = [len(words) for words in encoded.unknown]
+    for index, tokens in enumerate(encoded.tokens):
+        if not tokens:
+            raise SpecError(f"input {index + 1} ({shown(texts[index])}) has no tokens once standardized as the "
+                            "task did: give a text with words in it")
+    if problem == CLASSIFICATION:
+        probabilities = np.asarray(kept.model.predict(encoded.ids, verbose=0))
+        best = probabilities.argmax(-1)
+        return pd.DataFrame({"input": texts, "label": kept.preprocessing.labels_of(best),
+                             "probability": probabilities[np.arange(len(texts)), best].astype(float),
+                             "unknown": unknown})
+    if problem == TAGGING:
+        if hasattr(kept.model, "predict_tags"):  # a CRF: the Viterbi path, as the trainer decides
+            ids = np.asarray(kept.model.predict_tags(encoded.ids))
+        else:
+            ids = np.asarray(kept.model.predict(encoded.ids, verbose=0)).argmax(-1)
+        tags = [" ".join(kept.preprocessing.labels_of(ids[row, : len(tokens)]))
+                for row, tokens in enumerate(encoded.tokens)]
+        return pd.DataFrame({"input": texts, "tokens": [" ".join(t) for t in encoded.tokens], "tags": tags,
+                             "unknown": unknown})
+    choice = GreedyChoice() if decoder is None else parse_decoder(decoder)
+    seed = int(kept.spec.get("seed", 0))
+    if problem == SEQ2SEQ:
+        outputs, log_probs = seq2seq(kept, encoded.ids, seeded(choice, seed))
+    else:
+        outputs, log_probs = continuation(kept, texts, choice, seed, length)
+    return pd.DataFrame({"input": texts, "decoder": decoder_label(choice), "output": outputs,
+                         "log_prob": np.asarray(log_probs, dtype=float), "unknown": unknown})
+
+
+def seq2seq(kept, sources: np.ndarray, choice: BaseModel) -> tuple[list[str], np.ndarray]:
+    from seqkeras.evaluation.seq2seq import decode_sources
+
+    target = kept.preprocessing.outputs
+    rule = kept.preprocessing.document.output
+    max_length = rule.max_output_length or 2 * sources.shape[1] + 2
+    tokens, log_probs, _ = decode_sources(kept.model, sources, target.index[rule.start], target.index[rule.end],
+                                          choice, max_length)
+    texts = [kept.preprocessing.detokenize(kept.preprocessing.tokens_of(ids)) for ids in tokens]
+    return texts, log_probs
+
+
+def continuation(kept, prompts: list[str], choice: BaseModel, seed: int,
+                 length: int | None) -> tuple[list[str], list[float]]:
+    if length is None:
+        generate_spec = (kept.spec.get("evaluate") or {}).get("generate") or {}
+        length = int(generate_spec.get("length", DEFAULT_LENGTH)) if isinstance(generate_spec, dict) \
+            else DEFAULT_LENGTH
+    try:
+        spec = GenerateSpec(prompts=prompts, length=length)
+    except ValidationError as error:
+        raise SpecError(f"length {shown(length)}: {error.errors()[0]['msg']}") from None
+    window = kept.preprocessing.document.output.context
+    samples = generate(kept.model, kept.preprocessing, choice, spec, window, run_seed=seed,
+                       scores_itself=hasattr(kept.model, "next_log_probabilities"))
+    return [text_of(kept.preprocessing, sample.tokens) for sample in samples], [s.log_prob for s in samples]
+
+
+def regression(kept, texts: list[str]) -> pd.DataFrame:
+    features = kept.preprocessing.document.input.features or 1
+    steps = [features_of(text, features, index) for index, text in enumerate(texts)]
+    # One input at a time: padding would be read as steps.
+    values = [float(np.asarray(kept.model.predict(array[None], verbose=0)).reshape(-1)[0]) for array in steps]
+    return pd.DataFrame({"input": texts, "value": values})

@@ -1,0 +1,192 @@
+"""`seqkeras predict` and `KeptModel.predict`: a kept model on new inputs, per problem, in each output format.
+
+One tiny run per model kind (tests/model_kind_specs.py), trained once for this module; each check goes
+through the command line in-process and parses its output back, and compares it with what the model or the
+run's own evaluator gives for the same input.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import seqkeras
+from seqkeras.errors import SpecError
+from seqkeras.kept.predict import parse_decoder
+from tests.helpers import run_cli
+from tests.model_kind_specs import CASES
+
+FORMATS = ["md", "csv", "jsonl"]
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory):
+    """The run folder of each model kind used here, each trained once (one epoch, a few examples)."""
+    out = tmp_path_factory.mktemp("predict")
+    made = {}
+    for case in CASES:
+        if case.id in ("classifier", "tagger-crf", "seq2seq", "lm", "regressor"):
+            seqkeras.run(case.spec(), out=out, backend="tensorflow")
+            (folder,) = [p for p in (out / f"kind-{case.id}").iterdir() if p.is_dir()]
+            made[case.id] = folder
+    return made
+
+
+def parsed(text: str, fmt: str) -> pd.DataFrame:
+    """The command's stdout in `fmt` as a DataFrame of texts."""
+    if fmt == "csv":
+        return pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
+    if fmt == "jsonl":
+        lines = text.splitlines()
+        assert lines and all(line.startswith("{") for line in lines), text
+        return pd.DataFrame([{k: str(v) for k, v in json.loads(line).items()} for line in lines])
+    lines = [line for line in text.splitlines() if line.strip()]
+    assert lines[0].startswith("|") and set(lines[1]) <= set("|:- "), text
+    header = [cell.strip() for cell in lines[0].strip("|").split("|")]
+    rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in lines[2:]]
+    return pd.DataFrame(rows, columns=header)
+
+
+def predict_cli(capsys, folder: Path, *args, fmt: str = "md") -> pd.DataFrame:
+    code, out, err = run_cli(capsys, "predict", folder, *args, "--format", fmt)
+    assert code == 0, err
+    return parsed(out, fmt)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_classifier_labels_each_text_with_its_argmax_and_counts_unknown_words(folders, capsys, fmt):
+    folder = folders["classifier"]
+    kept = seqkeras.load_model(folder)
+    known = [token for token in kept.preprocessing.vocabulary.tokens[2:6]]
+    texts = [" ".join(known), " ".join(known[:2] + ["zebra", "quagga"])]
+    frame = predict_cli(capsys, folder, "--text", texts[0], "--text", texts[1], fmt=fmt)
+    assert list(frame.columns) == ["input", "label", "probability", "unknown"]
+    assert frame["input"].tolist() == texts
+    assert frame["unknown"].astype(int).tolist() == [0, 2]
+    probabilities = kept.model.predict(kept.encode(texts).ids, verbose=0)
+    assert frame["label"].tolist() == kept.preprocessing.labels_of(probabilities.argmax(-1))
+    np.testing.assert_allclose(frame["probability"].astype(float), probabilities.max(-1), rtol=1e-4)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_crf_tagger_tags_each_token_by_its_viterbi_path(folders, capsys, fmt, tmp_path):
+    folder = folders["tagger-crf"]
+    kept = seqkeras.load_model(folder)
+    words = kept.preprocessing.vocabulary.tokens[2:8]
+    sentences = [" ".join(words), " ".join(words[:3] + ["zebra"])]
+    inputs = tmp_path / "sentences.txt"
+    inputs.write_text("\n".join(sentences) + "\n\n", encoding="utf-8")
+    frame = predict_cli(capsys, folder, "--file", inputs, fmt=fmt)
+    assert list(frame.columns) == ["input", "tokens", "tags", "unknown"]
+    assert frame["unknown"].astype(int).tolist() == [0, 1]
+    encoded = kept.encode(sentences)
+    paths = kept.model.predict_tags(encoded.ids)
+    for row, tokens in enumerate(encoded.tokens):
+        assert frame["tokens"][row].split() == tokens
+        assert frame["tags"][row].split() == kept.preprocessing.labels_of(paths[row, : len(tokens)])
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_seq2seq_model_decodes_as_its_evaluator_did_with_greedy_and_beam(folders, capsys, fmt):
+    folder = folders["seq2seq"]
+    outputs = pd.read_csv(folder / "outputs.csv", dtype=str, keep_default_na=False)
+    for decoder in ("greedy", "beam(width=2)"):
+        shown = outputs[outputs["decoder"] == decoder].head(3)
+        assert len(shown) == 3, outputs["decoder"].unique()
+        sources = [source.replace(" ", "") for source in shown["source"]]  # one token per character
+        args = [arg for source in sources for arg in ("--text", source)]
+        frame = predict_cli(capsys, folder, *args, "--decoder", decoder, fmt=fmt)
+        assert frame["decoder"].tolist() == [decoder] * 3
+        assert frame["output"].tolist() == [output.replace(" ", "") for output in shown["output"]]
+        np.testing.assert_allclose(frame["log_prob"].astype(float), shown["log_prob"].astype(float), rtol=1e-4)
+        assert frame["unknown"].astype(int).tolist() == [0, 0, 0]
+    frame = predict_cli(capsys, folder, "--text", "ab?", "--decoder", "{name: beam, width: 2}", fmt=fmt)
+    assert frame["unknown"].astype(int).tolist() == [1] and frame["decoder"].tolist() == ["beam(width=2)"]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_language_model_continues_a_prompt_with_a_sampler_as_its_run_did(folders, capsys, fmt):
+    folder = folders["lm"]
+    samples = pd.read_csv(folder / "samples.csv", dtype=str, keep_default_na=False)
+    sampler = "sample(temperature=1.0, top_k=3)"
+    (expected,) = samples[samples["decoder"] == sampler]["continuation"].tolist()
+    frame = predict_cli(capsys, folder, "--text", "the ", "--decoder", sampler, fmt=fmt)
+    assert frame["output"].tolist() == [expected.strip() if fmt == "md" else expected]  # md cells are stripped
+    greedy = predict_cli(capsys, folder, "--text", "the ", "--length", "7", fmt="jsonl")
+    assert greedy["decoder"].tolist() == ["greedy"] and len(greedy["output"][0]) == 7  # characters
+    assert predict_cli(capsys, folder, "--text", "th\u00e9", fmt="csv")["unknown"].tolist() == ["1"]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_regressor_predicts_a_value_from_steps_of_features(folders, capsys, fmt):
+    folder = folders["regressor"]
+    kept = seqkeras.load_model(folder)
+    assert kept.preprocessing.document.input.features == 2
+    steps = [[0.5, 1.0], [0.25, 0.0], [0.75, 1.0], [0.1, 0.0]]
+    text = " ".join(f"{a},{b}" for a, b in steps)
+    frame = predict_cli(capsys, folder, "--text", text, "--text", json.dumps(steps), fmt=fmt)
+    expected = float(kept.model.predict(np.asarray([steps], "float32"), verbose=0)[0, 0])
+    np.testing.assert_allclose(frame["value"].astype(float), [expected, expected], rtol=1e-4)
+
+
+def test_the_python_twin_returns_the_same_table(folders):
+    kept = seqkeras.load_model(folders["seq2seq"])
+    frame = kept.predict(["abc", "dcb"], decoder={"name": "beam", "width": 2})
+    assert list(frame.columns) == ["input", "decoder", "output", "log_prob", "unknown"] and len(frame) == 2
+    assert frame.equals(kept.predict(["abc", "dcb"], decoder="beam(width=2)"))
+
+
+def test_decoders_are_read_as_a_spec_writes_them():
+    assert parse_decoder("beam(width=5, length_penalty=0.6)").model_dump() == \
+        parse_decoder('{"name": "beam", "width": 5, "length_penalty": 0.6}').model_dump()
+    assert parse_decoder("sample").name == "sample"
+    with pytest.raises(SpecError, match="width"):
+        parse_decoder("beam(width=0)")
+    with pytest.raises(SpecError, match="bean"):
+        parse_decoder("bean")
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+def listing(root: Path) -> list[tuple[str, int]]:
+    return sorted((str(p.relative_to(root)), p.stat().st_size) for p in root.rglob("*"))
+
+
+@pytest.mark.parametrize("case", ["not a run folder", "no kept model", "a decoder for a classifier",
+                                  "an empty text", "a missing file", "a folder as file", "a file of blank lines",
+                                  "an unknown decoder", "a bad decoder parameter", "a bad regression",
+                                  "a regression step short of features", "a length for a classifier"])
+def test_bad_input_is_one_line_naming_it_and_exit_2(folders, capsys, tmp_path, case):
+    classifier = folders["classifier"]
+    copy = tmp_path / "run"
+    shutil.copytree(classifier, copy)
+    (copy / "preprocessing.json").unlink()
+    blank = tmp_path / "blank.txt"
+    blank.write_text("\n  \n", encoding="utf-8")
+    args, expected = {
+        "not a run folder": ([tmp_path, "--text", "a"], str(tmp_path)),
+        "no kept model": ([copy, "--text", "a"], "preprocessing.json is missing"),
+        "a decoder for a classifier": ([classifier, "--text", "a", "--decoder", "beam"], "classification"),
+        "an empty text": ([classifier, "--text", "  "], "input 1 is empty"),
+        "a missing file": ([classifier, "--file", tmp_path / "nowhere.txt"], "nowhere.txt"),
+        "a folder as file": ([classifier, "--file", tmp_path], "is a folder"),
+        "a file of blank lines": ([classifier, "--file", blank], "blank.txt: has no inputs"),
+        "an unknown decoder": ([folders["seq2seq"], "--text", "ab", "--decoder", "bean(width=2)"], "--decoder"),
+        "a bad decoder parameter": ([folders["seq2seq"], "--text", "ab", "--decoder", "beam(width=-1)"], "width"),
+        "a length for a classifier": ([classifier, "--text", "a", "--length", "3"], "a length is for language"),
+        "a bad regression": ([folders["regressor"], "--text", "1,2,3 4"], "steps of 2 finite number"),
+        "a regression step short of features": ([folders["regressor"], "--text", "1 2"], "needs 2 finite number"),
+    }[case]
+    before = listing(tmp_path), listing(classifier.parent.parent)
+    code, out, err = run_cli(capsys, "predict", *args)
+    assert code == 2, (out, err)
+    assert out == "" and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert err.startswith("error: ") and expected in err, err
+    assert (listing(tmp_path), listing(classifier.parent.parent)) == before  # nothing written anywhere
