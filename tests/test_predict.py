@@ -31,7 +31,7 @@ def folders(tmp_path_factory):
     out = tmp_path_factory.mktemp("predict")
     made = {}
     for case in CASES:
-        if case.id in ("classifier", "tagger-crf", "seq2seq", "lm", "regressor"):
+        if case.id in ("classifier", "tagger-crf", "seq2seq", "lm", "ngram", "regressor"):
             seqkeras.run(case.spec(), out=out, backend="tensorflow")
             (folder,) = [p for p in (out / f"kind-{case.id}").iterdir() if p.is_dir()]
             made[case.id] = folder
@@ -121,6 +121,14 @@ def test_a_language_model_continues_a_prompt_with_a_sampler_as_its_run_did(folde
     greedy = predict_cli(capsys, folder, "--text", "the ", "--length", "7", fmt="jsonl")
     assert greedy["decoder"].tolist() == ["greedy"] and len(greedy["output"][0]) == 7  # characters
     assert predict_cli(capsys, folder, "--text", "th\u00e9", fmt="csv")["unknown"].tolist() == ["1"]
+
+
+def test_an_ngram_model_continues_a_prompt_as_its_run_did(folders, capsys):
+    folder = folders["ngram"]
+    samples = pd.read_csv(folder / "samples.csv", dtype=str, keep_default_na=False)
+    (expected,) = samples["continuation"].tolist()
+    frame = predict_cli(capsys, folder, "--text", "the ", "--decoder", "greedy", fmt="jsonl")
+    assert frame["output"].tolist() == [expected] and frame["decoder"].tolist() == ["greedy"]
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

@@ -5,7 +5,9 @@ training code: `model.keras` (Keras's native format; `model.ngram.json` for the
 count-based n-gram model, which is not a Keras model) and `preprocessing.json`
 (how a text becomes the ids the model reads, and its outputs names), written by
 `saving.keep` at the end of training and read by `saving.load_model`, which
-gives a `KeptModel`. `serializable` makes the suite's Keras classes findable by
+gives a `KeptModel`; `predict` turns new inputs into a table of its outputs
+(`seqkeras predict`), through the evaluators' decoding and generation.
+`serializable` makes the suite's Keras classes findable by
 `keras.saving.load_model` once `seqkeras` is imported, without importing Keras
 before it is used; `preprocessing` is plain Python (no Keras). It reads a
 results folder through results' safe readers and rebuilds a run through the spec

@@ -102,7 +102,8 @@ class KeptModel:
         probabilities = kept.model.predict(encoded.ids, verbose=0)
         kept.preprocessing.labels_of(probabilities.argmax(-1))   # ['pos', 'neg']
 
-    What a `predict` command builds on, per problem (`kept.problem`):
+    `predict(texts, decoder)` does all of this (seqkeras/kept/predict.py, `seqkeras predict`); what it builds on,
+    per problem (`kept.problem`):
 
     - classification: `encode` → `model.predict` [N, classes] → `labels_of(argmax)`;
     - tagging: `encode` → `model.predict` [N, L, tags] (a CRF tagger: `model.predict_tags(ids)`, the Viterbi
