@@ -30,6 +30,7 @@ import pandas as pd
 from seqkeras.errors import SpecError
 from seqkeras.reporting.expectations import check
 from seqkeras.reporting.plots import plot_folder, read_manifest
+from seqkeras.reporting.spec_rows import own_rows
 from seqkeras.reporting.tables import summary_tables
 from seqkeras.results.files import (
     inside, is_file, is_folder, present, read_bytes, read_text, single_name_problem,
@@ -37,6 +38,7 @@ from seqkeras.results.files import (
 from seqkeras.results.folder import (
     FAILED, OK, is_matrix_column, named_experiment_folders, one_row_per_run, read_runs, run_counts, write_atomic,
 )
+from seqkeras.spec.runs import own_decoder_labels
 from seqkeras.spec.sections import ExperimentSpec
 from seqkeras.yaml_reader import parse_yaml
 
@@ -214,11 +216,12 @@ def read_experiment(folder: Path, plots_into: Path | None = None) -> ExperimentP
     name = spec.name if spec else (str(runs["experiment"].iloc[0]) if len(runs) and "experiment" in runs
                                    else folder.name)
     try:
-        tables = summary_tables(runs, spec.tables() if spec else [], matrix_columns)
+        own = own_decoder_labels(spec) if spec else None  # the rows its claims are about (reporting.spec_rows)
+        tables = summary_tables(runs, spec.tables() if spec else [], matrix_columns, own_decoders=own)
     except SpecError as error:
         tables = []
         problems.append(f"tables: {error}")
-    verdicts = [check(expect, runs) for expect in spec.expect] if spec else []
+    verdicts = [check(expect, own_rows(runs, own)) for expect in spec.expect] if spec else []
     plots_folder = folder
     plots = read_manifest(folder)
     if plots is None:

@@ -12,7 +12,8 @@ from pydantic import ValidationError
 from seqkeras.errors import SpecError
 from seqkeras.reporting.expectations import Verdict
 from seqkeras.reporting.formatting import mean_std
-from seqkeras.reporting.selection import require_columns, select
+from seqkeras.reporting.selection import key_list, require_columns, select
+from seqkeras.reporting.spec_rows import table_views
 from seqkeras.results.folder import FAILED, OK, identity_columns, is_evaluation_key, print_warning, run_counts
 from seqkeras.spec.sections import TableSpec
 
@@ -28,12 +29,6 @@ def _labels(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
             for v in frame[key].astype(object)
         ]
     return frame
-
-
-def _keys(value: str | list[str] | None) -> list[str]:
-    if value is None:
-        return []
-    return [value] if isinstance(value, str) else list(value)
 
 
 STATISTICS = {"mean": "mean", "std": "std", "n": "count"}  # statistics=True: a column each (std with ddof 1)
@@ -53,7 +48,7 @@ def pivot(runs: pd.DataFrame, table: TableSpec, statistics: bool = False) -> pd.
     statistics: numbers for pandas instead of "0.76 ± 0.014" texts: a column each for the
     mean, std and n ("accuracy mean", … without `columns`; "<column> mean", … with them).
     """
-    rows, columns = _keys(table.rows), _keys(table.columns)
+    rows, columns = key_list(table.rows), key_list(table.columns)
     if not (runs["status"] == OK).any():
         # Every run failed (or none ran yet): no metric column may exist at all; the page lists the failures.
         return pd.DataFrame()
@@ -180,22 +175,25 @@ def render_page(
 def table_title(table: TableSpec) -> str:
     if table.title:
         return table.title
-    across = f" by {' / '.join(_keys(table.rows))}"
+    across = f" by {' / '.join(key_list(table.rows))}"
     if table.columns:
-        across += f" × {' / '.join(_keys(table.columns))}"
+        across += f" × {' / '.join(key_list(table.columns))}"
     return f"{table.value}{across}"
 
 
 def summary_tables(runs: pd.DataFrame, tables: list[TableSpec], matrix_columns: list[str],
-                   pool: list[str] = (), statistics: bool = False) -> list[tuple[str, pd.DataFrame]]:
+                   pool: list[str] = (), statistics: bool = False,
+                   own_decoders: list[str] | None = None) -> list[tuple[str, pd.DataFrame]]:
     """The declared tables (or every run's values), each also pooling over `pool` (table --pool).
 
-    statistics: numbers (mean, std, n columns; see `pivot`), not the page's texts."""
+    statistics: numbers (mean, std, n columns; see `pivot`), not the page's texts. own_decoders: the spec's
+    decoders, when rows of other decoders may have been added (reporting.spec_rows)."""
     if not tables:
         return [("Runs (mean ± std over seeds)", default_table(runs, matrix_columns, list(pool), statistics))]
     if pool:
         tables = [t.model_copy(update={"pool": [*t.pool, *pool]}) for t in tables]
-    return [(table_title(t), pivot(runs, t, statistics)) for t in tables]
+    return [(table_title(t) + note, pivot(rows, t, statistics)) for t, rows, note in table_views(runs, tables,
+                                                                                                  own_decoders)]
 
 
 def declared_tables(spec: dict[str, Any], source: Path, warn: Callable[[str], None] = print_warning) -> list[TableSpec]:
