@@ -158,7 +158,6 @@ def test_columns(index: pd.Index, tests: dict[tuple, CellTest]) -> pd.DataFrame:
 
 def legend(baseline: Baseline) -> str:
     """The line under a marked Markdown table."""
-    return (f"`*`: differs beyond chance from its baseline cell, the one with {baseline} and the same other keys "
-            f"(two-sided p < {ALPHA:g}: a paired t-test over seeds where both cells have the same seeds, else "
-            f"Welch's t-test); `?`: too few seeds to tell (fewer than {MIN_SEEDS_FOR_TEST} pairs, or "
-            f"{MIN_SEEDS_FOR_TEST} seeds a side); unmarked: the baseline, no difference shown, or no baseline cell.")
+    return (f"`*`: differs beyond chance from its baseline cell ({baseline}, the same other keys): p < {ALPHA:g}, "
+            f"paired t-test over seeds where both cells have the same seeds, else Welch's; `?`: too few seeds to "
+            f"tell (under {MIN_SEEDS_FOR_TEST} pairs, or {MIN_SEEDS_FOR_TEST} seeds a side).")
