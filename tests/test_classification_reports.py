@@ -200,7 +200,7 @@ def test_baseline_marks_cells_paired_unpaired_and_with_too_few_seeds(tmp_path, c
     assert not cells["20", "gru"].endswith(("*", "?"))  # a mean difference of 0: not shown to differ
     assert cells["5", "tiny"].endswith(" ?") and cells["20", "tiny"].endswith(" ?")
     assert not cells["5", "lstm"].endswith(("*", "?"))  # the baseline itself
-    assert "`*`: differs beyond chance from its baseline cell, the one with model.cell = lstm" in out
+    assert "`*`: differs beyond chance from its baseline cell (model.cell = lstm, the same other keys)" in out
     assert "`?`: too few seeds to tell" in out
 
 
