@@ -142,6 +142,10 @@ def build_parser() -> argparse.ArgumentParser:
                             "within a cell is an error)")
     table.add_argument("--format", choices=["md", "csv"], default="md",
                        help="md: mean ± std in each cell (default); csv: numbers, a column each for mean, std and n")
+    table.add_argument("--baseline", metavar="KEY=VALUE",
+                       help="mark each cell that differs beyond chance from the cell with KEY=VALUE and the same "
+                            "other keys (e.g. model.cell=lstm): * p < 0.05 (paired t-test over shared seeds, else "
+                            "Welch's), ? too few seeds; csv: p_value, test and verdict columns")
     table.add_argument("--rebuild", action="store_true",
                        help="rebuild runs.csv from every run folder's metrics.json, then table.md and the plots")
     table.set_defaults(handler=command_table)
@@ -259,9 +263,11 @@ def command_run(args) -> int:
 
 
 def command_table(args) -> int:
+    from seqkeras.reporting.baseline import legend, parse_baseline
     from seqkeras.reporting.tables import declared_tables, pivot, summary_tables, to_markdown
     from seqkeras.results.folder import is_matrix_column, print_warning, read_runs, read_saved_spec
 
+    baseline = parse_baseline(args.baseline) if args.baseline is not None else None  # before reading anything
     results_dir = Path(args.results_dir)
     if args.rebuild:
         sweep.rebuild(results_dir)
@@ -270,18 +276,20 @@ def command_table(args) -> int:
         if not (args.rows and args.value):
             raise SpecError("give --rows and --value (and optionally --columns), or none of them")
         table = TableSpec(rows=args.rows, columns=args.columns, value=args.value, pool=args.pool)
-        frames = [("", pivot(runs, table, statistics=args.format == "csv"))]
+        frames = [("", pivot(runs, table, statistics=args.format == "csv", baseline=baseline))]
     else:
         folder = results_dir if results_dir.is_dir() else results_dir.parent
         saved = read_saved_spec(folder, warn=print_warning)
         tables = declared_tables(saved, folder / "experiment.yaml")
         matrix_columns = [c for c in runs.columns if is_matrix_column(c)]
         frames = summary_tables(runs, tables, matrix_columns, pool=args.pool, statistics=args.format == "csv",
-                                own_decoders=saved_decoder_labels(saved))
+                                baseline=baseline, own_decoders=saved_decoder_labels(saved))
     for title, frame in frames:
         if title and args.format == "md":
             print(f"## {title}\n")
         print(frame.to_csv(index=False) if args.format == "csv" else to_markdown(frame))
+        if baseline is not None and args.format == "md" and not frame.empty:
+            print(f"\n{legend(baseline)}")
         print()
     return EXIT_OK
 
