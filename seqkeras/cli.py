@@ -53,7 +53,8 @@ def main(argv: list[str] | None = None) -> int:
 # Every argument that names a file or folder, by its attribute, as the user wrote it. An empty one would
 # become Path(""), the current folder (`--out ''` wrote results into it): each is refused instead.
 PATH_ARGUMENTS = {"paths": "PATH", "out": "--out", "reference": "--reference", "results_dir": "RESULTS_DIR",
-                  "results_dirs": "RESULTS_DIR", "a": "A", "b": "B", "run_folder": "RUN", "file": "--file"}
+                  "results_dirs": "RESULTS_DIR", "a": "A", "b": "B", "run_folder": "RUN", "file": "--file",
+                  "attention": "--attention"}
 
 
 def check_path_arguments(args: argparse.Namespace) -> None:
@@ -205,6 +206,9 @@ def build_parser() -> argparse.ArgumentParser:
                               "evaluate.generate.length, else 30)")
     predict.add_argument("--format", choices=["md", "csv", "jsonl"], default="md",
                          help="md: a table (default); csv; jsonl: one JSON object a line")
+    predict.add_argument("--attention", default=None, metavar="DIR",
+                         help="seq2seq with attention: also write each input's attention map into DIR "
+                              "(attention_<n>.csv and .png, n = the input's number)")
     predict.set_defaults(handler=command_predict)
 
     evaluate = commands.add_parser("evaluate", help="evaluate the kept models of results again with more decoders "
@@ -361,7 +365,10 @@ def command_predict(args) -> int:
     select_backend(load=True)
     from seqkeras.kept.saving import load_model
 
-    frame = load_model(args.run_folder).predict(texts, decoder=decoder, length=args.length)
+    kept = load_model(args.run_folder)
+    frame = kept.predict(texts, decoder=decoder, length=args.length)
+    if args.attention is not None:
+        write_attention_maps(Path(args.attention), texts, kept.attention(texts, decoder))
     if args.format == "csv":
         sys.stdout.write(frame.to_csv(index=False))
     elif args.format == "jsonl":
@@ -369,8 +376,34 @@ def command_predict(args) -> int:
     else:
         from seqkeras.reporting.tables import to_markdown
 
-        print(to_markdown(frame))
+        print(to_markdown(frame.map(markdown_cell)))
     return EXIT_OK
+
+
+def markdown_cell(cell):
+    """A text as one Markdown table cell: a line break would end the row and a | would split the cell, so they
+    are written as the two characters \\n and as \\|."""
+    if not isinstance(cell, str):
+        return cell
+    return cell.replace("\r\n", "\n").replace("\r", "\n").replace("\n", "\\n").replace("|", "\\|")
+
+
+def write_attention_maps(folder: Path, texts: list[str], maps: list) -> None:
+    """attention_<n>.csv and attention_<n>.png (n = 1, 2, ... the inputs' order) into `folder`, drawn as the
+    run's attention plot is; said on stderr, so stdout stays the table."""
+    from seqkeras.reporting.curve_drawings import Curve, draw_attention
+    from seqkeras.reporting.figures import save_png
+    from seqkeras.results.folder import write_csv
+
+    if folder.exists() and not folder.is_dir():
+        raise SpecError(f"--attention {folder}: is a file, not a folder")
+    folder.mkdir(parents=True, exist_ok=True)
+    for number, (text, frame) in enumerate(zip(texts, maps), start=1):
+        write_csv(folder / f"attention_{number}.csv", frame)
+        label = text if len(text) <= 60 else text[:59] + "…"
+        save_png(draw_attention([Curve(label, 0, frame)], title="Attention over the decoded output (teacher-forced "
+                                "on it)"), folder / f"attention_{number}.png")
+    print(f"wrote {len(maps)} attention map(s) into {folder}", file=sys.stderr)
 
 
 def command_evaluate(args) -> int:

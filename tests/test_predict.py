@@ -110,6 +110,35 @@ def test_a_seq2seq_model_decodes_as_its_evaluator_did_with_greedy_and_beam(folde
     assert frame["unknown"].astype(int).tolist() == [1] and frame["decoder"].tolist() == ["beam(width=2)"]
 
 
+def test_attention_maps_are_written_for_each_input_over_its_decoded_output(folders, capsys, tmp_path):
+    folder = folders["seq2seq"]  # bahdanau attention
+    maps = tmp_path / "maps"
+    code, out, err = run_cli(capsys, "predict", folder, "--text", "abc", "--text", "dcba", "--attention", maps,
+                             "--format", "csv")
+    assert code == 0, err
+    frame = parsed(out, "csv")
+    assert sorted(p.name for p in maps.iterdir()) == ["attention_1.csv", "attention_1.png", "attention_2.csv",
+                                                      "attention_2.png"]
+    kept = seqkeras.load_model(folder)
+    for number, (text, output) in enumerate(zip(["abc", "dcba"], frame["output"]), start=1):
+        written = pd.read_csv(maps / f"attention_{number}.csv", keep_default_na=False)
+        pd.testing.assert_frame_equal(written, kept.attention([text])[0], check_dtype=False)
+        outputs = written.drop_duplicates("output_position")["output_token"].tolist()
+        assert "".join(outputs[:-1]) == output and outputs[-1] == "</s>"  # one row per decoded token, then the end
+        assert written.drop_duplicates("source_position")["source_token"].tolist() == list(text)
+        # Each output token's attention is a distribution over the source.
+        np.testing.assert_allclose(written.groupby("output_position")["weight"].sum(), 1.0, rtol=1e-5)
+    code, out, err = run_cli(capsys, "predict", folders["classifier"], "--text", "a", "--attention", maps)
+    assert code == 2 and "an attention map needs an encoder-decoder with attention" in err and out == ""
+
+
+def test_a_line_break_inside_a_text_stays_inside_its_markdown_cell(folders, capsys):
+    code, out, err = run_cli(capsys, "predict", folders["classifier"], "--text", "a fine\nfilm", "--text", "a|b")
+    assert code == 0, err
+    rows = out.strip().splitlines()[2:]
+    assert len(rows) == 2 and rows[0].startswith("| a fine\\nfilm ") and rows[1].startswith("| a\\|b "), out
+
+
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_a_language_model_continues_a_prompt_with_a_sampler_as_its_run_did(folders, capsys, fmt):
     folder = folders["lm"]

@@ -193,6 +193,14 @@ def predict(kept, texts, decoder: Any = None, length: int | None = None) -> pd.D
 
 
 def seq2seq(kept, sources: np.ndarray, choice: BaseModel) -> tuple[list[str], np.ndarray]:
+    tokens, log_probs = decoded_ids(kept, sources, choice)
+    texts = [kept.preprocessing.detokenize(kept.preprocessing.tokens_of(ids)) for ids in tokens]
+    return texts, log_probs
+
+
+def decoded_ids(kept, sources: np.ndarray, choice: BaseModel) -> tuple[list[list[int]], np.ndarray]:
+    """Each source's output ids (the end token included where reached) and log-probability, as the evaluator
+    decodes."""
     from seqkeras.evaluation.seq2seq import decode_sources
 
     target = kept.preprocessing.outputs
@@ -200,8 +208,35 @@ def seq2seq(kept, sources: np.ndarray, choice: BaseModel) -> tuple[list[str], np
     max_length = rule.max_output_length or 2 * sources.shape[1] + 2
     tokens, log_probs, _ = decode_sources(kept.model, sources, target.index[rule.start], target.index[rule.end],
                                           choice, max_length)
-    texts = [kept.preprocessing.detokenize(kept.preprocessing.tokens_of(ids)) for ids in tokens]
-    return texts, log_probs
+    return tokens, log_probs
+
+
+def attention_maps(kept, texts, decoder: Any = None) -> list[pd.DataFrame]:
+    """Per input, the attention of a seq2seq model with attention over its own decoded output (greedy by default):
+    the long table the run's attention.csv is (output_position, output_token, source_position, source_token,
+    weight), the decoder teacher-forced on the output it chose, so each output token's row is the attention that
+    produced it."""
+    texts = checked_texts(texts)
+    if kept.problem != SEQ2SEQ or getattr(kept.model, "attention", None) is None:
+        raise SpecError(f"an attention map needs an encoder-decoder with attention; this is a {kept.problem} model "
+                        f"({kept.kind}{', attention: none' if kept.problem == SEQ2SEQ else ''})")
+    choice = GreedyChoice() if decoder is None else parse_decoder(decoder)
+    encoded = kept.encode(texts)
+    rule = kept.preprocessing.document.output
+    start, end = kept.preprocessing.outputs.index[rule.start], kept.preprocessing.outputs.index[rule.end]
+    tokens, _ = decoded_ids(kept, encoded.ids, seeded(choice, int(kept.spec.get("seed", 0))))
+    maps = []
+    for row, ids in enumerate(tokens):
+        ids = [int(i) for i in ids if int(i) != end]
+        weights = kept.model.attention_weights(encoded.ids[row : row + 1], np.asarray([[start, *ids]]))[0]
+        output = [*kept.preprocessing.outputs.decode(ids), rule.end]  # one token per row of the weights
+        source = encoded.tokens[row][: weights.shape[1]]
+        maps.append(pd.DataFrame([
+            {"output_position": t, "output_token": output[t], "source_position": s, "source_token": source[s],
+             "weight": float(weights[t, s])}
+            for t in range(len(output)) for s in range(len(source))
+        ]))
+    return maps
 
 
 def continuation(kept, prompts: list[str], choice: BaseModel, seed: int,

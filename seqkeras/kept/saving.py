@@ -154,6 +154,13 @@ class KeptModel:
 
         return predict(self, texts, decoder, length)
 
+    def attention(self, texts, decoder=None) -> list:
+        """Per text, a seq2seq model's attention over the output it decodes (greedy by default): a DataFrame
+        each, as the run's attention.csv (`kept.predict.attention_maps`; `seqkeras predict --attention DIR`)."""
+        from seqkeras.kept.predict import attention_maps
+
+        return attention_maps(self, texts, decoder)
+
     def run_spec(self, overrides: list[str] | None = None):
         """The run, from its spec.yaml (a `RunSpec`), `overrides` (`evaluate.metrics=[...]`) applied."""
         from seqkeras.spec.loader import build_experiment

@@ -169,8 +169,10 @@ def draw_next_word(curves: list[Curve]) -> "Figure":
     return figure
 
 
-def draw_attention(curves: list[Curve]) -> "Figure":
-    """One heatmap per run: output step (rows) × source position (columns) → attention weight.
+def draw_attention(curves: list[Curve],
+                   title: str = "Attention weights for the first test pair (teacher-forced)") -> "Figure":
+    """One heatmap per run (or per input of `seqkeras predict --attention`): output step (rows) × source
+    position (columns) → attention weight.
 
     Up to four: the first seed of each configuration first, then further seeds."""
     firsts: dict[tuple, Curve] = {}
@@ -194,7 +196,7 @@ def draw_attention(curves: list[Curve]) -> "Figure":
         ax.set_ylabel("output token")
         ax.set_title(curve.label, fontsize=9)
     figure.colorbar(image, ax=list(axes), label="attention weight")
-    figure.suptitle("Attention weights for the first test pair (teacher-forced)")
+    figure.suptitle(title)
     return figure
 
 
