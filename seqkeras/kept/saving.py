@@ -1,7 +1,7 @@
 """A run's model, kept in its folder at the end of training (`keep`) and read back (`load_model` → `KeptModel`).
 
-    <run folder>/model.keras          the trained Keras model, Keras's native format (weights, config, the
-                                      optimizer's state); model.ngram.json for an n-gram model
+    <run folder>/model.keras          the trained Keras model, Keras's native format (config and weights,
+                                      not the optimizer's state); model.ngram.json for an n-gram model
     <run folder>/preprocessing.json   text → ids → outputs (seqkeras/kept/preprocessing.py)
     <run folder>/vocabulary.json      the input vocabulary (target_vocabulary.json: seq2seq's output)
     <run folder>/spec.yaml            the resolved spec: the task, its seed, the model, the evaluation
@@ -55,9 +55,19 @@ class _KerasImage(io.BytesIO):
 
 
 def keras_image(model: keras.Model) -> bytes:
-    """The model as the bytes of a .keras file (config, weights, optimizer state), made in memory."""
+    """The model as the bytes of a .keras file (config and weights), made in memory.
+
+    Without the optimizer's state: a kept model predicts and is evaluated again, and the state (two moments
+    per weight for Adam) would double the file and take 40% of the time a small run's save takes (benchmarks/
+    kept_models.py). The compile config stays, so Keras's `load_model` with compile=True compiles it afresh.
+    """
     image = _KerasImage()
-    model.save(image)
+    optimizer = getattr(model, "optimizer", None)
+    model.optimizer = None  # only for the save: `_save_state` walks the model's attributes
+    try:
+        model.save(image)
+    finally:
+        model.optimizer = optimizer
     return image.getvalue()
 
 
