@@ -21,7 +21,7 @@ from seqkeras.tasks.agreement import NOUNS, PREPOSITIONS
 from seqkeras.tasks.base import LANGUAGE_MODELING, SequenceData, SizeParams, Vocabulary, named_files
 from seqkeras.tasks.files import check_data_file
 from seqkeras.tasks.files import read_text as read_file_text
-from seqkeras.tasks.validation import ValidationParams
+from seqkeras.tasks.validation import ValidationParams, validation_path_field, validation_share_field
 
 VERBS = [("sleeps", "sleep"), ("is red", "are red"), ("waits", "wait"), ("shines", "shine")]
 
@@ -30,6 +30,8 @@ class Params(SizeParams, ValidationParams):
     path: str | None = Field(None, description="A UTF-8 text file to model; default: generated sentences.")
     seq_length: int = Field(64, ge=2, le=100_000, description="Characters per training window.")
     test_share: float = Field(0.1, gt=0, lt=1, description="Share of the text held out (its end) for testing.")
+    validation_path: str | None = validation_path_field()
+    validation_share: float | None = validation_share_field()
 
     # A missing, unreadable or non-regular file is refused before anything trains.
     check_file = field_validator("path", "validation_path")(check_data_file)

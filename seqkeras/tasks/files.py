@@ -31,7 +31,9 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 from seqkeras.errors import SpecError, listed, shown
 from seqkeras.user_files import MISSING, open_regular_file, size_in_words
 from seqkeras.tasks.base import SequenceData, named_files
-from seqkeras.tasks.validation import ValidationParams, validation_examples
+from seqkeras.tasks.validation import (
+    ValidationParams, validation_examples, validation_path_field, validation_share_field,
+)
 from seqkeras.tasks.text import (
     ClassificationTextParams,
     LabelledText,
@@ -116,6 +118,8 @@ def read_text(path: str | Path, key: str = "task.path") -> str:
 class ConllParams(TaggingTextParams, ValidationParams):
     path: str = Field(description="CoNLL-style file: `token tag` per line, a blank line between sentences.")
     test_path: str | None = Field(None, description="A separate test file; default: hold out test_share of path.")
+    validation_path: str | None = validation_path_field()
+    validation_share: float | None = validation_share_field()
 
     @field_validator("path", "test_path", "validation_path")
     @classmethod
@@ -137,6 +141,8 @@ class TextClassificationParams(ClassificationTextParams, ValidationParams):
     test_path: str | None = Field(None, description="A separate test file; default: hold out test_share of path.")
     text_column: str = Field("text", description="The column holding the text.")
     label_column: str = Field("label", description="The column holding the class.")
+    validation_path: str | None = validation_path_field()
+    validation_share: float | None = validation_share_field()
 
     check_files = field_validator("path", "test_path", "validation_path")(check_data_file)
 

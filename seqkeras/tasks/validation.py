@@ -30,15 +30,25 @@ Example = TypeVar("Example")
 VALIDATION_STREAM = 2
 
 
+def validation_path_field():
+    """The `validation_path` field, declared by each file task beside its other files (so it is listed there)."""
+    return Field(None, description="A validation file in the same format as path: val_* curves and early "
+                 "stopping (never the test split). At most one of validation_path and validation_share.")
+
+
+def validation_share_field():
+    """The `validation_share` field, declared by each file task after `validation_path`."""
+    return Field(None, gt=0, lt=1, description="Share of the training part (never the test split) held out, "
+                 "seeded, as validation data for val_* curves and early stopping. At most one of validation_path "
+                 "and validation_share.")
+
+
 class ValidationParams(Params):
-    validation_path: str | None = Field(
-        None, description="A validation file in the same format as path: val_* curves and early stopping "
-        "(never the test split). At most one of validation_path and validation_share.",
-    )
-    validation_share: float | None = Field(
-        None, gt=0, lt=1, description="Share of the training part (never the test split) held out, seeded, as "
-        "validation data for val_* curves and early stopping. At most one of validation_path and validation_share.",
-    )
+    """What a file task with validation data has: the rule between its two keys, which gives it, and their hashing.
+
+    Each task declares the two fields itself (`validation_path_field()`, `validation_share_field()`), after
+    its own files, so that the reference lists them there.
+    """
 
     # Left out of the resolved spec (and the run id) while at their default, None: added after results existed.
     hashed_only_when_set: ClassVar[tuple[str, ...]] = ("validation_path", "validation_share")
