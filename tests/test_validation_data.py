@@ -62,7 +62,8 @@ def test_file_tasks_build_validation_arrays_from_a_file_or_a_share(tmp_path):
     data_file, validation_file = csv_file(tmp_path / "data.csv"), csv_file(tmp_path / "valid.csv", ROWS[:4])
     data = files.build_text_classification(
         files.TextClassificationParams(path=str(data_file), validation_path=str(validation_file)), seed=0)
-    assert data.x_validation.shape[0] == 4 and list(data.y_validation) == [data.labels.index[lab] for _, lab in ROWS[:4]]
+    labels = [data.labels.index[label] for _, label in ROWS[:4]]
+    assert data.x_validation.shape[0] == 4 and list(data.y_validation) == labels
     conll = tmp_path / "train.conll"
     conll.write_text(CONLL, encoding="utf-8")
     tagged = files.build_conll(files.ConllParams(path=str(conll), validation_share=0.25), seed=0)
