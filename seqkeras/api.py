@@ -40,9 +40,11 @@ from seqkeras.errors import SpecError, shown, unknown_choice
 from seqkeras.execution import sweep
 from seqkeras.execution.executors import make_executor
 from seqkeras.reporting.expectations import check
+from seqkeras.reporting.spec_rows import own_rows
 from seqkeras.reporting.tables import declared_tables, pivot, summary_tables, verdict_frame
 from seqkeras.results.folder import is_matrix_column, print_warning, read_runs, read_saved_spec, run_counts
 from seqkeras.spec.loader import build_experiment
+from seqkeras.spec.runs import saved_decoder_labels
 from seqkeras.spec.sections import ExpectSpec, TableSpec
 from seqkeras.spec.selection import parse_only, select_runs
 from seqkeras.spec.validation import translate_validation_error
@@ -98,9 +100,10 @@ def load(folder: str | Path) -> Results:
     saved = folder / "experiment.yaml"
     spec = read_saved_spec(folder, warn=print_warning)
     matrix_columns = [column for column in runs.columns if is_matrix_column(column)]
-    tables = dict(summary_tables(runs, declared_tables(spec, saved), matrix_columns, statistics=True))
+    own = saved_decoder_labels(spec)  # the rows its claims are about (reporting.spec_rows)
+    tables = dict(summary_tables(runs, declared_tables(spec, saved), matrix_columns, statistics=True, own_decoders=own))
     claims = saved_claims(spec, saved)
-    return Results(folder, runs, tables, verdict_rows([check(expect, runs) for expect in claims]))
+    return Results(folder, runs, tables, verdict_rows([check(expect, own_rows(runs, own)) for expect in claims]))
 
 
 def saved_claims(spec: Mapping[str, Any], source: Path, warn=print_warning) -> list[ExpectSpec]:

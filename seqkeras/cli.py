@@ -1,4 +1,4 @@
-"""The command line: run, validate, table, list, compare, report, export, predict, schema.
+"""The command line: run, validate, table, list, compare, report, export, predict, evaluate, schema.
 
 Exit status: 0 all runs finished and every expectation held; 1 a run failed or
 an expectation did not hold; 2 invalid input (nothing ran).
@@ -18,6 +18,7 @@ from seqkeras.backends.runtime import AUTO, BACKEND_PACKAGES, QUIET_TF_LOG_LEVEL
 from seqkeras.errors import SpecError
 from seqkeras.execution import sweep
 from seqkeras.spec.reference import components_markdown, describe_params, section_models
+from seqkeras.spec.runs import saved_decoder_labels
 from seqkeras.spec.sections import TableSpec
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
@@ -31,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     with sigterm_as_ctrl_c():
         try:
             check_path_arguments(args)
-            if args.command != "run":  # `run` picks its backend from --backend first
+            if args.command not in ("run", "evaluate"):  # these pick their backend from --backend first
                 select_backend(load=False)  # these commands read specs and results: no Keras needed
             return args.handler(args)
         except SpecError as error:
@@ -141,6 +142,10 @@ def build_parser() -> argparse.ArgumentParser:
                             "within a cell is an error)")
     table.add_argument("--format", choices=["md", "csv"], default="md",
                        help="md: mean ± std in each cell (default); csv: numbers, a column each for mean, std and n")
+    table.add_argument("--baseline", metavar="KEY=VALUE",
+                       help="mark each cell that differs beyond chance from the cell with KEY=VALUE and the same "
+                            "other keys (e.g. model.cell=lstm): * p < 0.05 (paired t-test over shared seeds, else "
+                            "Welch's), ? too few seeds; csv: p_value, test and verdict columns")
     table.add_argument("--rebuild", action="store_true",
                        help="rebuild runs.csv from every run folder's metrics.json, then table.md and the plots")
     table.set_defaults(handler=command_table)
@@ -202,6 +207,18 @@ def build_parser() -> argparse.ArgumentParser:
                          help="md: a table (default); csv; jsonl: one JSON object a line")
     predict.set_defaults(handler=command_predict)
 
+    evaluate = commands.add_parser("evaluate", help="evaluate the kept models of results again with more decoders "
+                                                    "or metrics, without training; rebuilds runs.csv and table.md")
+    evaluate.add_argument("results_dirs", nargs="+", metavar="RESULTS_DIR", help="results/<name> or a results root")
+    evaluate.add_argument("--decoders", nargs="+", default=[], metavar="DECODER",
+                          help="decoders to add (seq2seq and language models' generation): greedy, beam(width=5), "
+                               "'{name: sample, temperature: 0.7}': any decoder of `seqkeras list`")
+    evaluate.add_argument("--metrics", nargs="+", default=[], metavar="METRIC",
+                          help="metrics to add to every row (each run's problem's metrics of `seqkeras list`)")
+    evaluate.add_argument("--backend", choices=[AUTO, *BACKEND_PACKAGES], default=None,
+                          help="Keras backend to load the models on (as run --backend)")
+    evaluate.set_defaults(handler=command_evaluate)
+
     schema = commands.add_parser("schema", help="print the JSON Schema of experiment files (for editors)")
     schema.add_argument("--out", default=None, metavar="FILE", help="write it to FILE instead of printing it")
     schema.set_defaults(handler=command_schema)
@@ -246,9 +263,11 @@ def command_run(args) -> int:
 
 
 def command_table(args) -> int:
+    from seqkeras.reporting.baseline import legend, parse_baseline
     from seqkeras.reporting.tables import declared_tables, pivot, summary_tables, to_markdown
     from seqkeras.results.folder import is_matrix_column, print_warning, read_runs, read_saved_spec
 
+    baseline = parse_baseline(args.baseline) if args.baseline is not None else None  # before reading anything
     results_dir = Path(args.results_dir)
     if args.rebuild:
         sweep.rebuild(results_dir)
@@ -257,16 +276,20 @@ def command_table(args) -> int:
         if not (args.rows and args.value):
             raise SpecError("give --rows and --value (and optionally --columns), or none of them")
         table = TableSpec(rows=args.rows, columns=args.columns, value=args.value, pool=args.pool)
-        frames = [("", pivot(runs, table, statistics=args.format == "csv"))]
+        frames = [("", pivot(runs, table, statistics=args.format == "csv", baseline=baseline))]
     else:
         folder = results_dir if results_dir.is_dir() else results_dir.parent
-        tables = declared_tables(read_saved_spec(folder, warn=print_warning), folder / "experiment.yaml")
+        saved = read_saved_spec(folder, warn=print_warning)
+        tables = declared_tables(saved, folder / "experiment.yaml")
         matrix_columns = [c for c in runs.columns if is_matrix_column(c)]
-        frames = summary_tables(runs, tables, matrix_columns, pool=args.pool, statistics=args.format == "csv")
+        frames = summary_tables(runs, tables, matrix_columns, pool=args.pool, statistics=args.format == "csv",
+                                baseline=baseline, own_decoders=saved_decoder_labels(saved))
     for title, frame in frames:
         if title and args.format == "md":
             print(f"## {title}\n")
         print(frame.to_csv(index=False) if args.format == "csv" else to_markdown(frame))
+        if baseline is not None and args.format == "md" and not frame.empty:
+            print(f"\n{legend(baseline)}")
         print()
     return EXIT_OK
 
@@ -348,6 +371,36 @@ def command_predict(args) -> int:
 
         print(to_markdown(frame))
     return EXIT_OK
+
+
+def command_evaluate(args) -> int:
+    from seqkeras.execution.reevaluation import recorded_backend, reevaluate
+    from seqkeras.kept.reevaluation import Additions, check_metric_names
+    from seqkeras.kept.predict import parse_decoder
+    from seqkeras.results.folder import named_experiment_folders
+
+    additions = Additions([parse_decoder(text, "--decoders") for text in args.decoders],
+                          check_metric_names(args.metrics))
+    if not additions:
+        raise SpecError("nothing to add: give --decoders and/or --metrics")
+    folders = named_experiment_folders([Path(p) for p in args.results_dirs])
+    # Default: the backend the runs were trained on, when they agree (not the fastest installed, as for run).
+    chosen = args.backend or os.environ.get("KERAS_BACKEND") or recorded_backend(folders)
+    select_backend(chosen, load=True)
+    outcomes = reevaluate(folders, additions)
+    failed = evaluated = 0
+    for outcome in outcomes:
+        held = outcome.summary.verdicts if outcome.summary is not None else []
+        print(f"\n{outcome.folder}: {len(outcome.added)} run(s) gained rows or columns, {len(outcome.unchanged)} had "
+              f"them, {len(outcome.without_model)} without a kept model, {len(outcome.failed)} failed; "
+              f"expectations: {sum(v.holds for v in held)} of {len(held)} reproduced")
+        for run_id, why in outcome.without_model.items():
+            print(f"  no kept model: {run_id} ({why})")
+        failed += len(outcome.failed) + sum(not v.holds for v in held)
+        evaluated += len(outcome.added) + len(outcome.unchanged)
+    if not evaluated:
+        print("nothing was evaluated: no run there kept its model", file=sys.stderr)
+    return EXIT_FAILED if failed or not evaluated else EXIT_OK
 
 
 def command_schema(args) -> int:

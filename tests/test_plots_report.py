@@ -474,7 +474,9 @@ def test_report_pages_load_in_a_headless_browser_with_every_image_and_no_errors(
         assert result["errors"] == [], f"{page}: {result['errors']}"
         for image in result["images"]:
             assert image["complete"] and image["width"] > 0, f"{page}: {image['src']} did not load"
-    assert len(loaded[1]["images"]) == 5 and len(loaded[2]["images"]) == 2
+    # each page's plots, and first its chart of the main metric per configuration
+    assert len(loaded[1]["images"]) == 6 and len(loaded[2]["images"]) == 3
+    assert loaded[1]["images"][0]["src"] == loaded[2]["images"][0]["src"] == "metric_by_configuration.png"
 
 
 def test_curves_of_matrix_points_that_differ_in_a_key_only_one_sets_get_different_labels(tmp_path):

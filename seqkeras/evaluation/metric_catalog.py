@@ -38,6 +38,7 @@ INPUTS = {
 BY_LENGTH = "by_length"
 
 _METRICS = "seqkeras.evaluation.metrics"
+_CLASSES = "seqkeras.evaluation.classification"
 _LM = "seqkeras.evaluation.language_model_metrics"
 _REGRESSION = "seqkeras.evaluation.regression_metrics"
 _SEQ2SEQ = "seqkeras.evaluation.seq2seq_metrics"
@@ -47,6 +48,16 @@ METRICS = Registry(
     [
         Metric("accuracy", "Share of test sequences whose label is predicted correctly.",
                computes={CLASSIFICATION: f"{_METRICS}:accuracy"}),
+        # Opt-in (not in DEFAULT_METRICS: the defaults are part of every run's hashed spec, hence its run id).
+        Metric("macro_f1", "Mean over classes of each class's F1 (classes in the test labels or predictions; "
+               "no true positive: F1 0, as scikit-learn's zero_division=0).",
+               computes={CLASSIFICATION: f"{_CLASSES}:macro_f1"}),
+        Metric("macro_precision", "Mean over classes of each class's precision (classes in the test labels or "
+               "predictions; a class never predicted counts 0, as scikit-learn's zero_division=0).",
+               computes={CLASSIFICATION: f"{_CLASSES}:macro_precision"}),
+        Metric("macro_recall", "Mean over classes of each class's recall (classes in the test labels or "
+               "predictions; a class only predicted, never true, counts 0, as scikit-learn's zero_division=0).",
+               computes={CLASSIFICATION: f"{_CLASSES}:macro_recall"}),
         Metric("token_accuracy", "Share of real (non-padding) tokens predicted correctly.",
                computes={TAGGING: f"{_METRICS}:token_accuracy", LANGUAGE_MODELING: f"{_LM}:token_accuracy"}),
         Metric("cross_entropy", "Mean negative log-likelihood per target, in nats.",

@@ -14,8 +14,10 @@ from typing import Any
 
 import keras
 
+from seqkeras.evaluation.classification import CONFUSION_FILE, PER_CLASS_FILE, confusion_table, per_class_table
 from seqkeras.evaluation.metric_catalog import compute
-from seqkeras.tasks.base import SequenceData
+from seqkeras.results.folder import write_csv
+from seqkeras.tasks.base import CLASSIFICATION, SequenceData
 from seqkeras.training import trainer
 
 
@@ -27,7 +29,11 @@ class EvaluationRow:
 
 def evaluate_predictions(model: keras.Model, data: SequenceData, run, folder: Path) -> list[EvaluationRow]:
     """classifier / tagger: the run's metrics on the model's test predictions (a CRF's decided tags, where
-    the model kind declares them)."""
+    the model kind declares them). A classifier's run folder also gets confusion.csv and per_class.csv, whatever
+    metrics it reports: files beside the record are not part of the run's spec, so its id stays the same."""
     abilities = run.model.component.abilities_for(run.model.params)
     predictions = trainer.predict(model, data, run.train.batch_size, abilities=abilities)
+    if data.problem == CLASSIFICATION:
+        write_csv(folder / CONFUSION_FILE, confusion_table(predictions))
+        write_csv(folder / PER_CLASS_FILE, per_class_table(predictions))
     return [EvaluationRow(compute(run.metrics, data.problem, predictions))]

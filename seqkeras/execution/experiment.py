@@ -21,9 +21,10 @@ from seqkeras.execution.executors import Job, SerialExecutor, file_lock, reusabl
 from seqkeras.execution.identity import reused_under
 from seqkeras.reporting.expectations import Verdict, check
 from seqkeras.reporting.plots import import_matplotlib, write_plots
+from seqkeras.reporting.spec_rows import own_rows
 from seqkeras.reporting.tables import render_page, summary_tables
 from seqkeras.results.folder import DISK_FULL, OK, run_counts, runs_frame, write_atomic, write_csv, write_yaml
-from seqkeras.spec.runs import Experiment
+from seqkeras.spec.runs import Experiment, own_decoder_labels
 
 
 @dataclass
@@ -164,8 +165,9 @@ def duration(seconds: float) -> str:
 def summarize(folder: Path, experiment: Experiment, runs: pd.DataFrame, *,
               echo: Callable[[str], None] = print) -> Outcome:
     """table.md (tables and verdicts) and the plots, all computed from runs.csv and the run folders."""
-    verdicts = [check(expect, runs) for expect in experiment.spec.expect]
-    tables = summary_tables(runs, experiment.spec.tables(), experiment.matrix_columns)
+    own = own_decoder_labels(experiment.spec)  # rows of decoders `seqkeras evaluate` added are shown, not claimed
+    verdicts = [check(expect, own_rows(runs, own)) for expect in experiment.spec.expect]
+    tables = summary_tables(runs, experiment.spec.tables(), experiment.matrix_columns, own_decoders=own)
     page = render_page(experiment.spec.name, experiment.spec.description, runs, tables, verdicts)
     write_atomic(folder / "table.md", page)
     write_plots(folder, experiment, runs, echo=echo)  # never raises: a failed plot is a warning

@@ -290,8 +290,9 @@ def plan(experiments, out_root: Path, *, force: bool, echo: Callable[[str], None
         echo(f"  {len(experiment.runs) - reused} to run, {reused} reused")
 
 
-def rebuild(folder: Path) -> None:
-    """runs.csv from the run folders' metrics.json, then table.md and the plots, under the saved spec."""
+def rebuild(folder: Path, *, echo: Callable[[str], None] = print):
+    """runs.csv from the run folders' metrics.json, then table.md and the plots, under the saved spec; the
+    summary's `Outcome` (the claims' verdicts), or None without a saved spec."""
     from seqkeras.execution.experiment import summarize
     from seqkeras.results.folder import read_runs, rebuild_runs
     from seqkeras.spec.loader import load_experiment
@@ -305,11 +306,12 @@ def rebuild(folder: Path) -> None:
     else:  # the spec decides which runs belong here and which matrix columns runs.csv has
         rebuilt, skipped = rebuild_runs(folder, [run.run_id for run in experiment.runs],
                                         experiment=experiment.spec.name, matrix_columns=experiment.matrix_columns)
-    print(f"rebuilt {folder / 'runs.csv'} from {rebuilt} run folder(s)")
+    echo(f"rebuilt {folder / 'runs.csv'} from {rebuilt} run folder(s)")
     for skip in skipped:
         print(f"skipped {skip.kind}: {skip.path}: {skip.why}", file=sys.stderr)
     if experiment is None:
         print(f"no {saved}: table.md and the plots left as they were", file=sys.stderr)
-        return
-    summarize(folder, experiment, read_runs(folder))
-    print(f"rewrote {folder / 'table.md'} and the plots")
+        return None
+    outcome = summarize(folder, experiment, read_runs(folder), echo=echo)
+    echo(f"rewrote {folder / 'table.md'} and the plots")
+    return outcome

@@ -6,7 +6,9 @@ count-based n-gram model, which is not a Keras model) and `preprocessing.json`
 (how a text becomes the ids the model reads, and its outputs names), written by
 `saving.keep` at the end of training and read by `saving.load_model`, which
 gives a `KeptModel`; `predict` turns new inputs into a table of its outputs
-(`seqkeras predict`), through the evaluators' decoding and generation.
+(`seqkeras predict`), through the evaluators' decoding and generation;
+`reevaluation` evaluates a kept run again with more decoders or metrics
+(`seqkeras evaluate`), adding to its record and files.
 `serializable` makes the suite's Keras classes findable by
 `keras.saving.load_model` once `seqkeras` is imported, without importing Keras
 before it is used; `preprocessing` is plain Python (no Keras). It reads a

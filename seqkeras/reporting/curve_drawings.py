@@ -3,7 +3,8 @@
 A probe's curves (gradient norm against steps back, memory against step, the
 unrolled state as a heatmap, the first token's influence, next-word probabilities),
 a seq2seq run's attention weights and its quality by source length, the
-`gradient_flow` diagnostic, and a training run's learning curves (history.csv).
+`gradient_flow` diagnostic, a training run's learning curves (history.csv) and a
+classifier's confusion counts (confusion.csv).
 Which curve file each drawing is for is said once, in `curves.CURVE_PLOTS`.
 """
 
@@ -301,3 +302,63 @@ def draw_learning_curves(curves: list[Curve]) -> "Figure":
 
 def validation_in(curves: list[Curve], quantity: str) -> bool:
     return any(f"val_{quantity}" in curve.frame for curve in curves)
+
+
+# confusion.csv (evaluation.classification): a `true` column of label names, a column of counts per predicted label.
+TRUE_COLUMN = "true"
+MAX_CLASSES = 100  # above it a heat map's cells are too small to read (and a hostile file too big to draw)
+MAX_CONFUSION_PANELS = 12
+LABELLED_CLASSES = 15  # up to this many classes, each cell shows its count
+
+
+def confusion_problem(frame: pd.DataFrame) -> str:
+    """Why `frame` is not confusion counts ("" when it is): a `true` column of distinct labels, then counts ≥ 0."""
+    if TRUE_COLUMN not in frame.columns or len(frame.columns) < 2:
+        return f"has no {TRUE_COLUMN!r} column and predicted-label columns"
+    if len(frame) > MAX_CLASSES or len(frame.columns) - 1 > MAX_CLASSES:
+        return f"has more than {MAX_CLASSES} classes"
+    if frame[TRUE_COLUMN].astype(str).duplicated().any():
+        return f"names a true label twice in its {TRUE_COLUMN!r} column"
+    counts = frame.drop(columns=TRUE_COLUMN).apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
+    if not np.isfinite(counts).all() or (counts < 0).any():
+        return "holds a count that is not a number ≥ 0"
+    return ""
+
+
+def confusion_counts(frame: pd.DataFrame) -> pd.DataFrame:
+    """The counts, true labels × predicted labels, both as text."""
+    counts = frame.set_index(frame[TRUE_COLUMN].astype(str)).drop(columns=TRUE_COLUMN)
+    counts.columns = [str(column) for column in counts.columns]
+    return counts.apply(pd.to_numeric).astype(float)
+
+
+def draw_confusion(curves: list[Curve]) -> "Figure":
+    """A heat map per configuration (up to 12): true label (rows) × predicted label (columns), the counts summed
+    over its seeds; the colour is each row's share, so that a rare class reads as clearly as a frequent one."""
+    labels = list(dict.fromkeys(curve.label for curve in curves))
+    shown = labels[:MAX_CONFUSION_PANELS]
+    figure, axes = panels(len(shown), columns=3, height=4.0, width=4.4)
+    image = None
+    for ax, label in zip(axes, shown):
+        parts = [confusion_counts(curve.frame) for curve in curves if curve.label == label]
+        classes = list(dict.fromkeys([name for part in parts for name in [*part.index, *part.columns]]))
+        total = sum(part.reindex(index=classes, columns=classes, fill_value=0.0) for part in parts)
+        values = total.to_numpy(dtype=float)
+        rows = values.sum(axis=1, keepdims=True)
+        shares = np.divide(values, rows, out=np.zeros_like(values), where=rows > 0)
+        image = ax.imshow(shares, cmap="Blues", vmin=0, vmax=1, interpolation="nearest")
+        size = 8 if len(classes) <= LABELLED_CLASSES else 6
+        ax.set_xticks(range(len(classes)), classes, fontsize=size, rotation=45, ha="right", rotation_mode="anchor")
+        ax.set_yticks(range(len(classes)), classes, fontsize=size)
+        if len(classes) <= LABELLED_CLASSES:
+            for (row, column), count in matrix_cells(values):
+                ax.text(column, row, f"{count:g}", ha="center", va="center", fontsize=7,
+                        color="white" if shares[row, column] > 0.6 else "black")
+        ax.set_xlabel("predicted label")
+        ax.set_ylabel("true label")
+        seeds = len(parts)
+        ax.set_title(f"{label} ({seeds} seed{'s' if seeds > 1 else ''})", fontsize=9)
+    figure.colorbar(image, ax=list(axes), label="share of the true label's test sequences")
+    more = f"; {len(labels) - len(shown)} more configuration(s) not shown" if len(labels) > len(shown) else ""
+    figure.suptitle(f"Confusion matrices on the test set (counts summed over seeds{more})")
+    return figure

@@ -2,9 +2,11 @@
 one table of their natural plots (`CURVE_PLOTS`).
 
 A new kind of curve is one drawing in `curve_drawings` and one `CurvePlot` here:
-which file it is, the plot's title, and whether the plot pools a matrix point's
-seeds (one line, mean ± std) or draws one line per run. Each file is read as
-`results.files` reads (a regular file inside the folder, bounded, never blocking).
+which file it is, the plot's title, whether the plot pools a matrix point's
+seeds (one line, mean ± std) or draws one line per run, and, where a drawing
+needs a shape of file (the confusion counts), the check that leaves out a file
+without it. Each file is read as `results.files` reads (a regular file inside
+the folder, bounded, never blocking).
 """
 
 from __future__ import annotations
@@ -19,8 +21,8 @@ import pandas as pd
 
 from seqkeras.errors import SpecError
 from seqkeras.reporting.curve_drawings import (
-    Curve, draw_attention, draw_by_length, draw_gradient_flow, draw_gradient_norms, draw_influence,
-    draw_learning_curves, draw_memory, draw_next_word, draw_states,
+    Curve, confusion_problem, draw_attention, draw_by_length, draw_confusion, draw_gradient_flow, draw_gradient_norms,
+    draw_influence, draw_learning_curves, draw_memory, draw_next_word, draw_states,
 )
 from seqkeras.reporting.figures import value_text
 from seqkeras.results import files
@@ -39,6 +41,8 @@ class CurvePlot:
     draw: Callable[[list[Curve]], Figure]
     pooled_over_seeds: bool = False  # one line per matrix point (mean ± std over seeds), not one per run
     file: str = ""  # the PNG's name without .png, when it is not the curve's
+    # Why a file cannot be drawn ("" when it can): such a file is named in a warning and left out of the plot.
+    problem: Callable[[pd.DataFrame], str] | None = None
 
     @property
     def png_name(self) -> str:
@@ -58,6 +62,8 @@ CURVE_PLOTS: tuple[CurvePlot, ...] = (
     CurvePlot("by_length", "Quality against source length", draw_by_length, pooled_over_seeds=True),
     CurvePlot("history", "Learning curves (mean ± std over seeds)", draw_learning_curves, pooled_over_seeds=True,
               file="learning_curves"),
+    CurvePlot("confusion", "Confusion matrix per configuration (test set, summed over seeds)", draw_confusion,
+              pooled_over_seeds=True, problem=confusion_problem),
 )
 
 
@@ -86,7 +92,8 @@ def read_curves(folder: Path, runs: pd.DataFrame, name: str, matrix_columns: lis
     varying_groups = [[c for c in group if c in varying] for group in groups]
     varying_groups = [group for group in varying_groups if group]
     several_seeds = runs["seed"].nunique() > 1 if "seed" in runs else False
-    pooled = any(plot.curve == name and plot.pooled_over_seeds for plot in CURVE_PLOTS)
+    kind = next((plot for plot in CURVE_PLOTS if plot.curve == name), None)
+    pooled = kind is not None and kind.pooled_over_seeds
     curves = []
     for _, row in runs.iterrows():
         run_id = str(row["run_id"])
@@ -102,6 +109,10 @@ def read_curves(folder: Path, runs: pd.DataFrame, name: str, matrix_columns: lis
             continue
         except (ValueError, OSError) as error:  # pandas' ParserError and EmptyDataError are ValueErrors
             print_warning(f"{path} cannot be read, left out of its plot: {error}")
+            continue
+        problem = kind.problem(frame) if kind is not None and kind.problem is not None else ""
+        if problem:  # a file edited by hand or written by something else: its plot goes on without it
+            print_warning(f"{path} {problem}; left out of its plot")
             continue
         label = run_label(row, varying)
         if not pooled and several_seeds:

@@ -1,13 +1,14 @@
 """`seqkeras report`: one static report.html per experiment and an index.html linking them.
 
 A page shows the experiment's description, its tables (mean ± std over seeds),
-its verdicts, its plots, sample outputs of seq2seq and language models (the first
-rows of each configuration's outputs.csv / samples.csv), a row per run (its matrix
-values, status, parameters, run time and links to its files) and the spec as run,
-all computed from the results folder (runs.csv, experiment.yaml, plots.json, the
-PNGs and the run folders). Pages are plain
-HTML with inline CSS: no script, no network, images referenced relatively, so
-a results folder can be opened from disk, zipped or served as is.
+a chart of its main test metric per configuration (`metric_chart`), its
+verdicts, its plots, sample outputs of seq2seq and language models (the first
+rows of each configuration's outputs.csv / samples.csv), a row per run (its
+matrix values, status, parameters, run time and links to its files) and the
+spec as run, all computed from the results folder (runs.csv, experiment.yaml,
+plots.json, the PNGs and the run folders). Pages are plain HTML with inline
+CSS: no script, no network, images referenced relatively, so a results folder
+can be opened from disk, zipped or served as is.
 
 A results folder written before plotting existed gets its plots drawn first.
 """
@@ -29,7 +30,9 @@ import pandas as pd
 
 from seqkeras.errors import SpecError
 from seqkeras.reporting.expectations import check
+from seqkeras.reporting.metric_chart import write_metric_chart
 from seqkeras.reporting.plots import plot_folder, read_manifest
+from seqkeras.reporting.spec_rows import own_rows
 from seqkeras.reporting.tables import summary_tables
 from seqkeras.results.files import (
     inside, is_file, is_folder, present, read_bytes, read_text, single_name_problem,
@@ -37,6 +40,7 @@ from seqkeras.results.files import (
 from seqkeras.results.folder import (
     FAILED, OK, is_matrix_column, named_experiment_folders, one_row_per_run, read_runs, run_counts, write_atomic,
 )
+from seqkeras.spec.runs import own_decoder_labels
 from seqkeras.spec.sections import ExperimentSpec
 from seqkeras.yaml_reader import parse_yaml
 
@@ -86,6 +90,8 @@ class ExperimentPage:
     problems: list[str] = field(default_factory=list)
     matrix_columns: list[str] = field(default_factory=list)
     plots_folder: Path | None = None  # where the PNGs are: the results folder, or the report's when drawn for it
+    declared_tables: list[Any] = field(default_factory=list)  # the spec's tables: the first names the chart's metric
+    chart: dict[str, str] | None = None  # the main metric per configuration ({file, title}), beside the page
 
     @property
     def total_runs(self) -> int:
@@ -133,6 +139,7 @@ def write_reports(paths: list[Path], out: Path | None = None) -> tuple[Path, lis
             continue
         if page.plots_folder != page_dir and not _same_folder(page_dir, page.plots_folder):
             page.plots = _copy_plots(page.plots_folder, page_dir, page.plots)
+        page.chart = _metric_chart(page, page_dir)
         target = page_dir / REPORT
         _write_page(target, render_experiment(page, index_href=_href(index, page_dir), page_dir=page_dir))
         pages.append((page, target))
@@ -144,6 +151,17 @@ def write_reports(paths: list[Path], out: Path | None = None) -> tuple[Path, lis
     _write_page(index, render_index([(p, _href(target, index_dir)) for p, target in pages],
                                     [(folder.name, reason) for folder, reason in skipped]))
     return index, written
+
+
+def _metric_chart(page: ExperimentPage, page_dir: Path) -> dict[str, str] | None:
+    """The main metric per configuration, drawn beside the page; a chart that cannot be drawn is a warning."""
+    try:
+        return write_metric_chart(page.runs, page.declared_tables, page.matrix_columns, page_dir,
+                                  taken={plot["file"] for plot in page.plots})
+    except Exception as error:  # a view of the results, as the plots are: the page goes on without it
+        print_warning(f"{page.folder}: the chart of the main metric per configuration is not drawn: "
+                      f"{type(error).__name__}: {error}")
+        return None
 
 
 def _same_folder(a: Path, b: Path) -> bool:
@@ -214,11 +232,12 @@ def read_experiment(folder: Path, plots_into: Path | None = None) -> ExperimentP
     name = spec.name if spec else (str(runs["experiment"].iloc[0]) if len(runs) and "experiment" in runs
                                    else folder.name)
     try:
-        tables = summary_tables(runs, spec.tables() if spec else [], matrix_columns)
+        own = own_decoder_labels(spec) if spec else None  # the rows its claims are about (reporting.spec_rows)
+        tables = summary_tables(runs, spec.tables() if spec else [], matrix_columns, own_decoders=own)
     except SpecError as error:
         tables = []
         problems.append(f"tables: {error}")
-    verdicts = [check(expect, runs) for expect in spec.expect] if spec else []
+    verdicts = [check(expect, own_rows(runs, own)) for expect in spec.expect] if spec else []
     plots_folder = folder
     plots = read_manifest(folder)
     if plots is None:
@@ -231,7 +250,7 @@ def read_experiment(folder: Path, plots_into: Path | None = None) -> ExperimentP
         plots = read_manifest(plots_folder) or []
     plots = [p for p in plots if _plot_shown(plots_folder, p["file"])]
     return ExperimentPage(folder, name, spec.description if spec else "", runs, tables, verdicts, plots,
-                          spec_text, problems, matrix_columns, plots_folder)
+                          spec_text, problems, matrix_columns, plots_folder, spec.tables() if spec else [])
 
 
 def _plot_shown(folder: Path, name: str) -> bool:
@@ -308,6 +327,10 @@ def render_experiment(page: ExperimentPage, *, index_href: str, page_dir: Path |
         body.append("<h2>Tables</h2>")
         for title, frame in page.tables:
             body += [f"<h3>{e(title)}</h3>", frame_html(frame)]
+    if page.chart:
+        body += ['<h2 id="per-configuration">Test metric per configuration</h2>',
+                 f'<figure><img src="{e(page.chart["file"])}" alt="{e(page.chart["title"])}">'
+                 f'<figcaption>{e(page.chart["title"])}</figcaption></figure>']
     if page.verdicts:
         body.append(f"<h2>Expectations ({page.held} of {len(page.verdicts)} reproduced)</h2>")
         body.append(verdicts_html(page.verdicts))

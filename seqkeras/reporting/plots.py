@@ -5,7 +5,8 @@ key, one series per `hue` value and one panel per `facet` value, with the mean
 over seeds and an error bar of ± one standard deviation. Natural plots come
 from the curves runs write beside them (`curves.CURVE_PLOTS`: a probe's
 `<curve>.csv`, a seq2seq run's attention weights and quality by source length,
-a training run's `history.csv` and `gradient_flow.csv`), drawn by
+a training run's `history.csv` and `gradient_flow.csv`, a classifier's
+`confusion.csv`, summed over seeds), drawn by
 `curve_drawings`; `figures` holds what every plot draws with.
 
 Every PNG lands in the experiment's results folder, listed with its title in

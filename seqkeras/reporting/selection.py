@@ -28,3 +28,10 @@ def require_columns(runs: pd.DataFrame, keys: Iterable[str]) -> None:
             raise SpecError(unknown_choice("column", key,
                                            [c for c in runs.columns if c not in ("experiment", "error")]))
 
+
+
+def key_list(keys: str | list[str] | None) -> list[str]:
+    """A table's rows or columns (one key, several, or none) as a list."""
+    if keys is None:
+        return []
+    return [keys] if isinstance(keys, str) else list(keys)

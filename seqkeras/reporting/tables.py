@@ -1,4 +1,9 @@
-"""runs.csv → pandas pivot tables (mean ± std over seeds) and the table.md page."""
+"""runs.csv → pandas pivot tables (mean ± std over seeds) and the table.md page.
+
+With a `Baseline` (`table --baseline`), each cell is also tested against its
+baseline cell over seeds (`reporting.baseline`): a marker in the texts, p_value,
+test and verdict columns in the numbers.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +15,12 @@ import pandas as pd
 from pydantic import ValidationError
 
 from seqkeras.errors import SpecError
+from seqkeras.reporting import baseline as against
+from seqkeras.reporting.baseline import Baseline
 from seqkeras.reporting.expectations import Verdict
 from seqkeras.reporting.formatting import mean_std
-from seqkeras.reporting.selection import require_columns, select
+from seqkeras.reporting.selection import key_list, require_columns, select
+from seqkeras.reporting.spec_rows import table_views
 from seqkeras.results.folder import FAILED, OK, identity_columns, is_evaluation_key, print_warning, run_counts
 from seqkeras.spec.sections import TableSpec
 
@@ -30,12 +38,6 @@ def _labels(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     return frame
 
 
-def _keys(value: str | list[str] | None) -> list[str]:
-    if value is None:
-        return []
-    return [value] if isinstance(value, str) else list(value)
-
-
 STATISTICS = {"mean": "mean", "std": "std", "n": "count"}  # statistics=True: a column each (std with ddof 1)
 
 
@@ -47,13 +49,19 @@ def _statistics(grouped) -> pd.DataFrame:
     })
 
 
-def pivot(runs: pd.DataFrame, table: TableSpec, statistics: bool = False) -> pd.DataFrame:
+def pivot(runs: pd.DataFrame, table: TableSpec, statistics: bool = False,
+          baseline: Baseline | None = None) -> pd.DataFrame:
     """The table a spec asks for: rows × columns of `value`, mean ± std over seeds (and the `pool` keys).
 
     statistics: numbers for pandas instead of "0.76 ± 0.014" texts: a column each for the
     mean, std and n ("accuracy mean", … without `columns`; "<column> mean", … with them).
+    baseline: each cell tested against its baseline cell (see the module): a marker after
+    the text, or p_value, test and verdict columns after the numbers.
     """
-    rows, columns = _keys(table.rows), _keys(table.columns)
+    rows, columns = key_list(table.rows), key_list(table.columns)
+    if baseline is not None:
+        against.check_baseline(runs, baseline)
+        against.check_key_in(baseline, rows + columns, f"the table {table_title(table)!r}")
     if not (runs["status"] == OK).any():
         # Every run failed (or none ran yet): no metric column may exist at all; the page lists the failures.
         return pd.DataFrame()
@@ -64,23 +72,35 @@ def pivot(runs: pd.DataFrame, table: TableSpec, statistics: bool = False) -> pd.
     # Missing matrix values (a key that one kind of run lacks) become "-" so groupby keeps them.
     keys = rows + columns
     check_pools_only_over_seeds(chosen, keys, [*table.where, *table.pool])
-    frame = _labels(chosen[keys + [table.value]], keys)
+    frame = _labels(chosen[keys + [table.value] + _seed(chosen, keys)], keys)
     groups = frame.groupby(keys, sort=False, dropna=False)[table.value]
+    tests = against.cell_tests(frame, keys, table.value, baseline) if baseline is not None else None
     if statistics:
         numbers = _statistics(groups)
+        stats = list(STATISTICS)
+        if tests is not None:
+            numbers = numbers.join(against.test_columns(numbers.index, tests))
+            stats += against.COLUMNS
         if not columns:
             return numbers.rename(columns=lambda stat: f"{table.value} {stat}").reset_index()
         wide = numbers.unstack(columns)  # columns: (statistic, value along each of `columns` …)
         values = list(dict.fromkeys(column[1:] for column in wide.columns))
-        wide = wide[[(stat, *value) for value in values for stat in STATISTICS]]
-        wide.columns = [f"{_label(value)} {stat}" for value in values for stat in STATISTICS]
+        wide = wide[[(stat, *value) for value in values for stat in stats]]
+        wide.columns = [f"{_label(value)} {stat}" for value in values for stat in stats]
         return wide.reset_index()
     grouped = groups.agg(mean_std)
+    if tests is not None:
+        grouped = against.marked(grouped, tests)
     if not columns:
         return grouped.to_frame(table.value).reset_index()
     result = grouped.unstack(columns)
     result.columns = [_label(column if isinstance(column, tuple) else (column,)) for column in result.columns]
     return result.fillna("").reset_index()
+
+
+def _seed(runs: pd.DataFrame, keys: list[str]) -> list[str]:
+    """["seed"] when the runs have seeds that are not a key of the table: a baseline test pairs cells by them."""
+    return ["seed"] if "seed" in runs.columns and "seed" not in keys else []
 
 
 def _label(parts: tuple) -> str:
@@ -121,26 +141,46 @@ def _few(values: list[str], limit: int = 8) -> str:
     return ", ".join(values[:limit]) + (f", … ({len(values)} values)" if len(values) > limit else "")
 
 
-def default_table(runs: pd.DataFrame, matrix_columns: list[str], pool: list[str] = (),
-                  statistics: bool = False) -> pd.DataFrame:
-    """Without a `table:` section: every run's matrix values and metrics (pooling only seeds and `pool`).
-
-    statistics: "<metric> mean", "<metric> std" and "<metric> n" columns of numbers, as `pivot`'s."""
-    require_columns(runs, pool)
+def defaultkey_list(runs: pd.DataFrame, matrix_columns: list[str], pool: list[str] = ()) -> list[str]:
+    """The keys of the table without a `table:` section: the matrix keys not pooled, then the decoder."""
     # Rows of one run told apart by their decoder: the label is the key, its parameters are not metrics.
     decoder_keys = ["decoder"] if "decoder" in runs.columns and "decoder" not in pool else []
+    return ([c for c in matrix_columns if c not in pool] + decoder_keys) or ["seed"]
+
+
+def default_table(runs: pd.DataFrame, matrix_columns: list[str], pool: list[str] = (),
+                  statistics: bool = False, baseline: Baseline | None = None) -> pd.DataFrame:
+    """Without a `table:` section: every run's matrix values and metrics (pooling only seeds and `pool`).
+
+    statistics: "<metric> mean", "<metric> std" and "<metric> n" columns of numbers, as `pivot`'s.
+    baseline: each metric's cell tested against the row with the baseline's value (see the module)."""
+    require_columns(runs, pool)
     metrics = [c for c in runs.columns if c not in NON_METRIC_COLUMNS and c not in matrix_columns
                and not is_evaluation_key(c)]
-    keys = ([c for c in matrix_columns if c not in pool] + decoder_keys) or ["seed"]
+    keys = defaultkey_list(runs, matrix_columns, pool)
+    if baseline is not None:
+        against.check_baseline(runs, baseline)
+        against.check_key_in(baseline, keys, "the table of every run")
     finished = runs[runs["status"] == OK]
     if finished.empty:
         return pd.DataFrame()
-    frame = _labels(finished[keys + metrics], keys)
+    frame = _labels(finished[keys + metrics + _seed(finished, keys)], keys)
     groups = frame.groupby(keys, sort=False, dropna=False)
+    tests = {metric: against.cell_tests(frame, keys, metric, baseline) for metric in metrics} \
+        if baseline is not None else None
     if statistics:
-        return pd.concat([_statistics(groups[metric]).rename(columns=lambda stat, m=metric: f"{m} {stat}")
-                          for metric in metrics], axis=1).reset_index()
-    return groups.agg(mean_std).reset_index()
+        parts = []
+        for metric in metrics:
+            numbers = _statistics(groups[metric])
+            if tests is not None:
+                numbers = numbers.join(against.test_columns(numbers.index, tests[metric]))
+            parts.append(numbers.rename(columns=lambda stat, m=metric: f"{m} {stat}"))
+        return pd.concat(parts, axis=1).reset_index()
+    texts = groups[metrics].agg(mean_std)
+    if tests is not None:
+        for metric in metrics:
+            texts[metric] = against.marked(texts[metric], tests[metric])
+    return texts.reset_index()
 
 
 def to_markdown(frame: pd.DataFrame) -> str:
@@ -180,22 +220,42 @@ def render_page(
 def table_title(table: TableSpec) -> str:
     if table.title:
         return table.title
-    across = f" by {' / '.join(_keys(table.rows))}"
+    across = f" by {' / '.join(key_list(table.rows))}"
     if table.columns:
-        across += f" × {' / '.join(_keys(table.columns))}"
+        across += f" × {' / '.join(key_list(table.columns))}"
     return f"{table.value}{across}"
 
 
 def summary_tables(runs: pd.DataFrame, tables: list[TableSpec], matrix_columns: list[str],
-                   pool: list[str] = (), statistics: bool = False) -> list[tuple[str, pd.DataFrame]]:
+                   pool: list[str] = (), statistics: bool = False, baseline: Baseline | None = None,
+                   warn: Callable[[str], None] = print_warning,
+                   own_decoders: list[str] | None = None) -> list[tuple[str, pd.DataFrame]]:
     """The declared tables (or every run's values), each also pooling over `pool` (table --pool).
 
-    statistics: numbers (mean, std, n columns; see `pivot`), not the page's texts."""
+    statistics: numbers (mean, std, n columns; see `pivot`), not the page's texts.
+    baseline: cells tested against their baseline cell (see `pivot`) in each table that has its key as a
+    row or column; a table without it is shown unmarked with a warning, and when none has it, that is the error.
+    own_decoders: the spec's decoders, when rows of other decoders may have been added (reporting.spec_rows).
+    """
     if not tables:
-        return [("Runs (mean ± std over seeds)", default_table(runs, matrix_columns, list(pool), statistics))]
+        return [("Runs (mean ± std over seeds)",
+                 default_table(runs, matrix_columns, list(pool), statistics, baseline))]
     if pool:
         tables = [t.model_copy(update={"pool": [*t.pool, *pool]}) for t in tables]
-    return [(table_title(t), pivot(runs, t, statistics)) for t in tables]
+    views = table_views(runs, tables, own_decoders)
+    marked = [baseline] * len(views)
+    if baseline is not None:
+        against.check_baseline(runs, baseline)
+        keyed = [baseline.key in key_list(t.rows) + key_list(t.columns) for t, _, _ in views]
+        if not any(keyed):  # the first table's error names the option, the key and what the keys are
+            against.check_key_in(baseline, key_list(tables[0].rows) + key_list(tables[0].columns),
+                                 f"the table {table_title(tables[0])!r} or any other declared table")
+        for index, (table, _, _) in enumerate(views):
+            if not keyed[index]:
+                marked[index] = None
+                warn(f"--baseline {baseline.key}: not a row or column of the table {table_title(table)!r}; "
+                     "its cells are not marked")
+    return [(table_title(t) + note, pivot(rows, t, statistics, b)) for (t, rows, note), b in zip(views, marked)]
 
 
 def declared_tables(spec: dict[str, Any], source: Path, warn: Callable[[str], None] = print_warning) -> list[TableSpec]:

@@ -7,10 +7,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
+from seqkeras.decoding.decoders import GreedyChoice, decoder_label
 from seqkeras.registry import Component
-from seqkeras.spec.sections import ExperimentSpec
+from seqkeras.spec.sections import EvaluateSpec, ExperimentSpec
 from seqkeras.training.settings import TrainSpec
 
 
@@ -94,6 +95,26 @@ def decoder_columns(spec: ExperimentSpec) -> list[str]:
     for choice in decoders:
         columns += [f"decoder.{key}" for key in choice.model_dump() if f"decoder.{key}" not in columns]
     return columns
+
+
+def own_decoder_labels(spec: ExperimentSpec) -> list[str]:
+    """The labels of the decoders a spec's runs evaluate with (greedy when it names none): the rows its tables and
+    claims are about, when `seqkeras evaluate` has added rows of other decoders."""
+    return _labels(spec.evaluate.decoders if spec.evaluate else [])
+
+
+def saved_decoder_labels(saved: dict[str, Any]) -> list[str] | None:
+    """`own_decoder_labels` of a results folder's experiment.yaml as read (a mapping); None when its evaluate section
+    does not read as one (an older or edited file: the tables and claims then read every row)."""
+    try:
+        evaluate = EvaluateSpec.model_validate(saved.get("evaluate") or {} if isinstance(saved, dict) else None)
+    except ValidationError:
+        return None
+    return _labels(evaluate.decoders)
+
+
+def _labels(decoders: list[BaseModel]) -> list[str]:
+    return [decoder_label(choice) for choice in decoders] or [decoder_label(GreedyChoice())]
 
 
 def flat_keys(mapping: dict[str, Any], prefix: str = "") -> dict[str, Any]:

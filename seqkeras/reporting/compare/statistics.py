@@ -6,23 +6,22 @@ of the mean difference (`paired_over_seeds`, `paired_test`). Runs that cannot be
 are compared as two samples per matrix point, Welch's t-test from three seeds a
 side (`welch_over_seeds`, `welch_test`, on `per_point` means). `seed_spread` is a
 reference's spread over seeds, which `run --reference` allows a trained number.
-SciPy is imported only when a test runs.
+The two tests themselves are `reporting.significance`'s, shared with `table --baseline`.
 """
 
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 import pandas as pd
 
 from seqkeras.reporting.compare.keys import is_missing, point_labels
+from seqkeras.reporting.significance import ALPHA, MIN_SEEDS_FOR_TEST, PAIRED, WELCH, paired_test, welch_test
 from seqkeras.results.record import FAILED, OK
 
-ALPHA = 0.05  # two-sided level of the tests over seeds
-PAIRED, WELCH = "paired t", "Welch t"
-MIN_SEEDS_FOR_TEST = 3
+__all__ = ["ALPHA", "MIN_SEEDS_FOR_TEST", "PAIRED", "WELCH", "paired_over_seeds", "paired_test", "per_point",
+           "seed_spread", "welch_over_seeds", "welch_test"]
 OVER_SEEDS_COLUMNS = ["metric", "test", "seeds", "mean_a", "mean_b", "mean_difference", "std_difference",
                       "p_value", "ci_low", "ci_high", "beyond_seed_noise"]
 
@@ -64,26 +63,6 @@ def paired_over_seeds(per_run: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
-def paired_test(differences: np.ndarray) -> tuple[float, float, float]:
-    """Two-sided paired t-test of mean difference 0, and the 95% t interval of the mean difference.
-
-    Identical differences on every seed (no spread at all) are either exactly zero
-    (p = 1) or a systematic shift (p = 0); the t statistic is undefined there.
-    """
-    from scipy import stats
-
-    n = len(differences)
-    mean = float(differences.mean())
-    spread = float(differences.std(ddof=1))
-    if spread == 0 or not math.isfinite(spread):
-        return (1.0 if mean == 0 else 0.0), mean, mean
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        p_value = float(stats.ttest_1samp(differences, 0.0).pvalue)
-    half_width = float(stats.t.ppf(1 - ALPHA / 2, n - 1)) * spread / math.sqrt(n)
-    return p_value, mean - half_width, mean + half_width
-
-
 def welch_over_seeds(a: pd.DataFrame, b: pd.DataFrame, keys: list[str], metrics: list[str]) -> pd.DataFrame:
     """Per matrix point and metric: A's seeds against B's as two samples (Welch's t-test from 3 seeds a side)."""
     points_a, points_b = _finished_by_point(a, keys), _finished_by_point(b, keys)
@@ -117,28 +96,6 @@ def _finished_by_point(frame: pd.DataFrame, keys: list[str]) -> dict[str, pd.Dat
 def _finite(values: pd.Series) -> np.ndarray:
     numbers = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float)
     return numbers[np.isfinite(numbers)]
-
-
-def welch_test(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float]:
-    """Two-sided Welch's t-test of equal means (variances may differ), and the 95% interval of mean(B) − mean(A).
-
-    As in the paired test, no spread on either side makes the difference either
-    exactly zero (p = 1) or a systematic shift (p = 0).
-    """
-    from scipy import stats
-
-    difference = float(b.mean() - a.mean())
-    share_a, share_b = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)  # each mean's squared standard error
-    error_squared = float(share_a + share_b)
-    if error_squared == 0 or not math.isfinite(error_squared):
-        return (1.0 if difference == 0 else 0.0), difference, difference
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        p_value = float(stats.ttest_ind(b, a, equal_var=False).pvalue)
-    # Welch–Satterthwaite degrees of freedom, as ttest_ind uses.
-    freedom = error_squared**2 / (share_a**2 / (len(a) - 1) + share_b**2 / (len(b) - 1))
-    half_width = float(stats.t.ppf(1 - ALPHA / 2, freedom)) * math.sqrt(error_squared)
-    return p_value, difference - half_width, difference + half_width
 
 
 def per_point(frame: pd.DataFrame, keys: list[str], metrics: list[str], kinds: dict[str, str]) -> pd.DataFrame:

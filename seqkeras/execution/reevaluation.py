@@ -1,0 +1,88 @@
+"""`seqkeras evaluate`: the kept models of results folders evaluated again with more decoders or metrics.
+
+Training is what costs; a decoder or metric added later needs only the trained
+model. Each run folder is evaluated again under its lock (`kept.reevaluation`:
+what a run gains and how its record and files grow), then runs.csv, table.md
+(tables and claims) and the plots are rebuilt from the records (`sweep.rebuild`);
+the experiment's claims keep reading its own decoders' rows (reporting.spec_rows).
+Runs without a kept model (trained before models were kept, with
+train.keep_model: false, a probe, a failed run) are named, not failures.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from seqkeras.backends import runtime
+from seqkeras.backends.runtime import BACKEND_PACKAGES
+from seqkeras.errors import SpecError
+from seqkeras.execution.executors import file_lock
+from seqkeras.execution.identity import code_version
+from seqkeras.execution.sweep import rebuild
+from seqkeras.kept.reevaluation import RECORD, Additions, reevaluate_run
+from seqkeras.results import files
+from seqkeras.results.record import read_record
+
+
+@dataclass
+class FolderOutcome:
+    """One experiment folder re-evaluated: which runs gained what, and which could not."""
+
+    folder: Path
+    added: dict[str, str] = field(default_factory=dict)  # run id → what it gained ("beam(width=5); metric bleu")
+    unchanged: dict[str, str] = field(default_factory=dict)  # run id → why nothing was added
+    without_model: dict[str, str] = field(default_factory=dict)  # run id → why it has no kept model
+    failed: dict[str, str] = field(default_factory=dict)  # run id → the error
+    summary: Any = None  # execution.experiment.Outcome: runs.csv and the claims' verdicts, rebuilt
+
+
+def recorded_backend(folders: list[Path]) -> str | None:
+    """The one backend the folders' runs were trained on, or None when they name several or none: the
+    default for evaluating them again, so that the added numbers come from the kernels the rest did."""
+    backends = set()
+    for folder in folders:
+        for run_folder in files.subfolders_with(folder, RECORD):
+            record = read_record(run_folder / RECORD).record
+            if record is not None and isinstance(record.get("backend"), str):
+                backends.add(record["backend"])
+    backend = backends.pop() if len(backends) == 1 else None
+    installed = backend in BACKEND_PACKAGES and importlib.util.find_spec(BACKEND_PACKAGES[backend]) is not None
+    return backend if installed else None
+
+
+def reevaluate(folders: list[Path], additions: Additions, *,
+               echo: Callable[[str], None] = print) -> list[FolderOutcome]:
+    """Each experiment folder's kept models evaluated again with `additions` (module docstring)."""
+    stamp = {"backend": runtime.running_backend(), "seqkeras": code_version()}
+    outcomes = []
+    for folder in folders:
+        outcome = FolderOutcome(folder)
+        run_folders = list(files.subfolders_with(folder, RECORD))
+        echo(f"{folder}: {len(run_folders)} run folder(s)")
+        for index, run_folder in enumerate(run_folders, start=1):
+            started = time.perf_counter()
+            try:
+                with file_lock(run_folder / ".lock"):
+                    kind, what = reevaluate_run(run_folder, additions, stamp)
+            except SpecError as error:
+                kind, what = "failed", str(error)
+            except Exception as error:  # an evaluation that fails is said, and the next run goes on
+                kind, what = "failed", f"{type(error).__name__}: {error}"
+            getattr(outcome, kind)[run_folder.name] = what
+            echo(f"[{index}/{len(run_folders)}] {run_folder.name}: {_said(kind, what)} "
+                 f"({time.perf_counter() - started:.1f} s)")
+        outcome.summary = rebuild(folder, echo=echo)
+        outcomes.append(outcome)
+    return outcomes
+
+
+def _said(kind: str, what: str) -> str:
+    return {"added": f"added {what}", "unchanged": f"nothing to add ({what})",
+            "without_model": f"no kept model ({what})", "failed": f"FAILED: {what}"}[kind]
+
+

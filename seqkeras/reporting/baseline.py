@@ -1,0 +1,163 @@
+"""`table --baseline KEY=VALUE`: which cells of a table differ from their baseline cell beyond chance.
+
+A cell's baseline cell has the same keys (rows and columns of the table) but
+KEY = VALUE: with `--baseline model.cell=lstm` and model.cell along the columns,
+it is the lstm column's cell in the same row. The seeds of the two cells are
+tested with `reporting.significance` (the tests `compare` uses):
+
+- paired t-test over seeds when both cells hold the same seeds, each once;
+- otherwise (different seeds, or a `pool`ed key that puts a seed in a cell more
+  than once) Welch's unpaired t-test;
+- fewer than `MIN_SEEDS_FOR_TEST` pairs (paired) or seeds a side (Welch): too
+  few seeds to tell.
+
+In Markdown a cell that differs (two-sided p < ALPHA) ends in `*`, one with too
+few seeds in `?` (`legend` says so under the table). The CSV carries
+`p_value`, `test` and `verdict` columns beside each cell's mean, std and n.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from seqkeras.errors import SpecError, shown, unknown_choice
+from seqkeras.reporting.significance import ALPHA, MIN_SEEDS_FOR_TEST, PAIRED, WELCH, paired_test, welch_test
+from seqkeras.results.folder import OK
+from seqkeras.spec.outputs import same_value  # a value matches as `where` and `--only` match it
+from seqkeras.spec.selection import KEY
+
+OPTION = "--baseline"
+# A cell's verdict, as the CSV's `verdict` column writes it, and its Markdown marker.
+DIFFERS, NOT_SHOWN, TOO_FEW, IS_BASELINE, NO_BASELINE, NO_NUMBERS = (
+    "differs", "not shown to differ", "too few seeds", "baseline", "no baseline cell", "no numbers")
+MARKERS = {DIFFERS: "*", TOO_FEW: "?"}
+COLUMNS = ["p_value", "test", "verdict"]  # what --format csv adds per cell
+
+
+@dataclass(frozen=True)
+class Baseline:
+    key: str
+    value: Any  # read as YAML reads it: 5 is a number, lstm a text, true a boolean
+
+    def __str__(self) -> str:
+        return f"{self.key} = {self.value}"
+
+
+@dataclass(frozen=True)
+class CellTest:
+    verdict: str
+    p_value: float = math.nan
+    test: str = ""
+
+    @property
+    def marker(self) -> str:
+        return MARKERS.get(self.verdict, "")
+
+
+def parse_baseline(text: str) -> Baseline:
+    """`model.cell=lstm` → Baseline("model.cell", "lstm"); anything else is one SpecError naming the option."""
+    key, sep, value = text.partition("=")
+    key = key.strip()
+    if not sep or not re.fullmatch(KEY, key) or not value.strip():
+        raise SpecError(f"{OPTION} expects KEY=VALUE with a row or column key, such as model.cell=lstm; "
+                        f"got {shown(text)}")
+    try:
+        parsed = yaml.safe_load(value)
+    except yaml.YAMLError:
+        parsed = value
+    return Baseline(key, parsed if isinstance(parsed, (str, int, float, bool)) else value)
+
+
+def check_baseline(runs: pd.DataFrame, baseline: Baseline) -> None:
+    """The key is a column of runs.csv and some finished run has the value; else one SpecError saying which."""
+    if baseline.key not in runs.columns:
+        raise SpecError(unknown_choice("column", baseline.key,
+                                       [c for c in runs.columns if c not in ("experiment", "error")]), path=OPTION)
+    finished = runs[runs["status"] == OK] if "status" in runs else runs
+    values = list(dict.fromkeys(finished[baseline.key].dropna().tolist()))
+    if not any(same_value(value, baseline.value) for value in values):
+        raise SpecError(f"no finished run has {baseline.key} = {shown(baseline.value)}; its values are: "
+                        f"{', '.join(map(str, values)) or 'none'}", path=OPTION)
+
+
+def check_key_in(baseline: Baseline, keys: list[str], table: str) -> None:
+    if baseline.key not in keys:
+        raise SpecError(f"{baseline.key} is not a row or column of {table} (its keys: {', '.join(keys) or 'none'}); "
+                        f"a cell's baseline is the cell with the same keys but {baseline}", path=OPTION)
+
+
+def cell_tests(frame: pd.DataFrame, keys: list[str], value: str, baseline: Baseline) -> dict[tuple, CellTest]:
+    """{cell's keys (as the table labels them): its test against its baseline cell} for every cell of `frame`.
+
+    frame: the table's selected finished runs, keys labelled as the table shows them, with the `seed` column.
+    """
+    position = keys.index(baseline.key)
+    cells = {(group if isinstance(group, tuple) else (group,)): part
+             for group, part in frame.groupby(keys, sort=False, dropna=False)}
+    tests = {}
+    for cell, part in cells.items():
+        if same_value(cell[position], baseline.value):
+            tests[cell] = CellTest(IS_BASELINE)
+            continue
+        base = next((other for other in cells if all(same_value(other[i], cell[i]) for i in range(len(keys))
+                                                     if i != position)
+                     and same_value(other[position], baseline.value)), None)
+        tests[cell] = CellTest(NO_BASELINE) if base is None else test_against(part, cells[base], value)
+    return tests
+
+
+def test_against(cell: pd.DataFrame, base: pd.DataFrame, value: str) -> CellTest:
+    """A cell's runs against its baseline cell's: paired over seeds when both hold the same seeds once, else Welch."""
+    a, b = _numbers(base, value), _numbers(cell, value)
+    if a.empty or b.empty:
+        return CellTest(NO_NUMBERS)
+    if "seed" in a and a["seed"].is_unique and b["seed"].is_unique and set(a["seed"]) == set(b["seed"]):
+        joined = a.merge(b, on="seed", suffixes=("_base", "_cell"))
+        if len(joined) < MIN_SEEDS_FOR_TEST:
+            return CellTest(TOO_FEW, test=PAIRED)
+        p_value, _, _ = paired_test((joined["value_cell"] - joined["value_base"]).to_numpy(dtype=float))
+        return CellTest(DIFFERS if p_value < ALPHA else NOT_SHOWN, p_value, PAIRED)
+    if min(len(a), len(b)) < MIN_SEEDS_FOR_TEST:
+        return CellTest(TOO_FEW, test=WELCH)
+    p_value, _, _ = welch_test(a["value"].to_numpy(dtype=float), b["value"].to_numpy(dtype=float))
+    return CellTest(DIFFERS if p_value < ALPHA else NOT_SHOWN, p_value, WELCH)
+
+
+def _numbers(part: pd.DataFrame, value: str) -> pd.DataFrame:
+    """The cell's finite numbers, with their seeds where runs.csv has them (a text or empty value is left out)."""
+    numbers = pd.to_numeric(part[value], errors="coerce").astype(float)
+    keep = np.isfinite(numbers)
+    out = pd.DataFrame({"value": numbers[keep]})
+    if "seed" in part:
+        out["seed"] = part.loc[keep, "seed"].astype(str)
+    return out.reset_index(drop=True)
+
+
+def marked(texts: pd.Series, tests: dict[tuple, CellTest]) -> pd.Series:
+    """The cells' "mean ± std" texts (indexed by their keys) with each one's marker appended."""
+    def mark(index: Any, text: str) -> str:
+        marker = tests[index if isinstance(index, tuple) else (index,)].marker
+        return f"{text} {marker}" if marker else text
+
+    return pd.Series([mark(i, t) for i, t in texts.items()], index=texts.index, dtype=object)
+
+
+def test_columns(index: pd.Index, tests: dict[tuple, CellTest]) -> pd.DataFrame:
+    """The CSV's p_value, test and verdict of each cell, aligned with `index` (the cells' keys)."""
+    found = [tests[i if isinstance(i, tuple) else (i,)] for i in index]
+    return pd.DataFrame({"p_value": [t.p_value for t in found], "test": [t.test for t in found],
+                         "verdict": [t.verdict for t in found]}, index=index)
+
+
+def legend(baseline: Baseline) -> str:
+    """The line under a marked Markdown table."""
+    return (f"`*`: differs beyond chance from its baseline cell ({baseline}, the same other keys): p < {ALPHA:g}, "
+            f"paired t-test over seeds where both cells have the same seeds, else Welch's; `?`: too few seeds to "
+            f"tell (under {MIN_SEEDS_FOR_TEST} pairs, or {MIN_SEEDS_FOR_TEST} seeds a side).")
