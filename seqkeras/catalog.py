@@ -29,6 +29,7 @@ from seqkeras.tasks import (
     files,
     lm_corpus,
     rotten_tomatoes,
+    sentence_pairs,
     seq2seq_synthetic,
     wnut,
 )
@@ -81,6 +82,10 @@ TASKS = Registry(
         Task("de_en",
              "Seq2seq: German → English sentences from the Ding dictionary (apt-get install trans-de-en).",
              de_en.Params, "seqkeras.tasks.de_en:build", problem=SEQ2SEQ),
+        Task("sentence_pairs",
+             "Seq2seq: your sentence pairs (`path`): source<TAB>target per line, as Tatoeba/Anki files and the "
+             "Keras translation examples.",
+             sentence_pairs.Params, "seqkeras.tasks.sentence_pairs:build", problem=SEQ2SEQ),
     ],
 )
 

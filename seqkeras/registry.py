@@ -27,7 +27,7 @@ import typing
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, model_validator
 from pydantic_core import PydanticCustomError
@@ -42,6 +42,17 @@ class Params(BaseModel):
     # (an int still fills a float field: `learning_rate: 1`); allow_inf_nan: no
     # hyperparameter is meant to be .inf or .nan.
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+
+    # Parameters added after results existed: in a run's resolved spec, and so its id, only when set to another
+    # value than their default, so the runs of specs without them keep their ids (spec.loader).
+    hashed_only_when_set: ClassVar[tuple[str, ...]] = ()
+
+    def hashed(self) -> dict[str, Any]:
+        """The parameters as a run's resolved spec holds them: every one, less `hashed_only_when_set` at default."""
+        fields = type(self).model_fields
+        left_out = {name for name in self.hashed_only_when_set
+                    if getattr(self, name) == fields[name].get_default(call_default_factory=True)}
+        return self.model_dump(mode="json", exclude=left_out or None)
 
     @model_validator(mode="before")
     @classmethod

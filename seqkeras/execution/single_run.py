@@ -104,6 +104,8 @@ def run_training(run: RunSpec, folder: Path, record: dict[str, Any]) -> None:
 
     data = run.task.component.load()(run.task.params, run.seed)
     write_atomic(folder / "vocabulary.json", data.vocabulary.to_json())
+    if data.notes:  # what the task says of its data: the pairs in each part, those left out as too long, ...
+        record["data"] = dict(data.notes)
     longest = data.x_train.shape[1] if hasattr(data.x_train, "shape") else 0  # a Transformer's position table
     check_model_size(run.model, vocabulary=len(data.vocabulary), outputs=data.num_outputs, max_length=longest)
     measures_gradient_flow = gradient_flow.NAME in run.diagnostics

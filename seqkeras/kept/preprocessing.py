@@ -41,7 +41,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from seqkeras.errors import SpecError
-from seqkeras.tasks import char_lm, de_en, lm_corpus
+from seqkeras.tasks import char_lm, de_en, lm_corpus, sentence_pairs
 from seqkeras.tasks.base import (
     CLASSIFICATION, LANGUAGE_MODELING, REGRESSION, SEQ2SEQ, TAGGING, SequenceData, Vocabulary,
 )
@@ -272,6 +272,11 @@ def input_rule(params: Any, data: SequenceData) -> InputRule:
         return InputRule(split="characters")  # char_lm; the synthetic seq2seq tasks, one token per character
     if isinstance(params, de_en.Params):
         return InputRule(split="pattern", pattern=de_en.TOKEN.pattern, lowercase="unicode")
+    if isinstance(params, sentence_pairs.Params):  # its tokenize: str.lower, then words and marks or characters
+        lowercase = "unicode" if params.lowercase else "none"
+        if params.level == "word":
+            return InputRule(split="pattern", pattern=sentence_pairs.WORD.pattern, lowercase=lowercase)
+        return InputRule(split="characters", lowercase=lowercase)
     if isinstance(params, ClassificationTextParams):  # TextVectorization's standardize, then whitespace
         return InputRule(split="whitespace", lowercase="ascii" if "lower" in params.standardize else "none",
                          strip_punctuation="strip_punctuation" in params.standardize, max_length=params.max_length)

@@ -13,6 +13,8 @@ from seqkeras.errors import SpecError, did_you_mean, shown, unknown_choice
 from seqkeras.spec.outputs import OutputRow, matching
 from seqkeras.spec.runs import ResolvedComponent, decoder_columns
 from seqkeras.spec.sections import EvaluateSpec, ExperimentSpec
+from seqkeras.tasks.validation import validation_key
+from seqkeras.training.settings import TrainSpec
 
 
 def check_run(components: dict[str, ResolvedComponent], evaluate: EvaluateSpec | None) -> list[str]:
@@ -44,6 +46,30 @@ def check_run(components: dict[str, ResolvedComponent], evaluate: EvaluateSpec |
                 path=f"evaluate.metrics[{index}]",
             )
     return metrics
+
+
+def check_validation(task: ResolvedComponent, train: TrainSpec) -> None:
+    """Validation data comes from one place, and a `val_*` monitor has some.
+
+    One place: `train.validation_split` (the last share of the training set) and a file task's own validation
+    data (task.validation_path or task.validation_share) would each claim to be what `val_*` measures.
+    """
+    own = validation_key(task.params)
+    if own and train.validation_split > 0:
+        raise SpecError(
+            f"{own} and train.validation_split ({train.validation_split}) both give validation data; keep one: "
+            f"{own} (the task's own, from the training part) or train.validation_split (the last share of the "
+            "training set)",
+            path=own,
+        )
+    stopping = train.early_stopping
+    if stopping and stopping.monitor.startswith("val_") and train.validation_split == 0 and not own:
+        raise SpecError(
+            f"early_stopping monitors {stopping.monitor!r}, which needs validation data: train.validation_split > 0"
+            + (", or the task's task.validation_path or task.validation_share" if "validation_path" in
+               type(task.params).model_fields else ""),
+            path="train.early_stopping.monitor",
+        )
 
 
 def check_diagnostics(model: ResolvedComponent, evaluate: EvaluateSpec | None) -> None:

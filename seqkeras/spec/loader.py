@@ -27,7 +27,7 @@ from pydantic import BaseModel, ValidationError
 
 from seqkeras import catalog
 from seqkeras.errors import SpecError, shown, unknown_choice
-from seqkeras.spec.checks import check_outputs, check_references, check_run, check_sections
+from seqkeras.spec.checks import check_outputs, check_references, check_run, check_sections, check_validation
 from seqkeras.spec.runs import Experiment, ResolvedComponent, RunSpec, make_run_id
 from seqkeras.spec.outputs import output_rows
 from seqkeras.spec.selection import parse_only, select_runs, without_set_away
@@ -319,7 +319,7 @@ def resolve_run(spec: ExperimentSpec, run_raw: dict[str, Any]) -> _Resolved:
             continue
         component = resolve_component(section, section_raw, key)
         components[section] = component
-        resolved[section] = {key: component.name, **component.params.model_dump(mode="json")}
+        resolved[section] = {key: component.name, **component.params.hashed()}
     train = evaluate = None
     if "task" in components:
         train = _validate(TrainSpec, run_raw.get("train") or {}, path="train")
@@ -328,6 +328,7 @@ def resolve_run(spec: ExperimentSpec, run_raw: dict[str, Any]) -> _Resolved:
         # without them keep their ids.
         left_out = {key for key, default in UNHASHED_DEFAULTS.items() if getattr(train, key) == default}
         resolved["train"] = train.model_dump(mode="json", exclude=left_out or None)
+        check_validation(components["task"], train)
     metrics = check_run(components, evaluate)
     decoders = list(evaluate.decoders) if evaluate else []
     if "task" in components:

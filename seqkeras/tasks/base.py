@@ -9,7 +9,7 @@ the catalog (`registry.Task`) names its problem.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -113,6 +113,17 @@ class SequenceData:
     y_test: np.ndarray
     vocabulary: Vocabulary
     labels: Vocabulary | None = None  # classes or tags; None for language modelling
+    # A file task's own validation data (tasks.validation), shaped as the training arrays; the trainer's
+    # validation_data when present, else train.validation_split's last share of the training set.
+    x_validation: np.ndarray | dict[str, np.ndarray] | None = None
+    y_validation: np.ndarray | None = None
+    # What a run's record says about the data beyond its arrays (metrics.json's "data"): counts of the
+    # examples in each part, of those left out and why.
+    notes: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def has_validation(self) -> bool:
+        return self.y_validation is not None
 
     @property
     def num_outputs(self) -> int:

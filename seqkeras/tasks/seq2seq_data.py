@@ -78,13 +78,17 @@ class Seq2SeqData(SequenceData):
 
 
 def seq2seq_data(
-    train: list[Pair], test: list[Pair], *, bucket_width: int = 10, max_vocabulary: int | None = None
+    train: list[Pair], test: list[Pair], *, bucket_width: int = 10, max_vocabulary: int | None = None,
+    validation: list[Pair] = (),
 ) -> Seq2SeqData:
     """From (source tokens, target tokens) pairs; vocabularies come from the training pairs only.
 
     `max_vocabulary` keeps that many of the most frequent tokens per side (the
-    rest become <unk>); None keeps every token seen in training.
+    rest become <unk>); None keeps every token seen in training. `validation` (a
+    file task's own, tasks.validation) becomes x_validation / y_validation, encoded
+    as the test pairs are.
     """
+    validation = list(validation)
     source_vocabulary = _vocabulary((source for source, _ in train), (PAD, UNK), max_vocabulary)
     target_vocabulary = _vocabulary((target for _, target in train), (PAD, UNK, START, END), max_vocabulary)
     start, end = target_vocabulary.index[START], target_vocabulary.index[END]
@@ -97,10 +101,11 @@ def seq2seq_data(
         }
         return x, pad([target + [end] for target in targets], target_length)
 
-    source_length = max(len(source) for source, _ in train + test)
-    target_length = max(len(target) for _, target in train + test) + 1
+    source_length = max(len(source) for source, _ in train + test + validation)
+    target_length = max(len(target) for _, target in train + test + validation) + 1
     x_train, y_train = arrays(train, source_length, target_length)
     x_test, y_test = arrays(test, source_length, target_length)
+    x_validation, y_validation = arrays(validation, source_length, target_length) if validation else (None, None)
     return Seq2SeqData(
         problem=SEQ2SEQ,
         x_train=x_train,
@@ -111,6 +116,8 @@ def seq2seq_data(
         labels=target_vocabulary,
         test_pairs=[(list(source), list(target)) for source, target in test],
         bucket_width=bucket_width,
+        x_validation=x_validation,
+        y_validation=y_validation,
     )
 
 

@@ -133,15 +133,22 @@ def vectorize_texts(
 
 
 def text_tagging_data(
-    train: list[TaggedSentence], test: list[TaggedSentence], params: TaggingTextParams
+    train: list[TaggedSentence], test: list[TaggedSentence], params: TaggingTextParams,
+    validation: list[TaggedSentence] = (),
 ) -> SequenceData:
-    """Tagged sentences → SequenceData; tag id 0 is padding, the tag set comes from all sentences."""
-    x_train, x_test, vocabulary = vectorize_tokens(
-        [tokens for tokens, _ in train], [tokens for tokens, _ in test], lowercase=params.lowercase, params=params
+    """Tagged sentences → SequenceData; tag id 0 is padding, the tag set comes from all sentences.
+
+    `validation` (a file task's own, tasks.validation) is encoded with the training vocabulary, as the test is.
+    """
+    validation = list(validation)
+    x_train, x_rest, vocabulary = vectorize_tokens(
+        [tokens for tokens, _ in train], [tokens for tokens, _ in test + validation],
+        lowercase=params.lowercase, params=params,
     )
+    x_test, x_validation = x_rest[: len(test)], x_rest[len(test):]
     # The tag set is a closed list: a tag only the test split happens to hold is still a tag.
-    labels = Vocabulary.build((tags for _, tags in train + test), reserved=(PAD,))
-    length = max(len(tokens) for tokens, _ in train + test)
+    labels = Vocabulary.build((tags for _, tags in train + test + validation), reserved=(PAD,))
+    length = max(len(tokens) for tokens, _ in train + test + validation)
 
     def tag_ids(part):
         return pad([[labels.index[tag] for tag in tags] for _, tags in part], length)
@@ -154,25 +161,42 @@ def text_tagging_data(
         y_test=tag_ids(test),
         vocabulary=vocabulary,
         labels=labels,
+        x_validation=pad(x_validation, length) if validation else None,
+        y_validation=tag_ids(validation) if validation else None,
     )
 
 
 def text_classification_data(
-    train: list[LabelledText], test: list[LabelledText], label_names: list[str], params: ClassificationTextParams
+    train: list[LabelledText], test: list[LabelledText], label_names: list[str], params: ClassificationTextParams,
+    validation: list[LabelledText] = (),
 ) -> SequenceData:
-    """(text, label) pairs → SequenceData with labels numbered in the order of `label_names`."""
-    x_train, x_test, vocabulary = vectorize_texts(
-        [text for text, _ in train], [text for text, _ in test], standardize=params.standardize, params=params
+    """(text, label) pairs → SequenceData with labels numbered in the order of `label_names`.
+
+    `validation` (a file task's own, tasks.validation) is vectorized with the training vocabulary, as the test is.
+    """
+    validation = list(validation)
+    x_train, x_rest, vocabulary = vectorize_texts(
+        [text for text, _ in train], [text for text, _ in test + validation], standardize=params.standardize,
+        params=params,
     )
+    # Without validation x_rest is the test alone, padded as before; with it the two share one padded width.
+    x_test, x_validation = x_rest[: len(test)], x_rest[len(test):]
     if params.max_length is not None:
         x_train, x_test = x_train[:, : params.max_length], x_test[:, : params.max_length]
+        x_validation = x_validation[:, : params.max_length]
     labels = Vocabulary(list(label_names))
+
+    def label_ids(part):
+        return np.array([labels.index[label] for _, label in part], dtype=np.int32)
+
     return SequenceData(
         problem=CLASSIFICATION,
         x_train=x_train,
-        y_train=np.array([labels.index[label] for _, label in train], dtype=np.int32),
+        y_train=label_ids(train),
         x_test=x_test,
-        y_test=np.array([labels.index[label] for _, label in test], dtype=np.int32),
+        y_test=label_ids(test),
         vocabulary=vocabulary,
         labels=labels,
+        x_validation=x_validation if validation else None,
+        y_validation=label_ids(validation) if validation else None,
     )

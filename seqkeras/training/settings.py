@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
 from seqkeras.registry import Params
 
@@ -37,8 +37,11 @@ class TrainSpec(Params):
     batch_size: int = Field(32, ge=1, le=1_000_000, description="Examples per gradient step.")
     optimizer: OptimizerSpec = Field(default_factory=OptimizerSpec)
     validation_split: float = Field(
-        0.0, ge=0, lt=0.5, description="Share of the training set held out for val_* curves and early stopping."
+        0.0, ge=0, lt=0.5, description="Share of the training set held out for val_* curves and early stopping "
+        "(its last share; a file task's own task.validation_path or task.validation_share instead)."
     )
+    # A val_* monitor needs validation data, from validation_split or from the task: spec.checks.check_validation,
+    # which sees both sections, checks it.
     early_stopping: EarlyStoppingSpec | None = Field(None, description="Stop when the monitored value stalls.")
     verbose: Literal[0, 1, 2] = Field(
         2, description="Progress: 0 silent; 1 or 2 one line per epoch (its loss and metrics)."
@@ -60,12 +63,3 @@ class TrainSpec(Params):
         description="mirrored: data-parallel over all local GPUs (tf.distribute.MirroredStrategy); "
         "on a machine without GPUs it runs on the CPU and says so.",
     )
-
-    @model_validator(mode="after")
-    def _early_stopping_needs_validation(self) -> "TrainSpec":
-        if self.early_stopping and self.early_stopping.monitor.startswith("val_") and self.validation_split == 0:
-            raise ValueError(
-                f"early_stopping monitors {self.early_stopping.monitor!r}, which needs "
-                "train.validation_split > 0"
-            )
-        return self

@@ -104,9 +104,13 @@ def fit(
         model.compile(optimizer=make_optimizer(train.optimizer), **objective)
     x, y = data.x_train, data.y_train
     weights = None if own_loss else token_weights(x, data.problem, y)
-    # Like Keras's validation_split: the last share of the training set, taken before shuffling.
-    held_out = int(len(y) * train.validation_split)
     validation = None
+    if data.has_validation:  # the task's own (a file, or a share it drew from the training part): never test data
+        val_weights = None if own_loss else token_weights(data.x_validation, data.problem, data.y_validation)
+        validation = (data.x_validation, data.y_validation) + ((val_weights,) if val_weights is not None else ())
+    # Like Keras's validation_split: the last share of the training set, taken before shuffling. (The spec
+    # refuses both at once: spec.checks.check_validation.)
+    held_out = 0 if data.has_validation else int(len(y) * train.validation_split)
     if held_out:
         validation = ((take_rows(x, slice(-held_out, None)), y[-held_out:])
                       + ((weights[-held_out:],) if weights is not None else ()))

@@ -7,6 +7,7 @@ resuming; fused Adam's epsilon; and the models it leaves to Keras's fit.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import tempfile
 from pathlib import Path
@@ -78,6 +79,12 @@ def fit_both_ways(build, params, data, train) -> dict[str, object]:
     }
 
 
+def with_validation(data):
+    """The data with validation arrays of its own, as a file task gives them (tasks.validation)."""
+    return dataclasses.replace(data, x_train=data.x_train[:-3], y_train=data.y_train[:-3],
+                               x_validation=data.x_train[-3:], y_validation=data.y_train[-3:])
+
+
 def regularized_lm(params, data):
     model = build_lm(params, data)
     model.layers[-1].kernel.regularizer = keras.regularizers.L2(0.1)  # a loss the layer chain's calls don't add
@@ -88,6 +95,10 @@ RUNS = {
     # Padding weights, validation and early stopping (fused Adam).
     "lm, padding weights, validation, early stopping (fused adam)": lambda: fit_both_ways(
         build_lm, LM_PARAMS, token_data(LANGUAGE_MODELING), LM_TRAIN),
+    # The task's own validation data (a file task's validation_path or validation_share), not validation_split.
+    "lm, the task's validation data, early stopping (fused adam)": lambda: fit_both_ways(
+        build_lm, LM_PARAMS, with_validation(token_data(LANGUAGE_MODELING)),
+        LM_TRAIN.model_copy(update={"validation_split": 0.0})),
     # An L2 regularizer: a loss no layer call adds.
     "lm, l2 on the output kernel (fused adam)": lambda: fit_both_ways(
         regularized_lm, LM_PARAMS, token_data(LANGUAGE_MODELING), LM_TRAIN.model_copy(update={"early_stopping": None})),
@@ -111,7 +122,7 @@ def test_lean_loop_gives_keras_fit_history_and_weights(name):
     assert keras_columns == lean_columns
     assert run["lean epochs"] == 2 or (name.startswith("lm") and run["lean epochs"] == 3)
     assert max(run["history"], run["weights"], run["optimizer"]) <= TOLERANCE, run
-    if name == "lm, padding weights, validation, early stopping (fused adam)":
+    if "validation" in name:
         assert keras_columns == ["epoch", "accuracy", "loss", "val_accuracy", "val_loss"]
 
 

@@ -1,0 +1,180 @@
+"""sentence_pairs: the user's parallel text, `source<TAB>target[<TAB>…]` per line → a seq2seq task.
+
+The format of the Keras translation examples and of the Tatoeba / Anki
+downloads (`Go.<TAB>Va !<TAB>CC-BY 2.0 (France) Attribution: …`): UTF-8, one
+pair a line, fields separated by tabs. `source_column` and `target_column`
+(0-based) choose the two fields; any other field (Tatoeba's attribution) is
+ignored. A blank line is skipped.
+
+Each side is tokenized as de_en tokenizes: words and single punctuation marks
+(`level: word`, the pattern `\\w+|[^\\w\\s]`), or one token per character
+(`level: char`, as the synthetic tasks); lowercased with `lowercase`. A pair
+whose source is longer than `max_source_length` tokens or whose target is longer
+than `max_target_length` is left out, in every file; the run's record counts
+them (metrics.json, `data`).
+
+The test pairs are `test_path` when given, else a seeded `test_share` of `path`;
+validation pairs (tasks.validation) come from what is left to train on, or from
+`validation_path`. BLEU and chrF are sacrebleu's, on the space-joined tokens, as
+for every seq2seq task (evaluation.seq2seq_metrics).
+
+Every file is read when the spec is validated (streamed; no TensorFlow): a line
+with too few fields, an empty source or target, bytes that are not UTF-8, a file
+without pairs is one `SpecError` naming the file, the line and the field.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, ValidationInfo, field_validator, model_validator
+
+from seqkeras.errors import SpecError, shown
+from seqkeras.tasks.base import named_files
+from seqkeras.tasks.files import check_data_file, utf8_pieces
+from seqkeras.tasks.seq2seq_data import BUCKET_WIDTH_HELP, Pair, Seq2SeqData, seq2seq_data
+from seqkeras.tasks.text import split_examples
+from seqkeras.tasks.validation import (
+    ValidationParams, validation_examples, validation_path_field, validation_share_field,
+)
+
+NAME = "sentence_pairs"
+WORD = re.compile(r"\w+|[^\w\s]")  # de_en's tokens: words, and each punctuation mark on its own
+FILE_KEYS = ("path", "test_path", "validation_path")
+
+Level = Literal["word", "char"]
+
+
+class Params(ValidationParams):
+    path: str = Field(description="UTF-8 file of sentence pairs: source<TAB>target[<TAB>…] per line "
+                                  "(Tatoeba/Anki, the Keras translation examples).")
+    test_path: str | None = Field(None, description="A test file of the same format; default: hold out "
+                                                    "test_share of path.")
+    test_share: float = Field(0.2, gt=0, lt=1, description="Share of path's pairs held out for testing (seeded), "
+                                                            "without test_path.")
+    validation_path: str | None = validation_path_field()
+    validation_share: float | None = validation_share_field()
+    source_column: int = Field(0, ge=0, le=1000, description="The field (0-based, tab-separated) holding the source.")
+    target_column: int = Field(1, ge=0, le=1000, description="The field (0-based, tab-separated) holding the target.")
+    level: Level = Field("word", description="Tokens: words and punctuation marks (as de_en), or characters.")
+    lowercase: bool = Field(True, description="Lowercase both sides before tokenizing.")
+    max_source_length: int | None = Field(
+        None, ge=1, le=100_000, description="Leave out pairs whose source has more tokens (default: keep all).")
+    max_target_length: int | None = Field(
+        None, ge=1, le=100_000, description="Leave out pairs whose target has more tokens (default: keep all).")
+    max_vocabulary: int | None = Field(
+        None, ge=1, le=10_000_000,
+        description="Most frequent training tokens kept per side; the rest become <unk> (default: all).")
+    bucket_width: int = Field(5, ge=1, le=10_000, description=BUCKET_WIDTH_HELP)
+
+    @field_validator(*FILE_KEYS)
+    @classmethod
+    def _readable(cls, value: str | None, info: ValidationInfo) -> str | None:
+        return check_data_file(value, info)  # missing, a folder, a FIFO: refused before the lines are read
+
+    @model_validator(mode="after")
+    def _pairs_readable(self) -> Params:
+        # Every line of every file is read now (streamed, plain Python), after the columns are known (they
+        # may be defaults, which field validators skip): a bad line is refused before a sweep starts.
+        if self.source_column == self.target_column:
+            raise SpecError(f"source_column and target_column are both {self.source_column}; a pair needs two "
+                            "fields", path="task.target_column")
+        for key in FILE_KEYS:
+            if getattr(self, key) is not None:
+                read_pairs(self, key)
+        return self
+
+    def input_files(self) -> dict[str, Path]:
+        """The files this task reads, by key: each is part of the run's identity (execution.identity)."""
+        return named_files(self, *FILE_KEYS)
+
+
+def tokenize(text: str, level: Level, lowercase: bool) -> list[str]:
+    """One side's tokens: words and marks (de_en's pattern) or characters (runs of whitespace as one space)."""
+    if lowercase:
+        text = text.lower()
+    if level == "word":
+        return WORD.findall(text)
+    return list(" ".join(text.split()))
+
+
+def lines_of(path: str | Path, key: str) -> Iterator[tuple[int, str]]:
+    """(line number, line without its end) of a UTF-8 file, streamed; `utf8_pieces` names bad bytes by line."""
+    number = 0
+    for piece in utf8_pieces(path, key):
+        for line in piece.splitlines():
+            number += 1
+            yield number, line
+
+
+def pair_fields(params: Params, path: str | Path, key: str) -> Iterator[tuple[int, str, str]]:
+    """(line number, source text, target text) of each non-blank line: the two chosen tab-separated fields."""
+    needed = max(params.source_column, params.target_column) + 1
+    sides = (("source", "task.source_column", params.source_column),
+             ("target", "task.target_column", params.target_column))
+    for number, line in lines_of(path, key):
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        if len(fields) < needed:
+            raise SpecError(
+                f"{path}, line {number}: {len(fields)} tab-separated field(s), but "
+                + " and ".join(f"the {side} is field {column} ({setting})" for side, setting, column in sides)
+                + f" (counting from 0): expected source<TAB>target, got {shown(line.strip(), 60)}",
+                path=key,
+            )
+        texts = []
+        for side, setting, column in sides:
+            text = fields[column].strip()
+            if not text:
+                raise SpecError(f"{path}, line {number}: the {side} (field {column}, {setting}) is empty",
+                                path=key)
+            texts.append(text)
+        yield number, texts[0], texts[1]
+
+
+def read_pairs(params: Params, key: str = "path") -> tuple[list[Pair], int]:
+    """The tokenized pairs of the file at `params.<key>`, in file order, and how many were left out as too long."""
+    path = Path(getattr(params, key)).expanduser()
+    setting = f"task.{key}"
+    pairs: list[Pair] = []
+    too_long = read = 0
+    for _, source_text, target_text in pair_fields(params, path, setting):
+        read += 1
+        source = tokenize(source_text, params.level, params.lowercase)
+        target = tokenize(target_text, params.level, params.lowercase)
+        if (params.max_source_length is not None and len(source) > params.max_source_length) or \
+                (params.max_target_length is not None and len(target) > params.max_target_length):
+            too_long += 1
+            continue
+        pairs.append((source, target))
+    if not read:
+        raise SpecError(f"{path} holds no sentence pairs (expected source<TAB>target per line)", path=setting)
+    if not pairs:
+        raise SpecError(f"every one of the {read} pairs of {path} is longer than max_source_length "
+                        f"({params.max_source_length}) or max_target_length ({params.max_target_length}) tokens",
+                        path="task.max_source_length" if params.max_source_length is not None
+                        else "task.max_target_length")
+    return pairs, too_long
+
+
+def build(params: Params, seed: int) -> Seq2SeqData:
+    train, left_out = read_pairs(params, "path")
+    notes = {"pairs_too_long.path": left_out}
+    if params.test_path is not None:
+        test, notes["pairs_too_long.test_path"] = read_pairs(params, "test_path")
+    else:
+        train, test = split_examples(train, params.test_share, seed, what=str(params.path))
+
+    def read_validation(_path: str) -> list[Pair]:
+        pairs, notes["pairs_too_long.validation_path"] = read_pairs(params, "validation_path")
+        return pairs
+
+    train, validation = validation_examples(params, train, seed, read_validation, what=str(params.path))
+    data = seq2seq_data(train, test, bucket_width=params.bucket_width, max_vocabulary=params.max_vocabulary,
+                        validation=validation)
+    data.notes = {"train_pairs": len(train), "validation_pairs": len(validation), "test_pairs": len(test), **notes}
+    return data
