@@ -19,11 +19,14 @@ Include blocks (paths relative to the repository root):
                                                           heading `## <heading>` up to the next
                                                           heading, without the heading itself
     <!-- include: benchmarks/results/<file>.csv -->       a benchmark CSV, as `make bench` prints it
+    <!-- include: benchmarks/results/<file>.csv#<a>,<b> -->  its rows of benchmarks a and b
     (the included text)
     <!-- end include -->
 
-`python tests/test_docs.py --update` rewrites every block from the file it names
-(and points the benchmark table at the newest CSV); never edit a block by hand.
+`python tests/test_docs.py --update` rewrites every block from the file it names; never
+edit a block by hand. benchmarks/README.md shows each benchmark's newest figures: the
+newest CSV, then each older CSV's rows of the benchmarks no newer one measured (a
+partial `run_all.py --only` run leaves the others' figures shown).
 
 This file imports neither TensorFlow nor Keras: commands run in subprocesses.
 """
@@ -119,9 +122,7 @@ def render(target: str, section: str | None) -> str:
     if REPO not in path.parents or not path.is_file():
         raise FileNotFoundError(f"{target}: no such file in the repository")
     if path.suffix == ".csv":
-        if section:
-            raise ValueError(f"{target}: a CSV include takes no #section")
-        return benchmark_table(path)
+        return benchmark_table(path, section.split(",") if section else None)
     lines = path.read_text(encoding="utf-8").splitlines()
     if section is None:
         return "\n".join(lines).strip("\n")
@@ -134,11 +135,17 @@ def render(target: str, section: str | None) -> str:
     return "\n".join(lines[start:end]).strip("\n")
 
 
-def benchmark_table(path: Path) -> str:
-    """A bench-*.csv as benchmarks/run_all.py prints it (blanks, not nan), under the machine and time it names."""
+def benchmark_table(path: Path, benchmarks: list[str] | None = None) -> str:
+    """A bench-*.csv as benchmarks/run_all.py prints it (blanks, not nan), under the machine and time it names;
+    only the rows of `benchmarks` when given."""
     import pandas as pd
 
     frame = pd.read_csv(path)
+    if benchmarks is not None:
+        missing = sorted(set(benchmarks) - set(frame["benchmark"]))
+        if missing:
+            raise ValueError(f"{rel(path)} has no benchmark {missing}")
+        frame = frame[frame["benchmark"].isin(benchmarks)]
     table = frame[BENCH_COLUMNS]
     caption = f"`{rel(path)}`: {frame['machine'].iloc[0]}; measured {frame['measured_at'].iloc[0]}."
     return caption + "\n\n" + table.astype(object).where(table.notna(), "").to_markdown(index=False)
@@ -146,6 +153,23 @@ def benchmark_table(path: Path) -> str:
 
 def newest_benchmark_csv() -> Path:
     return max(p for p in BENCH_RESULTS.glob("bench-*.csv") if not p.name.startswith("bench-tiny"))
+
+
+def newest_benchmark_includes() -> list[str]:
+    """The include targets that show each benchmark's newest figures: the newest CSV whole, then each older
+    CSV with the benchmarks no newer CSV has (`file.csv#a,b`), newest first."""
+    import pandas as pd
+
+    seen: set[str] = set()
+    targets = []
+    for path in sorted((p for p in BENCH_RESULTS.glob("bench-*.csv") if not p.name.startswith("bench-tiny")),
+                       reverse=True):
+        names = list(dict.fromkeys(pd.read_csv(path)["benchmark"]))
+        new = [name for name in names if name not in seen]
+        if new:
+            targets.append(rel(path) if not seen else f"{rel(path)}#{','.join(new)}")
+        seen.update(names)
+    return targets
 
 
 ALL_INCLUDES = [inc for doc in doc_files() for inc in includes(doc)]
@@ -167,29 +191,48 @@ def test_benchmark_table_is_the_newest():
     bench_readme = REPO / "benchmarks" / "README.md"
     if not bench_readme.is_file():
         pytest.skip("no benchmarks/README.md")
-    shown = [inc.target for inc in includes(bench_readme) if inc.target.endswith(".csv")]
-    assert shown == [rel(newest_benchmark_csv())], (
-        f"benchmarks/README.md shows {shown}; the newest table is {rel(newest_benchmark_csv())} "
+    shown = [inc.target + (f"#{inc.section}" if inc.section else "") for inc in includes(bench_readme)
+             if inc.target.endswith(".csv")]
+    assert shown[0] == rel(newest_benchmark_csv()) and shown == newest_benchmark_includes(), (
+        f"benchmarks/README.md shows {shown}; each benchmark's newest figures are {newest_benchmark_includes()} "
         "(`python tests/test_docs.py --update` points it there)"
     )
 
 
-def update() -> None:
-    """Rewrite every include block from its file; the benchmark CSV include moves to the newest CSV."""
-    newest = rel(newest_benchmark_csv()) if BENCH_RESULTS.is_dir() else None
+def is_benchmark_include(match: re.Match) -> bool:
+    target = match["target"].strip()
+    return target.startswith("benchmarks/results/bench-") and target.endswith(".csv")
 
-    def fill(match: re.Match) -> str:
-        target, section = match["target"].strip(), match["section"]
-        if newest and target.startswith("benchmarks/results/bench-") and target.endswith(".csv"):
-            target = newest
-        head = f"<!-- include: {target}{'#' + section if section else ''} -->"
-        return f"{head}\n\n{render(target, section)}\n\n<!-- end include -->"
+
+def block(target: str, section: str | None) -> str:
+    head = f"<!-- include: {target}{'#' + section if section else ''} -->"
+    return f"{head}\n\n{render(target, section)}\n\n<!-- end include -->"
+
+
+def update() -> None:
+    """Rewrite every include block from its file; the benchmark CSV includes become those of each benchmark's
+    newest figures (`newest_benchmark_includes`), in the place of the first of them."""
+    newest = newest_benchmark_includes() if BENCH_RESULTS.is_dir() else []
+
+    def fill(match: re.Match, first_benchmark: bool) -> str:
+        if newest and is_benchmark_include(match):
+            if not first_benchmark:
+                return ""
+            return "\n\n".join(block(*(target.split("#") + [None])[:2]) for target in newest)
+        return block(match["target"].strip(), match["section"])
 
     for doc in doc_files():
         text = doc.read_text(encoding="utf-8")
         new = text
-        for match in reversed(include_matches(text)):
-            new = new[: match.start()] + fill(match) + new[match.end():]
+        matches = include_matches(text)
+        first = next((m for m in matches if is_benchmark_include(m)), None)
+        for match in reversed(matches):
+            filled = fill(match, match is first)
+            end = match.end()
+            if not filled:  # a later benchmark block, replaced by the first's series: its blank lines go too
+                while new[end : end + 1] == "\n":
+                    end += 1
+            new = new[: match.start()] + filled + new[end:]
         if new != text:
             doc.write_text(new, encoding="utf-8")
             print(f"updated {rel(doc)}")
