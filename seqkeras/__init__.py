@@ -2,6 +2,7 @@
 
     seqkeras.run(spec, overrides=..., only=..., out="results")  → Results (DataFrames)
     seqkeras.load("results/<name>")                              → Results
+    seqkeras.evaluate("results/<name>", decoders=[...], metrics=[...])  → Results (kept models evaluated again)
     seqkeras.load_model("results/<name>/<run_id>")               → KeptModel (the run's model and preprocessing)
 
 (seqkeras/api.py, seqkeras/kept/saving.py). They are imported on first use, so that `import seqkeras`
@@ -13,13 +14,13 @@ from seqkeras.errors import SpecError
 from seqkeras.kept import serializable
 from seqkeras.version import __version__
 
-__all__ = ["KeptModel", "Results", "SpecError", "__version__", "load", "load_model", "run"]
+__all__ = ["KeptModel", "Results", "SpecError", "__version__", "evaluate", "load", "load_model", "run"]
 
 serializable.install()
 
 
 def __getattr__(name: str):
-    if name in ("run", "load", "Results"):
+    if name in ("run", "load", "evaluate", "Results"):
         from seqkeras import api
 
         return getattr(api, name)

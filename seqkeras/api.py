@@ -106,6 +106,29 @@ def load(folder: str | Path) -> Results:
     return Results(folder, runs, tables, verdict_rows([check(expect, own_rows(runs, own)) for expect in claims]))
 
 
+def evaluate(folder: str | Path, *, decoders: list[Any] = (), metrics: list[str] = (),
+             backend: str | None = None) -> Results:
+    """`seqkeras evaluate`'s twin for one experiment's results folder: its kept models evaluated again with more
+    `decoders` (["beam(width=5)", {"name": "sample", "temperature": 0.7}]) and `metrics`, without training; the
+    folder's `Results` after. Runs that could not be evaluated are said on stderr, as `run` says failed runs."""
+    from seqkeras.execution.reevaluation import additions, choose_backend, reevaluate
+
+    path = Path(checked_path(folder, "folder"))
+    wanted = additions(list(decoders) if isinstance(decoders, tuple) else decoders,
+                       list(metrics) if isinstance(metrics, tuple) else metrics, names=("decoders", "metrics"))
+    if not (path / "runs.csv").is_file():
+        raise SpecError(f"{path}: not an experiment's results folder (expected results/<name>, with its runs.csv)")
+    if backend is not None and backend not in (AUTO, *BACKEND_PACKAGES):
+        raise SpecError(unknown_choice("backend", backend, [AUTO, *BACKEND_PACKAGES]))
+    select_backend(choose_backend(backend, [path]), load=True)
+    (outcome,) = reevaluate([path], wanted, echo=lambda line: None)
+    for run_id, why in outcome.failed.items():
+        print_warning(f"{run_id}: could not be evaluated again: {why}")
+    if not outcome.added and not outcome.unchanged:
+        print_warning(f"{path}: no run kept its model; nothing was evaluated")
+    return load(path)
+
+
 def saved_claims(spec: Mapping[str, Any], source: Path, warn=print_warning) -> list[ExpectSpec]:
     """The claims (`expect`) of a saved experiment.yaml, each read on its own: one that no longer reads as a
     claim (written by another version of the suite, edited by hand) is a warning and is left out."""

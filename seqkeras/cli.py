@@ -407,20 +407,13 @@ def write_attention_maps(folder: Path, texts: list[str], maps: list) -> None:
 
 
 def command_evaluate(args) -> int:
-    from seqkeras.execution.reevaluation import recorded_backend, reevaluate
-    from seqkeras.kept.reevaluation import Additions, check_metric_names
-    from seqkeras.kept.predict import parse_decoder
+    from seqkeras.execution.reevaluation import additions, choose_backend, reevaluate
     from seqkeras.results.folder import named_experiment_folders
 
-    additions = Additions([parse_decoder(text, "--decoders") for text in args.decoders],
-                          check_metric_names(args.metrics))
-    if not additions:
-        raise SpecError("nothing to add: give --decoders and/or --metrics")
+    wanted = additions(args.decoders, args.metrics)
     folders = named_experiment_folders([Path(p) for p in args.results_dirs])
-    # Default: the backend the runs were trained on, when they agree (not the fastest installed, as for run).
-    chosen = args.backend or os.environ.get("KERAS_BACKEND") or recorded_backend(folders)
-    select_backend(chosen, load=True)
-    outcomes = reevaluate(folders, additions)
+    select_backend(choose_backend(args.backend, folders), load=True)
+    outcomes = reevaluate(folders, wanted)
     failed = evaluated = 0
     for outcome in outcomes:
         held = outcome.summary.verdicts if outcome.summary is not None else []

@@ -165,3 +165,16 @@ def test_bad_input_is_one_line_and_exit_2(arguments, message, tmp_path, capsys):
 def test_a_folder_that_is_not_results_is_exit_2(tmp_path, capsys):
     code, _, err = run_cli(capsys, "evaluate", tmp_path / "nowhere", "--metrics", "bleu")
     assert code == 2 and "no such results folder" in err
+
+
+def test_the_python_twin_adds_the_same_and_returns_the_results(results, capsys):
+    grown = seqkeras.evaluate(results, decoders=[{"name": "beam", "width": 2}], metrics=["mean_log_prob"])
+    assert sorted(grown.runs["decoder"]) == ["beam(width=2)"] * 2 + ["greedy"] * 2
+    assert grown.verdicts["verdict"].tolist() == ["reproduced"]
+    assert any("with the decoders added by seqkeras evaluate" in title for title in grown.tables)
+    with pytest.raises(seqkeras.SpecError, match="decoders takes a list"):
+        seqkeras.evaluate(results, decoders="beam")
+    with pytest.raises(seqkeras.SpecError, match="nothing to add: give decoders and/or metrics"):
+        seqkeras.evaluate(results)
+    with pytest.raises(seqkeras.SpecError, match="not an experiment's results folder"):
+        seqkeras.evaluate(results.parent, metrics=["bleu"])

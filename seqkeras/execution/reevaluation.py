@@ -12,6 +12,7 @@ train.keep_model: false, a probe, a failed run) are named, not failures.
 from __future__ import annotations
 
 import importlib.util
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,9 +25,12 @@ from seqkeras.errors import SpecError
 from seqkeras.execution.executors import file_lock
 from seqkeras.execution.identity import code_version
 from seqkeras.execution.sweep import rebuild
-from seqkeras.kept.reevaluation import RECORD, Additions, reevaluate_run
+from seqkeras.kept.reevaluation import RECORD, Additions, additions, reevaluate_run
 from seqkeras.results import files
 from seqkeras.results.record import read_record
+
+# `additions` is kept's; the API reads it here, the stage it may import.
+__all__ = ["FolderOutcome", "additions", "choose_backend", "recorded_backend", "reevaluate"]
 
 
 @dataclass
@@ -53,6 +57,12 @@ def recorded_backend(folders: list[Path]) -> str | None:
     backend = backends.pop() if len(backends) == 1 else None
     installed = backend in BACKEND_PACKAGES and importlib.util.find_spec(BACKEND_PACKAGES[backend]) is not None
     return backend if installed else None
+
+
+def choose_backend(requested: str | None, folders: list[Path]) -> str | None:
+    """The backend to evaluate on: the one asked for, else $KERAS_BACKEND, else the one the runs were trained on
+    (when they agree and it is installed), else None (auto)."""
+    return requested or os.environ.get("KERAS_BACKEND") or recorded_backend(folders)
 
 
 def reevaluate(folders: list[Path], additions: Additions, *,

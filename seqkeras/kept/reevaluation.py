@@ -58,13 +58,20 @@ class Additions:
         return bool(self.decoders or self.metrics)
 
 
-def check_metric_names(metrics: list[str]) -> list[str]:
-    """The metric names of `--metrics`, each one of the catalog's; a SpecError naming the first that is not."""
+def additions(decoders: Any, metrics: Any, names: tuple[str, str] = ("--decoders", "--metrics")) -> Additions:
+    """What to add, from the command's or the API's lists: each decoder as `predict --decoder` reads it (a name, a
+    label, a mapping), each metric one of the catalog's. A SpecError names the option (`names`) and the value."""
+    for given, name in zip((decoders, metrics), names):
+        if isinstance(given, (str, dict)) or not isinstance(given, (list, tuple)):
+            raise SpecError(f"{name} takes a list, not {shown(given)}")
     known = METRICS.names()
-    for name in metrics:
-        if name not in known:
-            raise SpecError(f"--metrics {shown(name)}: {unknown_choice('metric', name, known)}")
-    return list(dict.fromkeys(metrics))
+    for metric in metrics:
+        if not isinstance(metric, str) or metric not in known:
+            raise SpecError(f"{names[1]} {shown(metric)}: {unknown_choice('metric', str(metric), known)}")
+    wanted = Additions([parse_decoder(decoder, names[0]) for decoder in decoders], list(dict.fromkeys(metrics)))
+    if not wanted:
+        raise SpecError(f"nothing to add: give {names[0]} and/or {names[1]}")
+    return wanted
 
 
 def reevaluate_run(run_folder: Path, additions: Additions, stamp: dict[str, Any]) -> tuple[str, str]:

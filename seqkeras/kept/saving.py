@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import keras
+from keras.src.backend.common import global_state
 from keras.src.saving import saving_lib
 
 from seqkeras import catalog
@@ -86,8 +87,6 @@ _READ, _WRITTEN = "saving_attr_skiplist_", "saving_attr_skipset_"
 
 @contextlib.contextmanager
 def cached_attribute_skipsets():
-    from keras.src.backend.common import global_state
-
     for kind, skipset in _SKIPSETS.items():
         global_state.set_global_attribute(f"{_READ}{kind}", skipset)
     try:
