@@ -31,6 +31,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 from seqkeras.errors import SpecError, listed, shown
 from seqkeras.user_files import MISSING, open_regular_file, size_in_words
 from seqkeras.tasks.base import SequenceData, named_files
+from seqkeras.tasks.duplicates import drop_seen
 from seqkeras.tasks.validation import (
     ValidationParams, validation_examples, validation_path_field, validation_share_field,
 )
@@ -326,22 +327,29 @@ def read_labelled_texts(path: str | Path, text_column: str, label_column: str,
 
 
 def _train_test(params, seed: int, read, what: str):
-    """(train, test, validation): the test split first, then the validation data from what is left to train on."""
+    """(train, test, validation, notes): the test split first (no input on both sides: tasks.duplicates), then
+    the validation data from what is left to train on; `notes` count the duplicates removed."""
     train = read(params.path)
     if params.test_path:
-        test = read(params.test_path)
+        test, notes = drop_seen(train, read(params.test_path))
+        if not test:
+            raise SpecError(f"every example of {params.test_path} is also in {params.path}; no test example is "
+                            "left", path="task.test_path")
     else:
-        train, test = split_examples(train, params.test_share, seed, what=what)
+        split = split_examples(train, params.test_share, seed, what=what)
+        train, test, notes = split.train, split.test, split.notes
     train, validation = validation_examples(params, train, seed, read, what=what)
-    return train, test, validation
+    return train, test, validation, notes
 
 
 def build_conll(params: ConllParams, seed: int) -> SequenceData:
     def read(path):
         return read_conll(path, _key_of(params, path))
 
-    train, test, validation = _train_test(params, seed, read, params.path)
-    return text_tagging_data(train, test, params, validation)
+    train, test, validation, notes = _train_test(params, seed, read, params.path)
+    data = text_tagging_data(train, test, params, validation)
+    data.notes.update(notes)
+    return data
 
 
 def _key_of(params, path: str) -> str:
@@ -353,11 +361,13 @@ def build_text_classification(params: TextClassificationParams, seed: int) -> Se
     def read(path):
         return read_labelled_texts(path, params.text_column, params.label_column, _key_of(params, path))
 
-    train, test, validation = _train_test(params, seed, read, params.path)
+    train, test, validation, notes = _train_test(params, seed, read, params.path)
     label_names = sorted({label for _, label in train + test + validation})
     if len(label_names) < 2:
         raise SpecError(
             f"{params.path}: every example has the class {label_names[0]!r}; classification needs at least 2",
             path="task.label_column",
         )
-    return text_classification_data(train, test, label_names, params, validation)
+    data = text_classification_data(train, test, label_names, params, validation)
+    data.notes.update(notes)
+    return data
