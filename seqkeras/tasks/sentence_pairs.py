@@ -34,7 +34,6 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from seqkeras.errors import SpecError, shown
 from seqkeras.tasks.base import named_files
-from seqkeras.tasks.duplicates import drop_seen
 from seqkeras.tasks.files import check_data_file, utf8_pieces
 from seqkeras.tasks.seq2seq_data import BUCKET_WIDTH_HELP, Pair, Seq2SeqData, seq2seq_data
 from seqkeras.tasks.text import split_examples
@@ -167,11 +166,6 @@ def build(params: Params, seed: int) -> Seq2SeqData:
     notes = {"pairs_too_long.path": left_out}
     if params.test_path is not None:
         test, notes["pairs_too_long.test_path"] = read_pairs(params, "test_path")
-        test, seen = drop_seen(train, test)  # a source also in training is no test of generalization
-        notes.update(seen)
-        if not test:
-            raise SpecError(f"every source of {params.test_path} is also in {params.path}; no test pair is left",
-                            path="task.test_path")
     else:
         split = split_examples(train, params.test_share, seed, what=str(params.path))
         train, test = split
