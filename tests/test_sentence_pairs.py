@@ -82,7 +82,10 @@ def test_pairs_longer_than_the_limits_are_left_out_and_counted(pairs_file):
 def test_build_gives_seq2seq_data_with_a_seeded_test_share_and_validation_from_the_training_part(pairs_file):
     data = sentence_pairs.build(params(pairs_file, test_share=0.25, validation_share=0.2, bucket_width=2), seed=3)
     assert data.problem == "seq2seq" and data.bucket_width == 2
-    assert data.notes == {"train_pairs": 12, "validation_pairs": 3, "test_pairs": 5, "pairs_too_long.path": 0}
+    assert data.notes == {"train_pairs": 12, "validation_pairs": 3, "test_pairs": 5, "pairs_too_long.path": 0,
+                          # no source twice in the file: nothing collapsed before the split (tasks.duplicates)
+                          "duplicates_removed": 0, "duplicated_inputs": 0, "conflicting_inputs": 0,
+                          "conflicting_inputs_dropped": 0}
     assert len(data.test_pairs) == 5 and data.y_validation.shape[0] == 3 and data.x_train["source"].shape[0] == 12
     assert data.x_validation["source"].shape[1] == data.x_train["source"].shape[1]  # one padded width
     assert START in data.target_vocabulary.index and END in data.target_vocabulary.index

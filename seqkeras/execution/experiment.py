@@ -10,6 +10,7 @@ interrupted sweep keeps everything it finished.
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,7 @@ import pandas as pd
 
 from seqkeras.execution.executors import Job, SerialExecutor, file_lock, reusable_record
 from seqkeras.execution.identity import reused_under
+from seqkeras.reporting.data_card import write_experiment_card
 from seqkeras.reporting.expectations import Verdict, check
 from seqkeras.reporting.plots import import_matplotlib, write_plots
 from seqkeras.reporting.spec_rows import own_rows
@@ -171,4 +173,21 @@ def summarize(folder: Path, experiment: Experiment, runs: pd.DataFrame, *,
     page = render_page(experiment.spec.name, experiment.spec.description, runs, tables, verdicts)
     write_atomic(folder / "table.md", page)
     write_plots(folder, experiment, runs, echo=echo)  # never raises: a failed plot is a warning
+    write_experiment_card(folder, experiment.spec.name, task_runs(experiment), echo=echo)  # a bad card: a warning
     return Outcome(runs, verdicts)
+
+
+def task_runs(experiment: Experiment) -> list[tuple[str, list[str]]]:
+    """Each task configuration the experiment trains on (its label), with its runs' ids, lowest seed first: the data
+    card shows the first one's data."""
+    groups: dict[str, tuple[str, list[str]]] = {}
+    # A stable sort: within a seed, the matrix's order; the runs --only left out count too (their folders stay).
+    for run in sorted(experiment.runs + experiment.unselected, key=lambda run: run.seed):
+        if run.task is None:  # a probe: no data
+            continue
+        key = json.dumps(run.resolved.get("task"), sort_keys=True, default=str)
+        varying = [f"{column.removeprefix('task.')}={value}" for column, value in run.matrix_values.items()
+                   if column.startswith("task.") and column != "task.name" and value is not None]
+        label = run.task.name + (f" ({', '.join(varying)})" if varying else "")
+        groups.setdefault(key, (label, []))[1].append(run.run_id)
+    return list(groups.values())

@@ -7,6 +7,7 @@ knows about the other runs of the sweep.
 from __future__ import annotations
 
 import platform
+import sys
 import time
 import traceback
 from datetime import datetime, timezone
@@ -21,10 +22,11 @@ from seqkeras.execution import machine
 from seqkeras.execution.identity import code_version, run_identity
 from seqkeras.execution.workers import worker_place
 from seqkeras.results.folder import (
-    DISK_FULL, FAILED, OK, DiskFull, disk_full, write_atomic, write_csv, write_json, write_yaml,
+    DATA_CARD, DISK_FULL, FAILED, OK, DiskFull, disk_full, write_atomic, write_csv, write_json, write_yaml,
 )
 from seqkeras.spec.checks import check_model_size
 from seqkeras.spec.runs import RunSpec
+from seqkeras.tasks import data_card
 from seqkeras.tracking import tensorboard
 
 
@@ -106,6 +108,7 @@ def run_training(run: RunSpec, folder: Path, record: dict[str, Any]) -> None:
     write_atomic(folder / "vocabulary.json", data.vocabulary.to_json())
     if data.notes:  # what the task says of its data: the pairs in each part, those left out as too long, ...
         record["data"] = dict(data.notes)
+    write_data_card(folder, data, run)
     longest = data.x_train.shape[1] if hasattr(data.x_train, "shape") else 0  # a Transformer's position table
     check_model_size(run.model, vocabulary=len(data.vocabulary), outputs=data.num_outputs, max_length=longest)
     measures_gradient_flow = gradient_flow.NAME in run.diagnostics
@@ -141,6 +144,17 @@ def run_training(run: RunSpec, folder: Path, record: dict[str, Any]) -> None:
         record["metrics"] = rows[0].metrics
     else:  # one trained model, several evaluations (e.g. one per decoder)
         record["rows"] = [{"keys": row.keys, "metrics": row.metrics} for row in rows]
+
+
+def write_data_card(folder: Path, data, run: RunSpec) -> None:
+    """The run's data described (tasks.data_card), for the experiment's data_card.md. A card that cannot be
+    computed (a plug-in task's arrays of an unforeseen shape) is a warning: the data trains all the same."""
+    try:
+        card = data_card.describe(data)
+    except Exception as error:
+        print(f"warning: {run.run_id}: no data card ({type(error).__name__}: {error})", file=sys.stderr)
+        return
+    write_json(folder / DATA_CARD, {**card, "task": run.task.name, "seed": run.seed, "run_id": run.run_id})
 
 
 def versions() -> dict[str, str]:

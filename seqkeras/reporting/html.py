@@ -2,7 +2,8 @@
 
 A page shows the experiment's description, its tables (mean ± std over seeds),
 a chart of its main test metric per configuration (`metric_chart`), its
-verdicts, its plots, sample outputs of seq2seq and language models (the first
+verdicts, its plots, its data card (`data_card`: each task's splits, classes, vocabulary, lengths and
+duplicates), sample outputs of seq2seq and language models (the first
 rows of each configuration's outputs.csv / samples.csv), a row per run (its
 matrix values, status, parameters, run time and links to its files) and the
 spec as run, all computed from the results folder (runs.csv, experiment.yaml,
@@ -29,6 +30,7 @@ from urllib.parse import quote
 import pandas as pd
 
 from seqkeras.errors import SpecError
+from seqkeras.reporting import data_card
 from seqkeras.reporting.expectations import check
 from seqkeras.reporting.metric_chart import write_metric_chart
 from seqkeras.reporting.plots import plot_folder, read_manifest
@@ -92,6 +94,7 @@ class ExperimentPage:
     plots_folder: Path | None = None  # where the PNGs are: the results folder, or the report's when drawn for it
     declared_tables: list[Any] = field(default_factory=list)  # the spec's tables: the first names the chart's metric
     chart: dict[str, str] | None = None  # the main metric per configuration ({file, title}), beside the page
+    data_cards: list[dict[str, Any]] = field(default_factory=list)  # data_card.json's cards (reporting.data_card)
 
     @property
     def total_runs(self) -> int:
@@ -250,7 +253,8 @@ def read_experiment(folder: Path, plots_into: Path | None = None) -> ExperimentP
         plots = read_manifest(plots_folder) or []
     plots = [p for p in plots if _plot_shown(plots_folder, p["file"])]
     return ExperimentPage(folder, name, spec.description if spec else "", runs, tables, verdicts, plots,
-                          spec_text, problems, matrix_columns, plots_folder, spec.tables() if spec else [])
+                          spec_text, problems, matrix_columns, plots_folder, spec.tables() if spec else [],
+                          data_cards=data_card.read_experiment_card(folder, print_warning))
 
 
 def _plot_shown(folder: Path, name: str) -> bool:
@@ -340,6 +344,9 @@ def render_experiment(page: ExperimentPage, *, index_href: str, page_dir: Path |
             title = plot.get("title") or plot["file"]
             body.append(f'<figure><img src="{e(plot["file"])}" alt="{e(title)}">'
                         f"<figcaption>{e(title)}</figcaption></figure>")
+    data = data_card.html_section(page.data_cards, print_warning)
+    if data:
+        body += ['<h2 id="data">Data (data_card.md)</h2>', *data]
     samples = samples_html(page, page_dir)
     if samples:
         body += ['<h2 id="samples">Sample outputs</h2>', *samples]

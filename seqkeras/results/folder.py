@@ -7,6 +7,8 @@ results/<name>/<run_id>/spec.yaml      the run's resolved spec
 results/<name>/<run_id>/metrics.json   metrics, status, error, timings, versions
 results/<name>/<run_id>/history.csv    per-epoch curves (training runs)
 results/<name>/<run_id>/<curve>.csv    probe curves
+results/<name>/<run_id>/data_card.json the run's data described (training runs; tasks.data_card)
+results/<name>/data_card.md, .json     the experiment's data card: each task's first run's (reporting.data_card)
 
 Every file is written to a temporary name and renamed into place, so an
 interrupted run never leaves a half-written file behind. What a metrics.json
@@ -38,6 +40,8 @@ from seqkeras.yaml_reader import parse_yaml
 _UMASK = os.umask(0)
 os.umask(_UMASK)
 TRAILING_COLUMNS = ["params", "train_seconds", "backend"]
+DATA_CARD = "data_card.json"  # a run folder's and an experiment folder's (see the layout above)
+DATA_CARD_PAGE = "data_card.md"
 
 
 # Out of space, or out of the user's quota: either way nothing more can be written there.

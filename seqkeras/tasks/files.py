@@ -31,6 +31,8 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 from seqkeras.errors import SpecError, listed, shown
 from seqkeras.user_files import MISSING, open_regular_file, size_in_words
 from seqkeras.tasks.base import SequenceData, named_files
+from seqkeras.tasks.data_checks import TagCensus, check_classes, check_split, check_tags
+from seqkeras.tasks.duplicates import drop_seen
 from seqkeras.tasks.validation import (
     ValidationParams, validation_examples, validation_path_field, validation_share_field,
 )
@@ -124,12 +126,17 @@ class ConllParams(TaggingTextParams, ValidationParams):
     @field_validator("path", "test_path", "validation_path")
     @classmethod
     def _tagged_file(cls, value: str | None, info: ValidationInfo) -> str | None:
-        # Every line is read now (streamed; no TensorFlow), so a line without a
-        # tag is refused before a sweep starts, not when its first run builds data.
         if value is not None:
             check_data_file(value, info)
-            check_conll(value, f"task.{info.field_name}")
         return value
+
+    @model_validator(mode="after")
+    def _rows_readable(self) -> ConllParams:
+        # Every line is read now (no TensorFlow), so a line without a tag, a malformed tag or data the
+        # task cannot split (tasks.data_checks) is refused before a sweep starts, not when its first run
+        # builds data.
+        check_split(self, {key: read_conll(file, key) for key, file in _files(self)})
+        return self
 
     def input_files(self) -> dict[str, Path]:
         """The files this task reads, by key: each is part of the run's identity (execution.identity)."""
@@ -153,12 +160,19 @@ class TextClassificationParams(ClassificationTextParams, ValidationParams):
     @model_validator(mode="after")
     def _rows_readable(self) -> TextClassificationParams:
         # Every row is read now (no TensorFlow), after the columns are known (they may be
-        # defaults, which field validators skip): a bad row is refused before a sweep starts.
-        for file, file_key in ((self.path, "task.path"), (self.test_path, "task.test_path"),
-                               (self.validation_path, "task.validation_path")):
-            if file:
-                read_labelled_texts(file, self.text_column, self.label_column, key=file_key)
+        # defaults, which field validators skip): a bad row is refused before a sweep starts,
+        # and so are data the task cannot split or learn from (tasks.data_checks).
+        examples = {key: read_labelled_texts(file, self.text_column, self.label_column, key=key)
+                    for key, file in _files(self)}
+        check_classes(self.path, {label for rows in examples.values() for _, label in rows}, self.label_column)
+        check_split(self, examples)
         return self
+
+
+def _files(params) -> list[tuple[str, str]]:
+    """(key, file) of each file the task's params name, the training file first."""
+    return [(f"task.{key}", getattr(params, key)) for key in ("path", "test_path", "validation_path")
+            if getattr(params, key)]
 
 
 # --------------------------------------------------------------------------- #
@@ -166,8 +180,10 @@ class TextClassificationParams(ClassificationTextParams, ValidationParams):
 # --------------------------------------------------------------------------- #
 
 
-def conll_sentences(path: str | Path, key: str = "task.path") -> Iterator[TaggedSentence]:
-    """Sentences as (tokens, tags), streamed; the tag is the last column, the token the first."""
+def conll_sentences(path: str | Path, key: str = "task.path",
+                    census: TagCensus | None = None) -> Iterator[TaggedSentence]:
+    """Sentences as (tokens, tags), streamed; the tag is the last column, the token the first. `census` is told
+    each tag and its line (for data_checks.check_tags)."""
     tokens: list[str] = []
     tags: list[str] = []
     number = 0
@@ -188,20 +204,18 @@ def conll_sentences(path: str | Path, key: str = "task.path") -> Iterator[Tagged
                 )
             tokens.append(fields[0])
             tags.append(fields[-1])
+            if census is not None:
+                census.add(number, fields[-1])
     if tokens:
         yield tokens, tags
 
 
-def check_conll(path: str | Path, key: str = "task.path") -> None:
-    """Read every line (streamed, no TensorFlow): the errors read_conll would raise, raised now."""
-    if sum(1 for _ in conll_sentences(path, key)) == 0:
-        raise SpecError(f"{path} holds no tagged tokens", path=key)
-
-
 def read_conll(path: str | Path, key: str = "task.path") -> list[TaggedSentence]:
-    sentences = list(conll_sentences(path, key))
+    census = TagCensus()
+    sentences = list(conll_sentences(path, key, census))
     if not sentences:
         raise SpecError(f"{path} holds no tagged tokens", path=key)
+    check_tags(path, census, key)
     return sentences
 
 
@@ -325,13 +339,21 @@ def read_labelled_texts(path: str | Path, text_column: str, label_column: str,
     return examples
 
 
-def _train_test(params, seed: int, read, what: str):
-    """(train, test, validation): the test split first, then the validation data from what is left to train on."""
+def _train_test(params, seed: int, read, what: str, notes: dict[str, int] | None = None):
+    """(train, test, validation): the test split first (no input on both sides: tasks.duplicates), then the
+    validation data from what is left to train on; `notes`, when given, gets the counts of duplicates removed."""
+    notes = {} if notes is None else notes
     train = read(params.path)
     if params.test_path:
-        test = read(params.test_path)
+        test, seen = drop_seen(train, read(params.test_path))
+        notes.update(seen)
+        if not test:
+            raise SpecError(f"every example of {params.test_path} is also in {params.path}; no test example is "
+                            "left", path="task.test_path")
     else:
-        train, test = split_examples(train, params.test_share, seed, what=what)
+        split = split_examples(train, params.test_share, seed, what=what)
+        train, test = split
+        notes.update(split.notes)
     train, validation = validation_examples(params, train, seed, read, what=what)
     return train, test, validation
 
@@ -340,8 +362,11 @@ def build_conll(params: ConllParams, seed: int) -> SequenceData:
     def read(path):
         return read_conll(path, _key_of(params, path))
 
-    train, test, validation = _train_test(params, seed, read, params.path)
-    return text_tagging_data(train, test, params, validation)
+    notes: dict[str, int] = {}
+    train, test, validation = _train_test(params, seed, read, params.path, notes)
+    data = text_tagging_data(train, test, params, validation)
+    data.notes.update(notes)
+    return data
 
 
 def _key_of(params, path: str) -> str:
@@ -353,11 +378,14 @@ def build_text_classification(params: TextClassificationParams, seed: int) -> Se
     def read(path):
         return read_labelled_texts(path, params.text_column, params.label_column, _key_of(params, path))
 
-    train, test, validation = _train_test(params, seed, read, params.path)
+    notes: dict[str, int] = {}
+    train, test, validation = _train_test(params, seed, read, params.path, notes)
     label_names = sorted({label for _, label in train + test + validation})
     if len(label_names) < 2:
         raise SpecError(
             f"{params.path}: every example has the class {label_names[0]!r}; classification needs at least 2",
             path="task.label_column",
         )
-    return text_classification_data(train, test, label_names, params, validation)
+    data = text_classification_data(train, test, label_names, params, validation)
+    data.notes.update(notes)
+    return data

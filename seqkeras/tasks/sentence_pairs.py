@@ -167,7 +167,9 @@ def build(params: Params, seed: int) -> Seq2SeqData:
     if params.test_path is not None:
         test, notes["pairs_too_long.test_path"] = read_pairs(params, "test_path")
     else:
-        train, test = split_examples(train, params.test_share, seed, what=str(params.path))
+        split = split_examples(train, params.test_share, seed, what=str(params.path))
+        train, test = split
+        notes.update(split.notes)  # the duplicate sources collapsed before the split (tasks.duplicates)
 
     def read_validation(_path: str) -> list[Pair]:
         pairs, notes["pairs_too_long.validation_path"] = read_pairs(params, "validation_path")

@@ -24,7 +24,9 @@ from pydantic import Field
 
 from seqkeras.errors import SpecError
 from seqkeras.registry import Params
+from seqkeras.tasks import duplicates
 from seqkeras.tasks.base import CLASSIFICATION, PAD, TAGGING, UNK, SequenceData, Vocabulary, pad
+from seqkeras.tasks.duplicates import Split
 
 Standardize = Literal["lower_and_strip_punctuation", "lower", "strip_punctuation", "none"]
 
@@ -60,14 +62,17 @@ class ClassificationTextParams(TextSplitParams):
     )
 
 
-def split_examples(examples: Sequence, test_share: float, seed: int, *, what: str) -> tuple[list, list]:
-    """A seeded shuffle, then the last `test_share` of it is the test set."""
+def split_examples(examples: Sequence, test_share: float, seed: int, *, what: str) -> Split:
+    """Exact duplicates collapsed (tasks.duplicates: no input on both sides), then a seeded shuffle, and the last
+    `test_share` of it is the test set. Unpacks as `train, test`; its `notes` count what the collapse removed."""
+    examples, notes = duplicates.collapse(examples)
     if len(examples) < 2:
-        raise SpecError(f"{what} has {len(examples)} example(s); a train/test split needs at least 2")
+        raise SpecError(f"{what} has {len(examples)} example(s) (once duplicates are collapsed); "
+                        "a train/test split needs at least 2")
     order = np.random.default_rng(seed).permutation(len(examples))
     n_test = min(max(1, round(len(examples) * test_share)), len(examples) - 1)
     shuffled = [examples[i] for i in order]
-    return shuffled[:-n_test], shuffled[-n_test:]
+    return Split(shuffled[:-n_test], shuffled[-n_test:], notes)
 
 
 def _vectorizer(standardize: str | None, split: str | None, params: VocabularyParams):
