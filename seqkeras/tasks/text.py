@@ -24,6 +24,7 @@ from pydantic import Field
 
 from seqkeras.errors import SpecError
 from seqkeras.registry import Params
+from seqkeras.tasks import subwords
 from seqkeras.tasks.base import CLASSIFICATION, PAD, TAGGING, UNK, SequenceData, Vocabulary, pad
 
 Standardize = Literal["lower_and_strip_punctuation", "lower", "strip_punctuation", "none"]
@@ -51,7 +52,7 @@ class TaggingTextParams(TextSplitParams):
     lowercase: bool = Field(True, description="Lowercase tokens before looking them up.")
 
 
-class ClassificationTextParams(TextSplitParams):
+class ClassificationTextParams(subwords.TokenizerParams, TextSplitParams):
     standardize: Standardize = Field(
         "lower_and_strip_punctuation", description="TextVectorization's standardization before splitting on whitespace."
     )
@@ -175,7 +176,9 @@ def text_classification_data(
     `validation` (a file task's own, tasks.validation) is vectorized with the training vocabulary, as the test is.
     """
     validation = list(validation)
-    x_train, x_rest, vocabulary = vectorize_texts(
+    # level word is TextVectorization's; char and wordpiece are tasks.subwords'.
+    vectorize = vectorize_texts if params.level == "word" else subwords.vectorize_texts
+    x_train, x_rest, vocabulary = vectorize(
         [text for text, _ in train], [text for text, _ in test + validation], standardize=params.standardize,
         params=params,
     )
