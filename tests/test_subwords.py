@@ -21,6 +21,10 @@ TRAIN = [("playing games is great fun", "pos"), ("played well, great game", "pos
          ("boring games are dull", "neg"), ("dull and boring play", "neg"), ("a boring, dull player", "neg")] * 3
 TEST = [("zyzzyva zyzzyva zyzzyva great", "pos"), ("zyzzyva dull", "neg")] * 4
 VALIDATION = [("quokka quokka playing", "pos"), ("quokka boring", "neg")]
+# What keras-hub's trainer learns from TRAIN with 64 pieces: the letters alone and as ##suffixes, the frequent
+# words whole. Written out so that every backend's process checks it learns this one (tests/torch_backend).
+WORDPIECE_VOCABULARY_64 = ["<pad>", "<unk>", *"abdefgilmnoprstuwy", "##s", "boring", "dull", "great",
+                           *(f"##{letter}" for letter in "abdefgilmnoprtuwy")]
 
 
 def write_csv(path, rows):
@@ -55,7 +59,7 @@ def test_the_wordpiece_vocabulary_comes_from_the_training_split_only(data_files)
 
 def test_the_same_training_texts_give_the_same_vocabulary_and_ids(data_files):
     first, second = wordpiece_data(data_files), wordpiece_data(data_files)
-    assert first.vocabulary.tokens == second.vocabulary.tokens
+    assert first.vocabulary.tokens == second.vocabulary.tokens == WORDPIECE_VOCABULARY_64
     np.testing.assert_array_equal(first.x_train, second.x_train)
     np.testing.assert_array_equal(first.x_test, second.x_test)
     # A smaller budget is honoured.

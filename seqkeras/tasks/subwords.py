@@ -4,8 +4,8 @@
 `level: char` makes each character of the standardized text a token; `level:
 wordpiece` splits the standardized text into keras-hub WordPiece pieces
 (`runn ##ing`) from a vocabulary of `vocabulary_size` pieces learnt from the
-training texts alone (keras-hub's `compute_word_piece_vocabulary`, given the
-texts in their training order: the same texts give the same vocabulary). Test
+training texts alone (keras-hub's WordPiece trainer, given the texts in their
+training order: the same texts give the same vocabulary, on every backend). Test
 and validation texts are split with that vocabulary; a word none of its pieces
 spell is `<unk>`, id 1, as an unknown word is at `level: word`.
 
@@ -87,16 +87,25 @@ def standardized(text: str, standardize: str) -> str:
 
 
 def learn_wordpiece_vocabulary(train_texts: Sequence[str], size: int) -> Vocabulary:
-    """A WordPiece vocabulary of at most `size` pieces (<pad> and <unk> first) learnt from these texts only."""
-    import keras_hub
-    import tensorflow as tf
+    """A WordPiece vocabulary of at most `size` pieces (<pad> and <unk> first) learnt from these texts only.
 
-    # A Python list would be read as file names; a dataset of the texts is the texts.
-    pieces = keras_hub.tokenizers.compute_word_piece_vocabulary(
-        tf.data.Dataset.from_tensor_slices(list(train_texts)), size, lowercase=False, strip_accents=False,
-        split=True, suffix_indicator=SUFFIX, reserved_tokens=[PAD, UNK],
-    )
-    return Vocabulary([str(piece) for piece in pieces])
+    What keras-hub's `compute_word_piece_vocabulary` does (count the words, TensorFlow Text's learner, cut to
+    `size`), with the words split by keras-hub's Python pretokenizer, the one its WordPieceTokenizer splits with
+    outside a tf.function: training and tokenizing see the same words, and the vocabulary is the same on every
+    backend (on torch and JAX keras-hub is loaded without TensorFlow, and its trainer refuses to run).
+    """
+    import keras_hub  # noqa: F401  (before TensorFlow Text: the backends' import hook loads keras-hub their way)
+    from keras_hub.src.tokenizers.word_piece_tokenizer import pretokenize_python
+    from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
+
+    # A Counter fills in text order and the learner reads it in that order: the same texts, the same vocabulary.
+    counts = Counter(word for text in train_texts for word in pretokenize_python(
+        text, lowercase=False, strip_accents=False, split=True, split_on_cjk=True))
+    if not counts:
+        return Vocabulary([PAD, UNK])
+    learnt = learner.learn(counts, vocab_size=size, reserved_tokens=[PAD, UNK], include_joiner_token=True,
+                           joiner=SUFFIX)
+    return Vocabulary([str(piece) for piece in learnt[:size]])
 
 
 def wordpiece_tokenizer(vocabulary: Sequence[str]) -> Any:
