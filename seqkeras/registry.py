@@ -50,7 +50,10 @@ class Params(BaseModel):
     def hashed(self) -> dict[str, Any]:
         """The parameters as a run's resolved spec holds them: every one, less `hashed_only_when_set` at default."""
         fields = type(self).model_fields
-        left_out = {name for name in self.hashed_only_when_set
+        # Each class's own declaration counts: Params mixed from several bases (a task's text and validation
+        # keys) would otherwise keep only the first base's tuple and hash the others' defaults.
+        declared = {name for klass in type(self).__mro__ for name in vars(klass).get("hashed_only_when_set", ())}
+        left_out = {name for name in declared
                     if getattr(self, name) == fields[name].get_default(call_default_factory=True)}
         return self.model_dump(mode="json", exclude=left_out or None)
 

@@ -14,12 +14,15 @@ into words, so that a model is usable without rebuilding its task's data:
 
 input.split: `whitespace` (runs of ASCII whitespace, as Keras's TextVectorization and
 the synthetic tasks split), `characters`, `pattern` (every match of input.pattern, a
-Python regular expression: lm_corpus's words, de_en's words and marks) or `features`
+Python regular expression: lm_corpus's words, de_en's words and marks), `wordpiece`
+(keras-hub's WordPiece pieces over the vocabulary file, which the run learnt from its
+training texts: a classification task's `level: wordpiece`, tasks.subwords) or `features`
 (regression: real-valued features per step, input.features of them; no text).
 input.lowercase: `none`, `ascii` (A–Z only, as TextVectorization's `lower`) or
 `unicode` (Python's str.lower). input.strip_punctuation removes TextVectorization's
 ASCII punctuation before splitting. input.max_length keeps that many tokens per text.
-A token outside the vocabulary is `<unk>` (id 1); id 0 is padding.
+A token outside the vocabulary is `<unk>` (id 1); id 0 is padding. (With `wordpiece`, a
+word that no pieces spell is the piece `<unk>`, and is counted unknown.)
 
 output.kind: `label` (classification: output.labels by class id), `tags` (tagging:
 output.labels by tag id, `<pad>` first), `next_token` (language models: the input's
@@ -41,9 +44,9 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from seqkeras.errors import SpecError
-from seqkeras.tasks import char_lm, de_en, lm_corpus, sentence_pairs
+from seqkeras.tasks import char_lm, de_en, lm_corpus, sentence_pairs, subwords
 from seqkeras.tasks.base import (
-    CLASSIFICATION, LANGUAGE_MODELING, REGRESSION, SEQ2SEQ, TAGGING, SequenceData, Vocabulary,
+    CLASSIFICATION, LANGUAGE_MODELING, REGRESSION, SEQ2SEQ, TAGGING, UNK, SequenceData, Vocabulary,
 )
 from seqkeras.tasks.seq2seq_data import END, START, LengthRangeParams
 from seqkeras.tasks.text import ClassificationTextParams, TaggingTextParams
@@ -56,9 +59,8 @@ VOCABULARY_FILE = "vocabulary.json"
 TARGET_VOCABULARY_FILE = "target_vocabulary.json"
 
 ASCII_WHITESPACE = re.compile(r"[ \t\n\v\f\r]+")
-ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
-# Keras's TextVectorization's `strip_punctuation`, character for character.
-PUNCTUATION = re.compile(r'[!"#$%&()\*\+,-\./:;<=>?@\[\\\]^_`{|}~\']')
+ASCII_LOWER = subwords.ASCII_LOWER  # TextVectorization's `lower` and `strip_punctuation`, in one place
+PUNCTUATION = subwords.PUNCTUATION
 
 
 class _Strict(BaseModel):
@@ -67,7 +69,7 @@ class _Strict(BaseModel):
 
 class InputRule(_Strict):
     vocabulary: str | None = VOCABULARY_FILE
-    split: Literal["whitespace", "characters", "pattern", "features"]
+    split: Literal["whitespace", "characters", "pattern", "wordpiece", "features"]
     lowercase: Literal["none", "ascii", "unicode"] = "none"
     strip_punctuation: bool = False
     pattern: str | None = None
@@ -123,6 +125,8 @@ class Preprocessing:
     document: Document
     vocabulary: Vocabulary
     outputs: Vocabulary | None = None  # labels, tags, or seq2seq's target vocabulary; None otherwise
+    # split wordpiece: keras-hub's tokenizer over the vocabulary, built on first use (it loads TensorFlow).
+    _wordpiece: Any = field(default=None, init=False, repr=False, compare=False)
 
     # ------------------------------------------------------------------ built from a run
 
@@ -208,6 +212,8 @@ class Preprocessing:
         rule = self.document.input
         if rule.split == "features":
             raise SpecError(f"a {self.document.task} model reads real-valued features, not text")
+        if rule.split == "wordpiece":
+            return self._tokens([text])[0]
         text = self.standardize(text)
         if rule.split == "characters":
             tokens = list(text)
@@ -223,13 +229,26 @@ class Preprocessing:
         for index, text in enumerate(texts):
             if not isinstance(text, str):
                 raise SpecError(f"text {index + 1} is a {type(text).__name__}, not a text")
-        tokens = [self.tokenize(text) for text in texts]
+        tokens = self._tokens(texts)
         ids = np.zeros((len(tokens), max((len(t) for t in tokens), default=0)), dtype=np.int32)
         unknown = []
+        # A WordPiece vocabulary holds <unk> as a piece: a word it cannot spell is that piece.
+        unknowable = UNK if self.document.input.split == "wordpiece" else None
         for row, sequence in enumerate(tokens):
             ids[row, : len(sequence)] = self.vocabulary.encode(sequence)
-            unknown.append([token for token in sequence if token not in self.vocabulary.index])
+            unknown.append([token for token in sequence
+                            if token not in self.vocabulary.index or token == unknowable])
         return Encoded(ids, tokens, unknown)
+
+    def _tokens(self, texts: list[str]) -> list[list[str]]:
+        """Each text's tokens; WordPiece splits them all in one call (the tokenizer is built once)."""
+        rule = self.document.input
+        if rule.split != "wordpiece":
+            return [self.tokenize(text) for text in texts]
+        if self._wordpiece is None:
+            self._wordpiece = subwords.wordpiece_tokenizer(self.vocabulary.tokens)
+        tokens = subwords.pieces(self._wordpiece, [self.standardize(text) for text in texts])
+        return [t[: rule.max_length] for t in tokens] if rule.max_length is not None else tokens
 
     # ------------------------------------------------------------------ ids → names and text
 
@@ -277,8 +296,9 @@ def input_rule(params: Any, data: SequenceData) -> InputRule:
         if params.level == "word":
             return InputRule(split="pattern", pattern=sentence_pairs.WORD.pattern, lowercase=lowercase)
         return InputRule(split="characters", lowercase=lowercase)
-    if isinstance(params, ClassificationTextParams):  # TextVectorization's standardize, then whitespace
-        return InputRule(split="whitespace", lowercase="ascii" if "lower" in params.standardize else "none",
+    if isinstance(params, ClassificationTextParams):  # TextVectorization's standardize, then its level's split
+        split = {"word": "whitespace", "char": "characters", "wordpiece": "wordpiece"}[params.level]
+        return InputRule(split=split, lowercase="ascii" if "lower" in params.standardize else "none",
                          strip_punctuation="strip_punctuation" in params.standardize, max_length=params.max_length)
     if isinstance(params, TaggingTextParams):  # already tokens; each lowercased by TextVectorization
         return InputRule(split="whitespace", lowercase="ascii" if params.lowercase else "none")

@@ -24,7 +24,7 @@ from pydantic import Field
 
 from seqkeras.errors import SpecError
 from seqkeras.registry import Params
-from seqkeras.tasks import duplicates
+from seqkeras.tasks import duplicates, subwords
 from seqkeras.tasks.base import CLASSIFICATION, PAD, TAGGING, UNK, SequenceData, Vocabulary, pad
 from seqkeras.tasks.duplicates import Split
 
@@ -53,7 +53,7 @@ class TaggingTextParams(TextSplitParams):
     lowercase: bool = Field(True, description="Lowercase tokens before looking them up.")
 
 
-class ClassificationTextParams(TextSplitParams):
+class ClassificationTextParams(subwords.TokenizerParams, TextSplitParams):
     standardize: Standardize = Field(
         "lower_and_strip_punctuation", description="TextVectorization's standardization before splitting on whitespace."
     )
@@ -180,7 +180,9 @@ def text_classification_data(
     `validation` (a file task's own, tasks.validation) is vectorized with the training vocabulary, as the test is.
     """
     validation = list(validation)
-    x_train, x_rest, vocabulary = vectorize_texts(
+    # level word is TextVectorization's; char and wordpiece are tasks.subwords'.
+    vectorize = vectorize_texts if params.level == "word" else subwords.vectorize_texts
+    x_train, x_rest, vocabulary = vectorize(
         [text for text, _ in train], [text for text, _ in test + validation], standardize=params.standardize,
         params=params,
     )
