@@ -87,6 +87,18 @@ def test_defaults_keep_the_resolved_spec_and_run_ids(data_files):
     assert run_ids({"name": "text_classification_file", "path": data_files["path"], "level": "wordpiece"}) != default
 
 
+def test_a_matrix_value_at_its_default_is_its_value_in_the_runs(data_files):
+    # `level: word` is left out of the resolved spec (the run ids of specs without it stand), yet a matrix point
+    # that names it is `word` in runs.csv, not blank; a key the point does not set stays blank.
+    raw = {"version": 1, "name": "levels", "task": {"name": "text_classification_file", "path": data_files["path"]},
+           "model": {"kind": "classifier"}, "seeds": [0],
+           "matrix": {"task": [{"level": "word"}, {"level": "wordpiece", "vocabulary_size": 64}]}}
+    runs = build_experiment(raw, source="spec.yaml", overrides=[]).runs
+    assert [run.matrix_values for run in runs] == [{"task.level": "word", "task.vocabulary_size": None},
+                                                   {"task.level": "wordpiece", "task.vocabulary_size": 64}]
+    assert "level" not in runs[0].resolved["task"]
+
+
 @pytest.mark.parametrize(("task", "message"), [
     ({"level": "wordpiece", "vocabulary_size": 5}, "task.vocabulary_size: .*greater than or equal to 32"),
     ({"level": "wordpiece", "vocabulary_size": 100.5}, "task.vocabulary_size: .*integer"),

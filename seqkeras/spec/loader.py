@@ -80,7 +80,7 @@ def build_experiment(raw: Any, *, source: str, overrides: list[str]) -> Experime
                         "axis instead, --set KEY=VALUE, or run some of the matrix with --only KEY=VALUE)",
                         path=error.path) from None
     for run in runs:
-        run.matrix_values = {key: lookup(run.resolved, key) for key in matrix_columns}
+        run.matrix_values = {key: matrix_value(run, key) for key in matrix_columns}
     rows = [row for run in runs for row in output_rows(run)]
     spec, notes = without_set_away(spec, rows, set_keys)
     check_outputs(spec, rows)
@@ -181,6 +181,19 @@ def set_dotted(target: dict[str, Any], key: str, value: Any) -> None:
         node[last] = {**node[last], **copy.deepcopy(value)}
     else:
         node[last] = copy.deepcopy(value)
+
+
+def matrix_value(run: RunSpec, key: str) -> Any:
+    """The value a run has for a matrix key: its resolved spec's, or, for a key the resolved spec leaves out at its
+    default (`Params.hashed_only_when_set`, `UNHASHED_DEFAULTS`: keys added after results existed), the value its
+    component or train section runs with — a matrix point `{level: word}` is `word` in runs.csv, not blank."""
+    value = lookup(run.resolved, key)
+    if value is None:
+        section, _, name = key.partition(".")
+        params = run.train if section == "train" else getattr(getattr(run, section, None), "params", None)
+        if params is not None and name in type(params).model_fields:
+            value = getattr(params, name)
+    return value
 
 
 def lookup(mapping: dict[str, Any], key: str, default: Any = None) -> Any:
