@@ -8,12 +8,12 @@ import numpy as np
 
 from seqkeras.kept.preprocessing import Preprocessing
 from seqkeras.tasks import files
-from tests.test_subwords import TRAIN, WORDPIECE_VOCABULARY_64, write_csv
+from tests.test_subwords import TEST, TRAIN, WORDPIECE_VOCABULARY_64, write_csv
 
 
 def test_wordpiece_learns_the_same_vocabulary_and_ids_on_torch(tmp_path):
     params = files.TextClassificationParams(path=write_csv(tmp_path / "train.csv", TRAIN),
-                                            test_path=write_csv(tmp_path / "test.csv", TRAIN[:4]),
+                                            test_path=write_csv(tmp_path / "test.csv", TEST),
                                             level="wordpiece", vocabulary_size=64)
     data = files.build_text_classification(params, seed=0)
     assert data.vocabulary.tokens == WORDPIECE_VOCABULARY_64
