@@ -146,27 +146,25 @@ def _class_cells(entry: Any) -> list[str]:
 
 
 def _count(value: Any) -> str:
-    if value is None:
-        return "—"
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{value!r} is not a count")
-    return f"{int(value):,}"
+    return _shown(value, "a count", lambda number: f"{int(number):,}")
 
 
 def _number(value: Any) -> str:
-    if value is None:
-        return "—"
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{value!r} is not a number")
-    return f"{value:g}"
+    return _shown(value, "a number", lambda number: f"{number:g}")
 
 
 def _percent(value: Any) -> str:
+    return _shown(value, "a share", lambda number: f"{100 * number:.1f}%")
+
+
+def _shown(value: Any, what: str, form) -> str:
+    """A card's number as its cell: "—" for none; anything but a number (a card may be someone else's) is a
+    TypeError naming what it should be."""
     if value is None:
         return "—"
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{value!r} is not a share")
-    return f"{100 * value:.1f}%"
+        raise TypeError(f"{value!r} is not {what}")
+    return form(value)
 
 
 def _title(entry: dict[str, Any]) -> str:
