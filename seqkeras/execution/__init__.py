@@ -10,5 +10,5 @@ is what a command does with its spec files (validate all, plan, run all,
 rebuild). It imports the stages below it.
 
 May import: errors, version, user_files, backends, tasks, training, evaluation, results, spec, kept, tracking,
-reporting.
+reporting, tuning.
 """

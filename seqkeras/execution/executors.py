@@ -38,6 +38,20 @@ def file_lock(path: Path) -> Iterator[None]:
     The lock file sits in a results folder that may hold someone else's files: a link there
     is not followed (no file of the machine is created or touched) and a FIFO does not block.
     """
+    with _locked(path, wait=True):
+        yield
+
+
+@contextlib.contextmanager
+def try_file_lock(path: Path) -> Iterator[bool]:
+    """`file_lock` when no other process holds it: True, held until the block ends; False (not held) when one
+    does. For telling a run that another process is running from one that a killed process left."""
+    with _locked(path, wait=False) as held:
+        yield held
+
+
+@contextlib.contextmanager
+def _locked(path: Path, wait: bool) -> Iterator[bool]:
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o666)
@@ -48,9 +62,13 @@ def file_lock(path: Path) -> Iterator[None]:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(errno.EINVAL, "the lock file is not a regular file")
-        fcntl.flock(fd, fcntl.LOCK_EX)
         try:
-            yield
+            fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:

@@ -11,7 +11,6 @@ interrupted sweep keeps everything it finished.
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -20,12 +19,14 @@ import pandas as pd
 
 from seqkeras.execution.executors import Job, SerialExecutor, file_lock, reusable_record
 from seqkeras.execution.identity import reused_under
+from seqkeras.execution.progress import Progress, track
+from seqkeras.execution.tuning import tune, untuned_failure
 from seqkeras.reporting.data_card import write_experiment_card
 from seqkeras.reporting.expectations import Verdict, check
 from seqkeras.reporting.plots import import_matplotlib, write_plots
 from seqkeras.reporting.spec_rows import own_rows
 from seqkeras.reporting.tables import render_page, summary_tables
-from seqkeras.results.folder import DISK_FULL, OK, run_counts, runs_frame, write_atomic, write_csv, write_yaml
+from seqkeras.results.folder import DISK_FULL, FAILED, OK, run_counts, runs_frame, write_atomic, write_csv, write_yaml
 from seqkeras.spec.runs import Experiment, own_decoder_labels
 
 
@@ -63,6 +64,8 @@ def run_experiment(
     write_yaml(folder / "experiment.yaml", experiment.spec.model_dump(mode="json", exclude_none=True))
     for note in experiment.notes:
         echo(f"{experiment.spec.name}: {note}")
+    if experiment.spec.tune is not None:  # each point's trials first; its runs are then those of its best setting
+        experiment = tune(experiment, folder, executor, echo=echo, tracker=tracker)
     total = len(experiment.runs)
     records: dict[int, dict[str, Any]] = {}
     pending: list[Job] = []
@@ -72,7 +75,10 @@ def run_experiment(
     for index, run in enumerate(experiment.runs):
         run_folder = folder / run.run_id
         previous, why_not = reusable_record(run_folder, run, force=force)
-        if previous is not None:
+        untuned = untuned_failure(run) if experiment.spec.tune is not None else None
+        if untuned:  # its point has no setting to train: a failed run, with no folder
+            records[index] = failed_record(run, untuned)
+        elif previous is not None:
             records[index] = previous
         else:
             if why_not:
@@ -118,6 +124,13 @@ def run_experiment(
     return summarize(folder, experiment, runs, echo=echo)
 
 
+def failed_record(run, why: str) -> dict[str, Any]:
+    """The record of a run that could not be started, and why."""
+    from seqkeras.execution.single_run import new_record
+
+    return {**new_record(run), "status": FAILED, "error": why, "traceback": None, "seconds": 0.0}
+
+
 class DiskFullStop(Exception):
     """A run found the disk full (its record says where), so its experiment stopped after recording it."""
 
@@ -126,42 +139,6 @@ class DiskFullStop(Exception):
         self.where = where  # "run 3 of 18"
         self.failed_runs = failed_runs  # of the experiment, that one included
         self.left = left  # its runs not run (not started, or stopped in another worker: they resume)
-
-
-def track(tracker, record: dict[str, Any], run_folder: Path, echo: Callable[[str], None]) -> None:
-    """Log one record; a tracking error is said, and the run stays recorded as it is."""
-    problem = tracker.log(record, run_folder)
-    if problem:
-        echo(f"{record['run_id']}: not logged to the tracker ({problem}); its folder and runs.csv have it")
-
-
-class Progress:
-    """Runs done of those this command runs, failures, time elapsed and, from the pace so far, time left."""
-
-    def __init__(self, total: int):
-        self.total, self.done, self.failed = total, 0, 0
-        self.started = time.monotonic()
-
-    def finished(self, failed: bool) -> None:
-        self.done += 1
-        self.failed += failed
-
-    def __str__(self) -> str:
-        elapsed = time.monotonic() - self.started
-        left = self.total - self.done
-        pace = f", about {duration(elapsed / self.done * left)} left" if left and self.done else ""
-        failures = f", {self.failed} failed" if self.failed else ""
-        return f"{self.done} of {self.total} done{failures}, {duration(elapsed)} elapsed{pace}"
-
-
-def duration(seconds: float) -> str:
-    """'42 s', '3 min 05 s', '1 h 02 min'."""
-    seconds = round(seconds)
-    if seconds < 60:
-        return f"{seconds} s"
-    if seconds < 3600:
-        return f"{seconds // 60} min {seconds % 60:02d} s"
-    return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
 
 
 def summarize(folder: Path, experiment: Experiment, runs: pd.DataFrame, *,

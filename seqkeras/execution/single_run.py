@@ -28,6 +28,7 @@ from seqkeras.spec.checks import check_model_size
 from seqkeras.spec.runs import RunSpec
 from seqkeras.tasks import data_card
 from seqkeras.tracking import tensorboard
+from seqkeras.tuning.pruning import TrialReporter, best_epoch_value
 
 
 
@@ -88,6 +89,7 @@ def new_record(run: RunSpec) -> dict[str, Any]:
         "worker": worker_place(),
         "versions": versions(),
         "machine": machine.describe(threads.current()),  # which CPU computed it: kernels differ by instruction set
+        **({"tuned": dict(run.tuned)} if run.tuned else {}),  # the values tuning chose (or a trial tries)
     }
 
 
@@ -105,6 +107,8 @@ def run_training(run: RunSpec, folder: Path, record: dict[str, Any]) -> None:
     from seqkeras.training import trainer
 
     data = run.task.component.load()(run.task.params, run.seed)
+    if run.trial is not None:  # a tuning trial: trained and judged on validation data, never tested or kept
+        return run_trial(run, data, folder, record)
     write_atomic(folder / "vocabulary.json", data.vocabulary.to_json())
     if data.notes:  # what the task says of its data: the pairs in each part, those left out as too long, ...
         record["data"] = dict(data.notes)
@@ -144,6 +148,29 @@ def run_training(run: RunSpec, folder: Path, record: dict[str, Any]) -> None:
         record["metrics"] = rows[0].metrics
     else:  # one trained model, several evaluations (e.g. one per decoder)
         record["rows"] = [{"keys": row.keys, "metrics": row.metrics} for row in rows]
+
+
+def run_trial(run: RunSpec, data, folder: Path, record: dict[str, Any]) -> None:
+    """One tuning trial: fit with each epoch reported to its study (which may stop it), and record its objective,
+    the best epoch's value on validation data. Its test set is never read."""
+    from seqkeras.backends import fitting
+    from seqkeras.training import trainer
+
+    link = run.trial
+    reporter = TrialReporter(link)
+    with tensorboard.events(folder, run.train.tensorboard) as events, \
+            fitting.distribution_scope(run.train.distribution):
+        model = run.model.component.load()(run.model.params, data)
+        record["machine"]["threads"] = threads.for_run(model, run.train.batch_size)
+        history, seconds = trainer.fit(model, data, run.train, seed=run.seed, checkpoint_dir=folder / ".resume",
+                                       events=events, abilities=run.model.component.abilities_for(run.model.params),
+                                       after_epoch=reporter)
+    record["params"] = int(model.count_params())
+    record["train_seconds"] = seconds
+    write_csv(folder / "history.csv", history)
+    value = best_epoch_value(history.to_dict("records"), link.objective, link.goal)
+    record["metrics"] = {link.objective: value, "epochs": len(history)}
+    record["trial"] = {"number": link.number, "study": link.study, "value": value, "pruned_at": reporter.pruned_at}
 
 
 def write_data_card(folder: Path, data, run: RunSpec) -> None:

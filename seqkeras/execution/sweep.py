@@ -282,6 +282,10 @@ def plan(experiments, out_root: Path, *, force: bool, echo: Callable[[str], None
         echo(f"{experiment.spec.name} ({experiment.source}):")
         for note in experiment.notes:
             echo(f"  {note}")
+        if experiment.spec.tune is not None:
+            from seqkeras.execution.tuning import tuning_plan
+
+            echo(f"  {tuning_plan(experiment, folder)}")
         for run in experiment.runs:
             record, why_not = reusable_record(folder / run.run_id, run, force=force)
             reused += record is not None
@@ -301,6 +305,10 @@ def rebuild(folder: Path, *, echo: Callable[[str], None] = print):
     if saved.is_symlink():  # a shared folder's link is never followed (results.files)
         print(f"warning: {saved} is a symbolic link; links inside a results folder are not followed", file=sys.stderr)
     experiment = load_experiment(saved) if saved.is_file() and not saved.is_symlink() else None
+    if experiment is not None and experiment.spec.tune is not None:  # the runs of each point's chosen setting
+        from seqkeras.execution.tuning import tuned_experiment
+
+        experiment = tuned_experiment(experiment, folder)
     if experiment is None:
         rebuilt, skipped = rebuild_runs(folder)
     else:  # the spec decides which runs belong here and which matrix columns runs.csv has

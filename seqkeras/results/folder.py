@@ -129,6 +129,10 @@ def _json_safe(value: Any) -> Any:
     return value
 
 
+# runs.csv's columns of the values tuning chose: `tuned.train.optimizer.learning_rate`.
+TUNED_PREFIX = "tuned."
+
+
 def runs_frame(records: list[dict[str, Any]], matrix_columns: list[str]) -> pd.DataFrame:
     """One row per run (or per evaluation row of a run, e.g. per decoder), in the column order of docs/results.md."""
     for record in records:
@@ -137,6 +141,10 @@ def runs_frame(records: list[dict[str, Any]], matrix_columns: list[str]) -> pd.D
             name = record.get("run_id", "?") if isinstance(record, dict) else "?"
             raise SpecError(f"run {name}: damaged record: {problem}")
     expanded = [(record, row) for record in records for row in _evaluation_rows(record)]
+    # A tuned experiment's runs name the values tuning chose for their matrix point (execution.tuning).
+    tuned_columns: list[str] = []
+    for record in records:
+        tuned_columns += [key for key in record.get("tuned") or {} if key not in tuned_columns]
     key_columns: list[str] = []
     metric_names: list[str] = []
     for _, row in expanded:
@@ -146,13 +154,15 @@ def runs_frame(records: list[dict[str, Any]], matrix_columns: list[str]) -> pd.D
     for record, row in expanded:
         line = {"experiment": record["experiment"], "run_id": record["run_id"], "status": record["status"]}
         line.update({key: record.get("matrix", {}).get(key) for key in matrix_columns})
+        line.update({f"{TUNED_PREFIX}{key}": (record.get("tuned") or {}).get(key) for key in tuned_columns})
         line.update({key: row["keys"].get(key) for key in key_columns})
         line["seed"] = record["seed"]
         line.update({name: row["metrics"].get(name) for name in metric_names})
         line.update({name: record.get(name) for name in TRAILING_COLUMNS})
         line["error"] = record.get("error") or ""
         rows.append(line)
-    columns = ["experiment", "run_id", "status", *matrix_columns, *key_columns, "seed", *metric_names,
+    columns = ["experiment", "run_id", "status", *matrix_columns, *(TUNED_PREFIX + key for key in tuned_columns),
+               *key_columns, "seed", *metric_names,
                *TRAILING_COLUMNS, "error"]
     return pd.DataFrame(rows, columns=columns)
 

@@ -85,6 +85,8 @@ class RunRecord(BaseModel):
     metrics: Annotated[Metrics, Expected("an object")] = {}
     rows: Annotated[list[EvaluationRow] | None, Field(strict=True), Expected("a list")] = None
     error: Annotated[StrictStr | None, Expected("a text")] = None
+    # A tuned run's chosen values (execution.tuning): each one cell of runs.csv, as a metric is.
+    tuned: Annotated[Metrics | None, Expected("an object of single values")] = None
 
 
 def record_problem(data: Any) -> str:

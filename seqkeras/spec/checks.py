@@ -7,6 +7,7 @@ the structure is validated and before anything trains.
 from __future__ import annotations
 
 import importlib.util
+import json
 
 from seqkeras import catalog
 from seqkeras.errors import SpecError, did_you_mean, shown, unknown_choice
@@ -263,3 +264,71 @@ def _as_list(keys: str | list[str] | None) -> list[str]:
 def _listed(names: list[str], limit: int = 20) -> str:
     more = f", … ({len(names) - limit} more)" if len(names) > limit else ""
     return ", ".join(name if len(name) <= 40 else shown(name, 40) for name in names[:limit]) + more
+
+
+# The keys a trial may set: what a run is made of. The matrix and the seeds say which runs there are; evaluate what
+# is measured once the run is trained, which tuning on validation data never reads.
+TUNABLE_SECTIONS = ("task", "model", "train")
+
+
+def check_tune(spec: ExperimentSpec, runs: list, configured) -> None:
+    """The `tune:` section against the runs it tunes: each searched key exists and takes every value its range
+    gives, in every matrix point; the objective is one the training history reports on validation data, which
+    the runs have.
+
+    configured(run, values): the run with `values` set (spec.loader.configured_run), raising SpecError."""
+    tune = spec.tune
+    if tune is None:
+        return
+    if spec.probe is not None:
+        raise SpecError("tune applies to experiments that train; a probe has no training to tune", path="tune")
+    points = list({json.dumps(run.point, sort_keys=True, default=str): run for run in runs}.values())
+    for key, search in tune.search.items():
+        check_tuned_key(key, spec)
+        for run in points:
+            for value in search.values:
+                try:
+                    configured(run, {key: value})
+                except SpecError as error:
+                    where = f" at the matrix point {_point_text(run.point)}" if run.point else ""
+                    raise SpecError(f"{search.describe()} cannot be tried{where}: with {key} = {shown(value)}, "
+                                    f"{error.message}", path=f"tune.search.{key}") from None
+    for run in points:
+        check_objective(tune.objective, run)
+
+
+def check_tuned_key(key: str, spec: ExperimentSpec) -> None:
+    path = f"tune.search.{key}"
+    if key.split(".")[0] not in TUNABLE_SECTIONS or "." not in key:
+        raise SpecError(f"a tuned key is a dotted key of {', '.join(TUNABLE_SECTIONS)} (e.g. "
+                        "train.optimizer.learning_rate, model.units)", path=path)
+    for axis in spec.matrix:
+        if key == axis or key.startswith(axis + ".") or axis.startswith(key + "."):
+            raise SpecError(f"{key} is set by the matrix axis {axis}: the matrix says what is compared, tuning finds "
+                            "each point's best setting of the other keys; tune another key or take it out of the "
+                            "matrix", path=path)
+
+
+def check_objective(objective: str, run) -> None:
+    """The objective is in the run's training history: val_loss, val_accuracy where the model reports accuracy."""
+    where = f" at the matrix point {_point_text(run.point)}" if run.point else ""
+    abilities = run.model.component.abilities_for(run.model.params)
+    if abilities.estimated:
+        raise SpecError(f"model kind {run.model.name!r}{where} is estimated by counting, in one pass: it has no "
+                        "training history to tune on", path="tune")
+    measured = ["val_loss"]
+    if run.task.component.problem != "regression" and not abilities.own_loss:
+        measured.append("val_accuracy")
+    if objective not in measured:
+        raise SpecError(f"{shown(objective)} is not in the training history of model kind {run.model.name!r} on "
+                        f"task {run.task.name!r}{where}: it measures {', '.join(measured)} on validation data",
+                        path="tune.objective")
+    if run.train.validation_split == 0 and not validation_key(run.task.params):
+        own = (", or the task's task.validation_path or task.validation_share"
+               if "validation_path" in type(run.task.params).model_fields else "")
+        raise SpecError(f"tuning judges each trial by {objective} on validation data, and{where} there is none: "
+                        f"set train.validation_split > 0{own} (never the test set)", path="tune.objective")
+
+
+def _point_text(point: dict) -> str:
+    return ", ".join(f"{key}={shown(value, 40)}" for key, value in point.items())

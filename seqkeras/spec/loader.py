@@ -27,7 +27,9 @@ from pydantic import BaseModel, ValidationError
 
 from seqkeras import catalog
 from seqkeras.errors import SpecError, shown, unknown_choice
-from seqkeras.spec.checks import check_outputs, check_references, check_run, check_sections, check_validation
+from seqkeras.spec.checks import (
+    check_outputs, check_references, check_run, check_sections, check_tune, check_validation,
+)
 from seqkeras.spec.runs import Experiment, ResolvedComponent, RunSpec, make_run_id
 from seqkeras.spec.outputs import output_rows
 from seqkeras.spec.selection import parse_only, select_runs, without_set_away
@@ -84,8 +86,9 @@ def build_experiment(raw: Any, *, source: str, overrides: list[str]) -> Experime
     rows = [row for run in runs for row in output_rows(run)]
     spec, notes = without_set_away(spec, rows, set_keys)
     check_outputs(spec, rows)
+    check_tune(spec, runs, lambda run, values: configured_run(spec, raw_base(raw), run.point, values, run.seed))
     return Experiment(spec=spec, source=source, runs=runs, matrix_columns=matrix_columns,
-                      notes=override_notes + notes)
+                      notes=override_notes + notes, base=raw_base(raw))
 
 
 def _validate(model: type[BaseModel], raw: Any, *, path: str | None) -> Any:
@@ -266,10 +269,28 @@ def _check_distinct(runs: list[RunSpec]) -> None:
         first[document] = run
 
 
+def raw_base(raw: dict[str, Any]) -> dict[str, Any]:
+    """What every run of the spec starts from: its mapping less the keys that say which runs there are and what
+    is made of them."""
+    return {k: v for k, v in raw.items() if k not in ("matrix", "seeds", "table", "expect", "tune")}
+
+
+def configured_run(spec: ExperimentSpec, base: dict[str, Any], point: dict[str, Any], values: dict[str, Any],
+                   seed: int, matrix_columns: list[str] | None = None) -> RunSpec:
+    """The run of one matrix point and seed with `values` (dotted key → value) set on top: a tuning trial, or a
+    point's best setting trained on a seed. Its id is the point's, with the digest of what it resolves to."""
+    run_raw = copy.deepcopy(base)
+    for key, value in {**point, **values}.items():
+        set_dotted(run_raw, key, value)
+    run = _make_run(spec, resolve_run(spec, run_raw), point, seed)
+    run.matrix_values = {key: matrix_value(run, key) for key in matrix_columns or []}
+    return run
+
+
 def _expand_runs(spec: ExperimentSpec, raw: dict[str, Any], set_keys: set[str]):
     _check_axes(spec.matrix, spec.seeds)
     axes = list(spec.matrix.items())
-    base = {k: v for k, v in raw.items() if k not in ("matrix", "seeds", "table", "expect")}
+    base = raw_base(raw)
     for point in itertools.product(*(values for _, values in axes)):
         run_raw = copy.deepcopy(base)
         for (key, _), value in zip(axes, point):
@@ -386,6 +407,7 @@ def _make_run(spec: ExperimentSpec, resolved: _Resolved, point: dict[str, Any], 
         train=resolved.train,
         metrics=resolved.metrics,
         decoders=resolved.decoders,
+        point=dict(point),
     )
 
 

@@ -40,6 +40,9 @@ class RunSpec:
     train: TrainSpec | None = None
     metrics: list[str] = field(default_factory=list)
     decoders: list[Any] = field(default_factory=list)  # DecoderChoice objects
+    point: dict[str, Any] = field(default_factory=dict)  # matrix axis → value: the point this run is of
+    trial: Any = None  # a tuning trial (tuning.pruning.TrialLink): trained on validation data only, not evaluated
+    tuned: dict[str, Any] = field(default_factory=dict)  # searched key → the value tuning chose for this point
 
     @property
     def is_probe(self) -> bool:
@@ -60,6 +63,9 @@ class Experiment:
     # With --only: the matrix's other runs (their finished records still count in tables) and what was left out.
     unselected: list[RunSpec] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # The spec's mapping after --set, less matrix, seeds, tables and claims: what each matrix point is set on
+    # (spec.loader.configured_run).
+    base: dict[str, Any] = field(default_factory=dict)
 
 
 # A run id names a folder: well under the 255 bytes file systems allow, whatever the matrix.
@@ -69,14 +75,19 @@ MAX_READABLE_ID = 150
 
 def make_run_id(point: dict[str, Any], seed: int, digest: str) -> str:
     """Readable and stable: `cell=lstm_lag=50_seed=0_1a2b3c4d`; only [A-Za-z0-9_.+=-], never a path."""
+    readable = point_label(point)
+    return "_".join(([readable] if readable else []) + [f"seed={seed}", digest])
+
+
+def point_label(point: dict[str, Any]) -> str:
+    """A matrix point as the readable start of its runs' ids: `cell=lstm_lag=50` ("" without a matrix)."""
     parts = []
     for key, value in point.items():
         if isinstance(value, dict):
             parts.extend(f"{_slug(k)}={_slug(v)}" for k, v in value.items())
         else:
             parts.append(f"{_slug(key.split('.')[-1])}={_slug(value)}")
-    readable = "_".join(parts)[:MAX_READABLE_ID].rstrip("_=-.")
-    return "_".join(([readable] if readable else []) + [f"seed={seed}", digest])
+    return "_".join(parts)[:MAX_READABLE_ID].rstrip("_=-.")
 
 
 def _slug(value: Any) -> str:

@@ -19,6 +19,7 @@ from seqkeras.decoding.decoders import MAX_RUN_SEED, DecoderChoice
 from seqkeras.evaluation.settings import GenerateSpec
 from seqkeras.registry import Params
 from seqkeras.training.settings import TrainSpec
+from seqkeras.tuning.settings import TuneSpec
 
 SECTIONS_WITH_COMPONENTS = {"task": "name", "model": "kind", "probe": "name"}
 
@@ -211,6 +212,12 @@ class ExperimentSpec(Params):
     probe: dict[str, Any] | None = None
     matrix: dict[str, list[Any]] = Field(default_factory=dict)
     seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
+    tune: TuneSpec | None = Field(
+        None,
+        description="Tune each matrix point before comparing: the same number of trials for every point, judged "
+        "on validation data; then each point's best setting is trained on every seed and evaluated on the test "
+        "set, and the tables and claims read those runs.",
+    )
     table: TableSpec | list[TableSpec] | None = None
     expect: list[ExpectSpec] = Field(default_factory=list)
     plots: list[PlotSpec] = Field(

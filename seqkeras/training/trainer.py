@@ -8,6 +8,7 @@ import math
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -71,6 +72,7 @@ def fit(
     checkpoint_dir: Path | None = None,
     events: EventWriter | None = None,
     abilities: Abilities = KERAS_MODEL,
+    after_epoch: Callable[[int, dict[str, float]], bool] | None = None,
 ) -> tuple[pd.DataFrame, float]:
     """Train one epoch at a time; returns the per-epoch history and the training seconds.
 
@@ -86,6 +88,9 @@ def fit(
     Keras model with a softmax output). A counted model (the n-gram LM) has no
     epochs, optimizer or checkpoints: it is estimated by its `estimate(data)` in
     one pass, which returns its one-row history.
+
+    `after_epoch(epoch, history row)` is called after each epoch; True stops training there (a tuning trial
+    that its pruner stopped, tuning.pruning).
     """
     if abilities.estimated:
         started = time.perf_counter()
@@ -160,6 +165,8 @@ def fit(
         state.history.append(row)
         state.epoch = epoch + 1
         stop = stopper.update(row, model)
+        if after_epoch is not None and after_epoch(epoch + 1, row):
+            stop = True
         state.seconds = time.perf_counter() - started
         if checkpoint:
             checkpoint.save(model, state)

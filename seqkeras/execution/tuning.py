@@ -1,0 +1,374 @@
+"""An experiment's `tune:` section carried out: each matrix point's trials, then its best setting on every seed.
+
+Every matrix point gets its own Optuna study (tuning.study) and the same budget
+of trials. A trial is a run like any other (its folder, record, lock, progress
+line, tracker), kept under `tuning/` in the results folder and trained with the
+tuning seed on validation data only: it is never evaluated on the test set. The
+command asks each study for its trials a batch at a time, as many as the
+executor runs at once, hands them to the executor and tells each study its
+trials' objectives as they finish; the worker reports each epoch to the study
+itself, so the pruner can stop it (tuning.pruning).
+
+A trial that a killed command left running is found again: its record, when it
+finished, is told to the study; otherwise it is marked interrupted and its values
+queued to be trained again, and it does not count against the budget.
+
+Then each point's best trial gives the point's runs: the spec's seeds, trained
+with the chosen values and evaluated as any run. `runs.csv`, the tables and the
+claims read those runs; each record's `tuned` names the values chosen.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from seqkeras.execution.executors import Job, file_lock, try_file_lock
+from seqkeras.execution.progress import duration, track
+from seqkeras.results.folder import write_csv
+from seqkeras.results.record import OK, read_record
+from seqkeras.spec.loader import configured_run
+from seqkeras.spec.runs import Experiment, RunSpec, point_label
+from seqkeras.tuning.pruning import TrialLink
+from seqkeras.tuning.settings import TuneSpec
+
+TRIALS_CSV = "trials.csv"
+BEST_CSV = "best.csv"
+# How often a command whose studies still have trials running in another process looks again.
+WAIT_SECONDS = 5.0
+
+
+@dataclasses.dataclass
+class Point:
+    """One matrix point: its runs (one per seed), its study, and the trials this command started."""
+
+    runs: list[RunSpec]
+    study_name: str
+    study: Any = None  # optuna.Study, opened in `tune`
+
+    @property
+    def first(self) -> RunSpec:
+        return self.runs[0]
+
+    @property
+    def label(self) -> str:
+        return ", ".join(f"{key}={value}" for key, value in self.first.point.items()) or "the experiment"
+
+
+def tuning_seed(experiment: Experiment) -> int:
+    tune = experiment.spec.tune
+    return tune.seed if tune.seed is not None else experiment.spec.seeds[0]
+
+
+def points_of(experiment: Experiment, runs: list[RunSpec]) -> list[Point]:
+    """The matrix points of these runs, in matrix order, each named by its study."""
+    grouped: dict[str, list[RunSpec]] = {}
+    for run in runs:
+        grouped.setdefault(json.dumps(run.point, sort_keys=True, default=str), []).append(run)
+    from seqkeras.tuning.study import study_name
+
+    points = []
+    for members in grouped.values():
+        document = {key: value for key, value in members[0].resolved.items() if key != "seed"}
+        points.append(Point(members, study_name(point_label(members[0].point), document, experiment.spec.tune)))
+    return points
+
+
+def tune(experiment: Experiment, folder: Path, executor, *, echo: Callable[[str], None] = print,
+         tracker=None) -> Experiment:
+    """Run what is left of every point's trials, write tuning/trials.csv and best.csv, and return the experiment
+    with each point's runs replaced by the runs of its best setting."""
+    from seqkeras.tuning.study import open_study, storage_url
+
+    spec_tune: TuneSpec = experiment.spec.tune
+    seed = tuning_seed(experiment)
+    url = storage_url(spec_tune, folder)
+    (folder / "tuning").mkdir(parents=True, exist_ok=True)
+    points = points_of(experiment, experiment.runs)
+    for point in points:
+        point.study = open_study(url, point.study_name, spec_tune, seed)
+    trials = Trials(experiment, folder, points, url, seed, echo, tracker)
+    trials.recover()
+    trials.run(executor)
+    trials.wait_for_others()
+    trials.write()
+    runs = [run for point in points for run in best_runs(experiment, point)]
+    unselected = [run for point in points_of(experiment, experiment.unselected)
+                  for run in best_runs(experiment, reopened(point, url, spec_tune, seed))]
+    return dataclasses.replace(experiment, runs=runs, unselected=unselected)
+
+
+def tuned_experiment(experiment: Experiment, folder: Path) -> Experiment:
+    """The experiment's runs as its studies chose them, without training anything (`table --rebuild`, `--only`'s
+    other points); a point without a finished study keeps its untuned runs, which have no folders."""
+    from seqkeras.tuning.study import storage_url
+
+    spec_tune = experiment.spec.tune
+    url = storage_url(spec_tune, folder)
+    seed = tuning_seed(experiment)
+
+    def chosen(runs: list[RunSpec]) -> list[RunSpec]:
+        return [run for point in points_of(experiment, runs)
+                for run in best_runs(experiment, reopened(point, url, spec_tune, seed))]
+
+    return dataclasses.replace(experiment, runs=chosen(experiment.runs), unselected=chosen(experiment.unselected))
+
+
+def tuning_plan(experiment: Experiment, folder: Path) -> str:
+    """What tuning will do (`run --dry-run`): the trials left of each point's budget; the runs listed after it are
+    those of the spec's own values, which the chosen ones replace."""
+    from seqkeras.tuning.study import spent, storage_url
+
+    tune_spec = experiment.spec.tune
+    url = storage_url(tune_spec, folder)
+    seed = tuning_seed(experiment)
+    points = [reopened(point, url, tune_spec, seed) for point in points_of(experiment, experiment.runs)]
+    done = sum(min(spent(point.study), tune_spec.trials) for point in points if point.study is not None)
+    total = tune_spec.trials * len(points)
+    return (f"tune: {len(points)} matrix point(s) × {tune_spec.trials} trials on seed {seed} ({done} of {total} done; "
+            f"studies in {url}); then each point's best setting on every seed (run ids below are the spec's own "
+            "values', which tuning replaces)")
+
+
+def reopened(point: Point, url: str, tune_spec: TuneSpec, seed: int) -> Point:
+    """The point with its study, when the database has it (read only: nothing is created)."""
+    import optuna
+
+    from seqkeras.tuning.study import storage
+
+    if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).is_file():
+        return point
+    try:
+        point.study = optuna.load_study(study_name=point.study_name, storage=storage(url))
+    except KeyError:  # no such study yet
+        pass
+    return point
+
+
+def best_runs(experiment: Experiment, point: Point) -> list[RunSpec]:
+    """The point's runs with its best trial's values, one per seed; its untuned runs when no trial completed (they
+    are then recorded as failed: see `untuned_failure`)."""
+    from seqkeras.tuning.study import best_trial
+
+    best = best_trial(point.study) if point.study is not None else None
+    if best is None:
+        return point.runs
+    runs = []
+    for run in point.runs:
+        tuned = configured_run(experiment.spec, experiment.base, run.point, dict(best.params), run.seed,
+                               experiment.matrix_columns)
+        tuned.tuned = {key: best.params[key] for key in experiment.spec.tune.search}
+        runs.append(tuned)
+    return runs
+
+
+def untuned_failure(run: RunSpec) -> str | None:
+    """Why a run of a tuned experiment cannot be trained: its point has no completed trial (None when it has)."""
+    return None if run.tuned else ("tuning found no setting for this matrix point: none of its trials completed "
+                                   "(tuning/trials.csv says why)")
+
+
+class Trials:
+    """The trials of one command: asked of the studies a batch at a time, run by the executor, told back."""
+
+    def __init__(self, experiment: Experiment, folder: Path, points: list[Point], url: str, seed: int,
+                 echo: Callable[[str], None], tracker):
+        self.experiment, self.folder, self.points = experiment, folder, points
+        self.url, self.seed, self.echo, self.tracker = url, seed, echo, tracker
+        self.tune: TuneSpec = experiment.spec.tune
+        self.total = self.tune.trials * len(points)
+        self.started = time.monotonic()
+
+    def trial_folder(self, point: Point, number: int) -> Path:
+        return self.folder / "tuning" / f"trial-{number + 1:03d}_{point.study_name}"
+
+    def recover(self) -> None:
+        """Trials left running by a killed command (their folder's lock is free): told from their record when they
+        finished, else marked interrupted and drawn again."""
+        from seqkeras.tuning.study import mark_interrupted, running
+
+        for point in self.points:
+            for trial in running(point.study):
+                folder = self.trial_folder(point, trial.number)
+                with try_file_lock(folder / ".lock") as free:
+                    if not free:
+                        continue  # another process trains it now
+                    record = read_record(folder / "metrics.json").record
+                    if record is not None and record.get("trial", {}).get("number") == trial.number:
+                        self.tell(point, trial.number, record)
+                    else:
+                        mark_interrupted(point.study, trial)
+                        self.echo(f"{point.study_name}: trial {trial.number} was interrupted; its values are "
+                                  "trained again")
+
+    def run(self, executor) -> None:
+        from seqkeras.tuning.study import spent
+
+        done_before = sum(min(spent(point.study), self.tune.trials) for point in self.points)
+        if done_before:
+            self.echo(f"{self.experiment.spec.name}: tuning: {done_before} of {self.total} trials done before, "
+                      "reused (a raised tune.trials continues each study)")
+        if done_before < self.total:
+            self.echo(f"{self.experiment.spec.name}: tuning {len(self.points)} matrix point(s), {self.tune.trials} "
+                      f"trials each ({self.tune.sampler} sampler, pruner {self.tune.pruner}, objective "
+                      f"{self.tune.objective} on validation data), {executor.describe()}")
+        while True:
+            batch = self.ask(max(1, executor.slots))
+            if not batch:
+                return
+            for job, record in executor.map(batch, False):
+                point = self.points[job.index // 1_000_000]
+                self.tell(point, job.run.trial.number, record)
+                self.say(point, job, record)
+                if self.tracker is not None:
+                    track(self.tracker, record, job.folder, self.echo)
+
+    def ask(self, width: int) -> list[Job]:
+        """Up to `width` new trials, one point after another, from the points with budget left."""
+        from seqkeras.tuning.study import distributions, sampler, spent
+
+        jobs: list[Job] = []
+        asked = {index: 0 for index in range(len(self.points))}
+        while len(jobs) < width:
+            added = False
+            for index, point in enumerate(self.points):
+                if len(jobs) >= width or spent(point.study) >= self.tune.trials:
+                    continue
+                drawn = len(point.study.get_trials(deepcopy=False))
+                point.study.sampler = sampler(self.tune, self.seed, drawn)
+                trial = point.study.ask(distributions(self.tune))
+                asked[index] += 1
+                jobs.append(self.job(index, point, trial.number, dict(trial.params)))
+                added = True
+            if not added:
+                break
+        return jobs
+
+    def job(self, index: int, point: Point, number: int, values: dict[str, Any]) -> Job:
+        run = configured_run(self.experiment.spec, self.experiment.base, point.first.point, values, self.seed,
+                             self.experiment.matrix_columns)
+        folder = self.trial_folder(point, number)
+        run.run_id = folder.name
+        run.trial = TrialLink(self.url, point.study_name, number, self.tune.objective, self.tune.goal,
+                              self.tune.model_dump(mode="json"))
+        run.tuned = dict(values)
+        label = f"trial {number + 1} of {point.label}: {folder.name}"
+        return Job(index * 1_000_000 + number, run, folder, label)
+
+    def tell(self, point: Point, number: int, record: dict[str, Any]) -> None:
+        from optuna.trial import TrialState
+
+        outcome = record.get("trial") or {}
+        study = point.study
+        trial_id = study._storage.get_trial_id_from_study_id_trial_number(study._study_id, number)
+        study._storage.set_trial_user_attr(trial_id, "run_id", record.get("run_id"))
+        study._storage.set_trial_user_attr(trial_id, "seconds", record.get("seconds"))
+        if record.get("status") != OK:
+            study._storage.set_trial_user_attr(trial_id, "error", str(record.get("error"))[:500])
+            study.tell(number, state=TrialState.FAIL)
+        elif outcome.get("pruned_at") is not None:
+            study.tell(number, state=TrialState.PRUNED)
+        elif outcome.get("value") is None:
+            study._storage.set_trial_user_attr(trial_id, "error", "no finite objective in any epoch")
+            study.tell(number, state=TrialState.FAIL)
+        else:
+            study.tell(number, outcome["value"])
+
+    def say(self, point: Point, job: Job, record: dict[str, Any]) -> None:
+        from seqkeras.tuning.study import best_trial, finished
+
+        done = sum(min(finished(p.study), self.tune.trials) for p in self.points)
+        outcome = record.get("trial") or {}
+        if record.get("status") != OK:
+            status = f"FAILED: {record.get('error')}"
+        elif outcome.get("pruned_at") is not None:
+            status = f"pruned after epoch {outcome['pruned_at']}"
+        else:
+            status = f"{self.tune.objective} {outcome.get('value'):.4g}"
+        best = best_trial(point.study)
+        best_text = f"; best {best.value:.4g} (trial {best.number + 1})" if best is not None else ""
+        elapsed = time.monotonic() - self.started
+        self.echo(f"[tune {done}/{self.total}] {point.label}, trial {job.run.trial.number + 1}: {status} "
+                  f"({record.get('seconds', 0):.1f} s){best_text}; {duration(elapsed)} elapsed")
+
+    def wait_for_others(self) -> None:
+        """Trials another process still trains (a shared folder or database): the best setting waits for them."""
+        from seqkeras.tuning.study import running
+
+        said = False
+        while True:
+            self.recover()
+            busy = sum(len(running(point.study)) for point in self.points)
+            if not busy:
+                return
+            if not said:
+                self.echo(f"{self.experiment.spec.name}: waiting for {busy} trial(s) that another process trains")
+                said = True
+            time.sleep(WAIT_SECONDS)
+
+    def write(self) -> None:
+        """tuning/trials.csv (every trial of every point) and tuning/best.csv (each point's chosen values)."""
+        trials, best = [], []
+        for point in self.points:
+            trials += trial_rows(point, self.experiment)
+            best.append(best_row(point, self.experiment, self.tune))
+        with file_lock(self.folder / "tuning" / ".write.lock"):
+            write_csv(self.folder / "tuning" / TRIALS_CSV, pd.DataFrame(trials))
+            write_csv(self.folder / "tuning" / BEST_CSV, pd.DataFrame(best))
+
+
+def point_columns(point: Point, experiment: Experiment) -> dict[str, Any]:
+    return {key: point.first.matrix_values.get(key) for key in experiment.matrix_columns}
+
+
+def trial_rows(point: Point, experiment: Experiment) -> list[dict[str, Any]]:
+    rows = []
+    for trial in point.study.get_trials(deepcopy=False):
+        epochs = max(trial.intermediate_values, default=None)
+        rows.append({
+            **point_columns(point, experiment),
+            "study": point.study_name,
+            "trial": trial.number + 1,
+            "state": trial.state.name.lower() + (" (interrupted)" if trial.user_attrs.get("interrupted") else ""),
+            "objective": trial.value if trial.value is not None else (
+                trial.intermediate_values[epochs] if epochs is not None else None),
+            **{f"value.{key}": trial.params.get(key) for key in experiment.spec.tune.search},
+            "epochs": epochs,
+            "seconds": trial.user_attrs.get("seconds"),
+            "run_id": trial.user_attrs.get("run_id"),
+            "error": trial.user_attrs.get("error", ""),
+        })
+    return rows
+
+
+def best_row(point: Point, experiment: Experiment, tune_spec: TuneSpec) -> dict[str, Any]:
+    """The point's chosen values, its best objective, the median of its completed trials and the spread between."""
+    from optuna.trial import TrialState
+
+    from seqkeras.tuning.study import best_trial
+
+    best = best_trial(point.study)
+    trials = point.study.get_trials(deepcopy=False)
+    values = [t.value for t in trials if t.state == TrialState.COMPLETE and t.value is not None]
+    median = statistics.median(values) if values else None
+    return {
+        **point_columns(point, experiment),
+        "study": point.study_name,
+        "objective": tune_spec.objective,
+        "direction": tune_spec.goal,
+        "best": best.value if best else None,
+        "best_trial": best.number + 1 if best else None,
+        **{f"best.{key}": (best.params.get(key) if best else None) for key in tune_spec.search},
+        "median": median,
+        "best_minus_median": (best.value - median) if best and median is not None else None,
+        "complete": sum(t.state == TrialState.COMPLETE for t in trials),
+        "pruned": sum(t.state == TrialState.PRUNED for t in trials),
+        "failed": sum(t.state == TrialState.FAIL and not t.user_attrs.get("interrupted") for t in trials),
+    }
