@@ -59,7 +59,10 @@ class Point:
 
     @property
     def label(self) -> str:
-        return ", ".join(f"{key}={value}" for key, value in self.first.point.items()) or "the experiment"
+        """`lag=100, cell=lstm`: the point's matrix values, as the progress lines name it."""
+        values = self.first.matrix_values or self.first.point
+        return ", ".join(f"{key.split('.')[-1]}={value}" for key, value in values.items()
+                         if value is not None) or "the experiment"
 
 
 def tuning_seed(experiment: Experiment) -> int:
@@ -205,7 +208,7 @@ class Trials:
                         self.tell(point, trial.number, record)
                     else:
                         mark_interrupted(point.study, trial)
-                        self.echo(f"{point.study_name}: trial {trial.number} was interrupted; its values are "
+                        self.echo(f"{point.label}: trial {trial.number + 1} was interrupted; its values are "
                                   "trained again")
 
     def run(self, executor) -> None:

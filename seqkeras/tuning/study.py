@@ -96,7 +96,10 @@ def open_study(url: str, name: str, tune: TuneSpec, seed: int) -> optuna.Study:
 
 
 def counted(trial: optuna.trial.FrozenTrial) -> bool:
-    """Whether a trial spends the budget: finished (complete, pruned, or failed on its own), or still running."""
+    """Whether a trial spends the budget: finished (complete, pruned, or failed on its own), or running; not one
+    queued to be drawn again (waiting) nor the interrupted one it replaces."""
+    if trial.state == TrialState.WAITING:
+        return False
     return not (trial.state == TrialState.FAIL and trial.user_attrs.get(INTERRUPTED))
 
 

@@ -1,0 +1,255 @@
+"""Tuning (`tune:`): the section's checks at validate, each matrix point's study with the same budget, trials that
+never read the test set, a study that goes on after a kill or a raised budget, and the runs of the chosen setting.
+
+The runs here are tiny (a few dozen sequences, two or three epochs): what is checked is the bookkeeping, not
+which learning rate wins.
+"""
+
+from __future__ import annotations
+
+import json
+
+import optuna
+import pandas as pd
+import pytest
+
+from seqkeras.errors import SpecError
+from seqkeras.spec.loader import load_experiment
+from seqkeras.tuning.pruning import best_epoch_value
+from seqkeras.tuning.study import INTERRUPTED
+from tests.helpers import run_cli
+
+TUNED = """
+    version: 1
+    name: tuned
+    task: {name: delayed_recall, lag: 3, n_train: 64, n_test: 32}
+    model: {kind: classifier, units: 4, embedding_dim: 4}
+    train: {epochs: 3, batch_size: 16, verbose: 0, validation_split: 0.25}
+    matrix:
+      model.cell: [simple_rnn, gru]
+    seeds: [0, 1]
+    tune:
+      search:
+        train.optimizer.learning_rate: {log_uniform: [1.0e-3, 1.0e-1]}
+        model.units: {integer: [2, 6]}
+      trials: 3
+      startup_trials: 1
+      warmup_epochs: 0
+    table: {rows: model.cell, value: accuracy}
+"""
+
+
+def refused(write_spec, text: str) -> SpecError:
+    with pytest.raises(SpecError) as caught:
+        load_experiment(write_spec(text))
+    return caught.value
+
+
+def with_tune(tune: str, train: str = "{epochs: 1, validation_split: 0.2}", extra: str = "") -> str:
+    return f"""
+        version: 1
+        name: t
+        task: {{name: delayed_recall, lag: 3, n_train: 64, n_test: 32}}
+        model: {{kind: classifier, units: 4}}
+        train: {train}
+        {extra}
+        tune: {tune}
+    """
+
+
+@pytest.mark.parametrize("tune, path, words", [
+    ("{search: {model.no_such_key: {uniform: [0, 1]}}, trials: 2}", "tune.search.model.no_such_key",
+     "no_such_key"),
+    ("{search: {model.units: {uniform: [2, 8]}}, trials: 2}", "tune.search.model.units", "model.units = 2.0"),
+    ("{search: {train.optimizer.learning_rate: {log_uniform: [0.0, 1.0]}}, trials: 2}",
+     "tune.search.train.optimizer.learning_rate", "low > 0"),
+    ("{search: {model.units: {integer: [8, 8]}}, trials: 2}", "tune.search.model.units", "is empty"),
+    ("{search: {model.units: {integer: [4, 8], choice: [1, 2]}}, trials: 2}", "tune.search.model.units",
+     "exactly one of"),
+    ("{search: {model.cell: {choice: [lstm]}}, trials: 2}", "tune.search.model.cell", "at least two"),
+    ("{search: {model.units: {integer: [4, 8]}}, trials: 0}", "tune.trials", "0"),
+    ("{search: {}, trials: 2}", "tune.search", ""),
+    ("{search: {evaluate.metrics: {choice: [a, b]}}, trials: 2}", "tune.search.evaluate.metrics", "dotted key of"),
+    ("{search: {model.units: {integer: [4, 8]}}, trials: 2, objective: accuracy}", "tune.objective",
+     "never by the test set"),
+    ("{search: {model.units: {integer: [4, 8]}}, trials: 2, objective: val_bleu}", "tune.objective",
+     "it measures val_loss, val_accuracy"),
+])
+def test_a_bad_tune_section_is_one_message_naming_the_key(write_spec, tune, path, words):
+    error = refused(write_spec, with_tune(tune))
+    assert error.path == path, str(error)
+    assert words in str(error)
+
+
+def test_tuning_needs_validation_data_and_is_not_a_matrix_key(write_spec):
+    error = refused(write_spec, with_tune("{search: {model.units: {integer: [4, 8]}}, trials: 2}", "{epochs: 1}"))
+    assert error.path == "tune.objective" and "train.validation_split > 0" in str(error)
+    error = refused(write_spec, with_tune("{search: {model.cell: {choice: [lstm, gru]}}, trials: 2}",
+                                          extra="matrix: {model.cell: [lstm, gru]}"))
+    assert error.path == "tune.search.model.cell" and "matrix axis model.cell" in str(error)
+
+
+def test_a_key_that_only_some_matrix_points_take_is_named_with_the_point(write_spec):
+    # A classifier has no `attention`: the error says which point cannot take the value.
+    error = refused(write_spec, with_tune("{search: {model.forget_bias: {uniform: [0.0, 5.0]}}, trials: 2}",
+                                          extra="matrix: {model.cell: [lstm, gru]}"))
+    assert error.path == "tune.search.model.forget_bias"
+    assert "cell='gru'" in str(error)
+
+
+def test_a_probe_and_a_counted_model_have_nothing_to_tune(write_spec):
+    error = refused(write_spec, """
+        version: 1
+        name: p
+        probe: {name: unroll}
+        tune: {search: {probe.steps: {integer: [2, 4]}}, trials: 2}
+    """)
+    assert error.path == "tune"
+    error = refused(write_spec, """
+        version: 1
+        name: n
+        task: {name: char_lm, n_train: 200, n_test: 50}
+        model: {kind: ngram, order: 2}
+        train: {validation_split: 0.1}
+        tune: {search: {model.order: {integer: [2, 3]}}, trials: 2}
+    """)
+    assert error.path == "tune" and "counting" in str(error)
+
+
+def test_the_objective_is_the_best_epoch_and_a_non_finite_epoch_counts_for_nothing():
+    history = [{"val_loss": 0.9}, {"val_loss": float("nan")}, {"val_loss": 0.4}, {"val_loss": 0.6}]
+    assert best_epoch_value(history, "val_loss", "minimize") == 0.4
+    assert best_epoch_value(history, "val_loss", "maximize") == 0.9
+    assert best_epoch_value([{"val_loss": float("inf")}], "val_loss", "minimize") is None
+
+
+def trials_of(folder):
+    return pd.read_csv(folder / "tuning" / "trials.csv")
+
+
+@pytest.mark.slow
+def test_each_point_gets_the_budget_then_its_best_setting_on_every_seed(write_spec, tmp_path, capsys):
+    spec = write_spec(TUNED)
+    code, out, err = run_cli(capsys, "run", spec, "--out", tmp_path / "r", "--jobs", "1")
+    assert code == 0, out + err
+    folder = tmp_path / "r" / "tuned"
+    trials = trials_of(folder)
+    assert trials.groupby("model.cell").size().to_dict() == {"gru": 3, "simple_rnn": 3}
+    assert set(trials.state) <= {"complete", "pruned"}
+    assert "[tune 6/6]" in out and "trial 3" in out
+    best = pd.read_csv(folder / "tuning" / "best.csv").set_index("model.cell")
+    runs = pd.read_csv(folder / "runs.csv")
+    assert len(runs) == 4 and set(runs.status) == {"ok"}
+    for _, run in runs.iterrows():  # each run trained its point's chosen values, on every seed
+        chosen = best.loc[run["model.cell"]]
+        assert run["tuned.train.optimizer.learning_rate"] == pytest.approx(chosen["best.train.optimizer.learning_rate"])
+        assert run["tuned.model.units"] == chosen["best.model.units"]
+        resolved = json.loads((folder / run.run_id / "metrics.json").read_text())
+        assert resolved["tuned"]["model.units"] == chosen["best.model.units"]
+        assert f"units: {int(chosen['best.model.units'])}" in (folder / run.run_id / "spec.yaml").read_text()
+    assert sorted(runs.seed) == [0, 0, 1, 1]
+    # The chosen trial is the best complete one of its point.
+    for cell, group in trials[trials.state == "complete"].groupby("model.cell"):
+        assert best.loc[cell, "best"] == pytest.approx(group.objective.min())
+    # Trials never read the test set: no evaluation, no outputs, no kept model; the record has the objective only.
+    for trial_folder in (folder / "tuning").glob("trial-*"):
+        record = json.loads((trial_folder / "metrics.json").read_text())
+        assert set(record["metrics"]) == {"val_loss", "epochs"}
+        assert not (trial_folder / "model.keras").exists() and not (trial_folder / "outputs.csv").exists()
+        assert record["trial"]["value"] == pytest.approx(
+            pd.read_csv(trial_folder / "history.csv").val_loss.min())
+
+    # Again: every trial and run is reused; a raised budget continues each study by one trial.
+    code, out, _ = run_cli(capsys, "run", spec, "--out", tmp_path / "r", "--jobs", "1")
+    assert code == 0 and "6 of 6 trials done before" in out and "started" not in out
+    code, out, _ = run_cli(capsys, "run", spec, "--out", tmp_path / "r", "--jobs", "1", "--set", "tune.trials=4")
+    assert code == 0, out
+    assert trials_of(folder).groupby("model.cell").size().to_dict() == {"gru": 4, "simple_rnn": 4}
+    assert out.count("started trial 4 of") == 2
+
+    # table --rebuild reads the chosen runs back (not the untuned ones the spec alone gives).
+    before = pd.read_csv(folder / "runs.csv")
+    code, out, err = run_cli(capsys, "table", folder, "--rebuild")
+    assert code == 0, out + err
+    pd.testing.assert_frame_equal(pd.read_csv(folder / "runs.csv"), before)
+
+
+@pytest.mark.slow
+def test_a_trial_left_running_by_a_killed_command_is_trained_again_and_not_counted(write_spec, tmp_path, capsys):
+    spec = write_spec(TUNED.replace("model.cell: [simple_rnn, gru]", "model.cell: [gru]").replace(
+        "trials: 3", "trials: 2"))
+    out_root = tmp_path / "r"
+    assert run_cli(capsys, "run", spec, "--out", out_root, "--jobs", "1").code == 0
+    folder = out_root / "tuned"
+    storage = f"sqlite:///{folder / 'tuning' / 'studies.db'}"
+    (name,) = optuna.get_all_study_names(storage)
+    study = optuna.load_study(study_name=name, storage=storage)
+    left = study.ask({"model.units": optuna.distributions.IntDistribution(2, 6),
+                      "train.optimizer.learning_rate": optuna.distributions.FloatDistribution(1e-3, 1e-1, log=True)})
+    assert left.number == 2  # as a command killed while training its third trial leaves it: running
+    code, out, err = run_cli(capsys, "run", spec, "--out", out_root, "--jobs", "1", "--set", "tune.trials=3")
+    assert code == 0, out + err
+    assert "trial 3 was interrupted; its values are trained again" in out
+    trials = optuna.load_study(study_name=name, storage=storage).get_trials()
+    assert trials[2].state == optuna.trial.TrialState.FAIL and trials[2].user_attrs[INTERRUPTED]
+    assert trials[3].state.is_finished() and trials[3].params == left.params  # the same values, trained
+    assert len(trials) == 4  # the interrupted one did not spend the budget of 3
+
+
+def test_the_pruner_stops_a_trial_worse_than_the_median_at_its_epoch(tmp_path):
+    """The worker's side of pruning: each epoch reported to the study through the database, True once the
+    median rule says stop."""
+    from seqkeras.tuning.pruning import TrialLink, TrialReporter
+    from seqkeras.tuning.settings import TuneSpec
+    from seqkeras.tuning.study import open_study
+
+    tune = TuneSpec.model_validate({"search": {"model.units": {"integer": [2, 8]}}, "trials": 4,
+                                    "startup_trials": 1, "warmup_epochs": 1})
+    url = f"sqlite:///{tmp_path / 'studies.db'}"
+    study = open_study(url, "point", tune, seed=0)
+    good = study.ask({"model.units": optuna.distributions.IntDistribution(2, 8)})
+    for epoch, value in enumerate([0.9, 0.5, 0.3], start=1):
+        good.report(value, epoch)
+    study.tell(good, 0.3)
+    trial = study.ask({"model.units": optuna.distributions.IntDistribution(2, 8)})
+    reporter = TrialReporter(TrialLink(url, "point", trial.number, "val_loss", "minimize", tune.model_dump()))
+    assert reporter(1, {"loss": 2.0, "val_loss": 2.0}) is False  # a warm-up epoch: never stopped
+    assert reporter(2, {"loss": 0.4, "val_loss": 0.4}) is False  # better than the median at epoch 2
+    assert reporter(3, {"loss": 1.0, "val_loss": 1.0}) is True and reporter.pruned_at == 3
+    assert study.trials[1].intermediate_values == {1: 2.0, 2: 0.4, 3: 1.0}
+    with pytest.raises(KeyError, match="val_accuracy.*not in the training history"):
+        TrialReporter(TrialLink(url, "point", trial.number, "val_accuracy", "maximize", tune.model_dump()))(
+            4, {"val_loss": 1.0})
+
+
+def test_the_trainer_stops_where_after_epoch_says_so():
+    import keras
+
+    from seqkeras.tasks.delayed_recall import Params, build
+    from seqkeras.training import trainer
+    from seqkeras.training.settings import TrainSpec
+
+    data = build(Params(lag=3, n_train=32, n_test=8), seed=0)
+    model = keras.Sequential([keras.layers.Embedding(len(data.vocabulary), 4), keras.layers.GRU(4),
+                              keras.layers.Dense(data.num_outputs, activation="softmax")])
+    seen = []
+    history, _ = trainer.fit(model, data, TrainSpec(epochs=5, batch_size=16, verbose=0, validation_split=0.25),
+                             after_epoch=lambda epoch, row: seen.append(epoch) or epoch == 2)
+    assert seen == [1, 2] and list(history.epoch) == [1, 2] and "val_loss" in history
+
+
+@pytest.mark.slow
+def test_trials_run_in_worker_processes_and_report_to_the_study(write_spec, tmp_path, capsys):
+    spec = write_spec(TUNED.replace("trials: 3", "trials: 2"))
+    code, out, err = run_cli(capsys, "run", spec, "--out", tmp_path / "r", "--jobs", "2")
+    assert code == 0, out + err
+    assert "2 worker processes" in out
+    trials = trials_of(tmp_path / "r" / "tuned")
+    assert len(trials) == 4 and trials.epochs.notna().all()  # each worker reported its epochs to the database
+
+
+def test_dry_run_says_what_tuning_will_do(write_spec, tmp_path, capsys):
+    code, out, _ = run_cli(capsys, "run", write_spec(TUNED), "--out", tmp_path, "--dry-run")
+    assert code == 0
+    assert "tune: 2 matrix point(s) × 3 trials on seed 0 (0 of 6 done" in out
+    assert not (tmp_path / "tuned").exists()
