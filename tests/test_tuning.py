@@ -253,3 +253,52 @@ def test_dry_run_says_what_tuning_will_do(write_spec, tmp_path, capsys):
     assert code == 0
     assert "tune: 2 matrix point(s) × 3 trials on seed 0 (0 of 6 done" in out
     assert not (tmp_path / "tuned").exists()
+
+
+@pytest.mark.slow
+def test_trials_go_to_mlflow_and_tensorboard_when_asked(write_spec, tmp_path, capsys):
+    pytest.importorskip("mlflow")
+    spec = write_spec(TUNED.replace("model.cell: [simple_rnn, gru]", "model.cell: [gru]").replace(
+        "trials: 3", "trials: 2").replace("verbose: 0,", "verbose: 0, tensorboard: true,"))
+    code, out, err = run_cli(capsys, "run", spec, "--out", tmp_path / "r", "--jobs", "1", "--track", "mlflow")
+    assert code == 0, out + err
+    assert "not logged" not in out + err
+    trial_folders = sorted((tmp_path / "r" / "tuned" / "tuning").glob("trial-*"))
+    assert len(trial_folders) == 2 and all(any((f / "tensorboard").rglob("events.*")) for f in trial_folders)
+    import mlflow
+
+    client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'r' / 'mlflow.db'}")
+    (experiment,) = [e for e in client.search_experiments() if e.name == "tuned"]
+    runs = client.search_runs([experiment.experiment_id])
+    trials = [run for run in runs if run.data.tags.get("seqkeras.tuning_trial") == "true"]
+    assert sorted(run.info.run_name for run in trials) == [f.name for f in trial_folders]
+    assert len(runs) == 4  # the two trials and the chosen setting on both seeds
+
+
+@pytest.mark.parametrize("make", ["link", "garbage"])
+def test_a_studies_file_that_is_a_link_or_not_a_database_is_one_line(write_spec, tmp_path, capsys, make):
+    studies = tmp_path / "r" / "tuned" / "tuning" / "studies.db"
+    studies.parent.mkdir(parents=True)
+    outside = tmp_path / "outside.db"
+    if make == "link":
+        outside.write_bytes(b"")
+        studies.symlink_to(outside)
+    else:
+        studies.write_bytes(b"not a database\n" * 100)
+    code, out, err = run_cli(capsys, "run", write_spec(TUNED), "--out", tmp_path / "r", "--jobs", "1")
+    assert code == 2 and "Traceback" not in err
+    assert "studies.db" in err and len(err.strip().splitlines()) == 1, err
+    if make == "link":
+        assert outside.read_bytes() == b""  # nothing written through the link
+    assert not list((tmp_path / "r" / "tuned" / "tuning").glob("trial-*"))  # nothing trained
+
+
+def test_a_trial_record_is_read_as_carefully_as_a_spec():
+    from seqkeras.execution.tuning import trial_outcome
+
+    assert trial_outcome({"trial": {"number": 2, "value": 0.5, "pruned_at": None}}, 2) == {
+        "value": 0.5, "pruned_at": None}
+    for damaged in [{"trial": 5}, {"trial": {"number": 1, "value": 0.5}}, {"trial": {"number": 2, "value": "0.5"}},
+                    {"trial": {"number": 2, "value": float("nan")}}, {"trial": {"number": 2, "pruned_at": True}},
+                    {}]:
+        assert trial_outcome(damaged, 2) is None, damaged

@@ -7,9 +7,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 
-def track(tracker, record: dict[str, Any], run_folder: Path, echo: Callable[[str], None]) -> None:
-    """Log one record; a tracking error is said, and the run stays recorded as it is."""
-    problem = tracker.log(record, run_folder)
+def track(tracker, record: dict[str, Any], run_folder: Path, echo: Callable[[str], None],
+          experiment_folder: Path | None = None) -> None:
+    """Log one record; a tracking error is said, and the run stays recorded as it is. experiment_folder: where the
+    run folder is not directly in it (a tuning trial's)."""
+    problem = tracker.log(record, run_folder, experiment_folder)
     if problem:
         echo(f"{record['run_id']}: not logged to the tracker ({problem}); its folder and runs.csv have it")
 

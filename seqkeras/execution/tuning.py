@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import statistics
 import time
 from collections.abc import Callable
@@ -30,6 +31,7 @@ from typing import Any
 
 import pandas as pd
 
+from seqkeras.errors import SpecError
 from seqkeras.execution.executors import Job, file_lock, try_file_lock
 from seqkeras.execution.progress import duration, track
 from seqkeras.results.folder import write_csv
@@ -37,7 +39,7 @@ from seqkeras.results.record import OK, read_record
 from seqkeras.spec.loader import configured_run
 from seqkeras.spec.runs import Experiment, RunSpec, point_label
 from seqkeras.tuning.pruning import TrialLink
-from seqkeras.tuning.settings import TuneSpec
+from seqkeras.tuning.settings import STUDIES_FILE, STUDIES_FOLDER, TuneSpec
 
 TRIALS_CSV = "trials.csv"
 BEST_CSV = "best.csv"
@@ -93,10 +95,11 @@ def tune(experiment: Experiment, folder: Path, executor, *, echo: Callable[[str]
     spec_tune: TuneSpec = experiment.spec.tune
     seed = tuning_seed(experiment)
     url = storage_url(spec_tune, folder)
-    (folder / "tuning").mkdir(parents=True, exist_ok=True)
+    (folder / STUDIES_FOLDER).mkdir(parents=True, exist_ok=True)
     points = points_of(experiment, experiment.runs)
+    check_studies_file(spec_tune, folder)
     for point in points:
-        point.study = open_study(url, point.study_name, spec_tune, seed)
+        point.study = study_or_error(lambda point=point: open_study(url, point.study_name, spec_tune, seed), url)
     trials = Trials(experiment, folder, points, url, seed, echo, tracker)
     trials.recover()
     trials.run(executor)
@@ -106,6 +109,44 @@ def tune(experiment: Experiment, folder: Path, executor, *, echo: Callable[[str]
     unselected = [run for point in points_of(experiment, experiment.unselected)
                   for run in best_runs(experiment, reopened(point, url, spec_tune, seed))]
     return dataclasses.replace(experiment, runs=runs, unselected=unselected)
+
+
+def check_studies_file(tune_spec: TuneSpec, folder: Path) -> None:
+    """The default database is a file of the results folder, which may come from someone else: a regular file or
+    none, never a link (Optuna would write wherever it points)."""
+    if tune_spec.storage:
+        return
+    path = folder / STUDIES_FOLDER / STUDIES_FILE
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        raise SpecError(f"{path} is a symbolic link or not a regular file; the studies are written only into a "
+                        "regular file inside the results folder")
+
+
+def study_or_error(open_it: Callable[[], Any], url: str):
+    """A study of the database, or one line naming the database when it cannot be read as Optuna's."""
+    try:
+        return open_it()
+    except Exception as error:  # SQLAlchemy, sqlite3 and Optuna each raise their own types for a bad database
+        raise SpecError(f"cannot use the tuning database {url}: {type(error).__name__}: "
+                        f"{str(error).splitlines()[0][:300] if str(error) else ''} (a results folder's "
+                        f"{STUDIES_FOLDER}/{STUDIES_FILE} is Optuna's SQLite file; move a damaged one away to tune "
+                        "again)") from None
+
+
+def trial_outcome(record: dict[str, Any], number: int) -> dict[str, Any] | None:
+    """A trial record's `trial` entry, when it is one of this trial: its number, and a finite number or none as
+    its value (a record from someone else's folder is read as carefully as a spec)."""
+    outcome = record.get("trial")
+    if not isinstance(outcome, dict) or outcome.get("number") != number:
+        return None
+    value = outcome.get("value")
+    if value is not None and (not isinstance(value, (int, float)) or isinstance(value, bool)
+                              or not math.isfinite(value)):
+        return None
+    pruned_at = outcome.get("pruned_at")
+    if pruned_at is not None and (not isinstance(pruned_at, int) or isinstance(pruned_at, bool)):
+        return None
+    return {"value": value, "pruned_at": pruned_at}
 
 
 def tuned_experiment(experiment: Experiment, folder: Path) -> Experiment:
@@ -148,10 +189,10 @@ def reopened(point: Point, url: str, tune_spec: TuneSpec, seed: int) -> Point:
 
     if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).is_file():
         return point
-    try:
-        point.study = optuna.load_study(study_name=point.study_name, storage=storage(url))
-    except KeyError:  # no such study yet
-        pass
+    check_studies_file(tune_spec, Path(url.removeprefix("sqlite:///")).parent.parent)
+    names = study_or_error(lambda: optuna.get_all_study_names(storage(url)), url)
+    if point.study_name in names:
+        point.study = study_or_error(lambda: optuna.load_study(study_name=point.study_name, storage=storage(url)), url)
     return point
 
 
@@ -190,7 +231,7 @@ class Trials:
         self.started = time.monotonic()
 
     def trial_folder(self, point: Point, number: int) -> Path:
-        return self.folder / "tuning" / f"trial-{number + 1:03d}_{point.study_name}"
+        return self.folder / STUDIES_FOLDER / f"trial-{number + 1:03d}_{point.study_name}"
 
     def recover(self) -> None:
         """Trials left running by a killed command (their folder's lock is free): told from their record when they
@@ -204,7 +245,7 @@ class Trials:
                     if not free:
                         continue  # another process trains it now
                     record = read_record(folder / "metrics.json").record
-                    if record is not None and record.get("trial", {}).get("number") == trial.number:
+                    if record is not None and trial_outcome(record, trial.number) is not None:
                         self.tell(point, trial.number, record)
                     else:
                         mark_interrupted(point.study, trial)
@@ -231,7 +272,7 @@ class Trials:
                 self.tell(point, job.run.trial.number, record)
                 self.say(point, job, record)
                 if self.tracker is not None:
-                    track(self.tracker, record, job.folder, self.echo)
+                    track(self.tracker, record, job.folder, self.echo, experiment_folder=self.folder)
 
     def ask(self, width: int) -> list[Job]:
         """Up to `width` new trials, one point after another, from the points with budget left."""
@@ -268,7 +309,7 @@ class Trials:
     def tell(self, point: Point, number: int, record: dict[str, Any]) -> None:
         from optuna.trial import TrialState
 
-        outcome = record.get("trial") or {}
+        outcome = trial_outcome(record, number) or {}
         study = point.study
         trial_id = study._storage.get_trial_id_from_study_id_trial_number(study._study_id, number)
         study._storage.set_trial_user_attr(trial_id, "run_id", record.get("run_id"))
@@ -278,7 +319,7 @@ class Trials:
             study.tell(number, state=TrialState.FAIL)
         elif outcome.get("pruned_at") is not None:
             study.tell(number, state=TrialState.PRUNED)
-        elif outcome.get("value") is None:
+        elif outcome.get("value") is None:  # no finite value in any epoch, or not a record of this trial
             study._storage.set_trial_user_attr(trial_id, "error", "no finite objective in any epoch")
             study.tell(number, state=TrialState.FAIL)
         else:
@@ -288,7 +329,7 @@ class Trials:
         from seqkeras.tuning.study import best_trial, finished
 
         done = sum(min(finished(p.study), self.tune.trials) for p in self.points)
-        outcome = record.get("trial") or {}
+        outcome = trial_outcome(record, job.run.trial.number) or {}
         if record.get("status") != OK:
             status = f"FAILED: {record.get('error')}"
         elif outcome.get("pruned_at") is not None:
@@ -322,9 +363,9 @@ class Trials:
         for point in self.points:
             trials += trial_rows(point, self.experiment)
             best.append(best_row(point, self.experiment, self.tune))
-        with file_lock(self.folder / "tuning" / ".write.lock"):
-            write_csv(self.folder / "tuning" / TRIALS_CSV, pd.DataFrame(trials))
-            write_csv(self.folder / "tuning" / BEST_CSV, pd.DataFrame(best))
+        with file_lock(self.folder / STUDIES_FOLDER / ".write.lock"):
+            write_csv(self.folder / STUDIES_FOLDER / TRIALS_CSV, pd.DataFrame(trials))
+            write_csv(self.folder / STUDIES_FOLDER / BEST_CSV, pd.DataFrame(best))
 
 
 def point_columns(point: Point, experiment: Experiment) -> dict[str, Any]:

@@ -62,16 +62,20 @@ class MlflowTracker:
     def describe(self) -> str:
         return f"tracking: each run is logged to MLflow at {self.uri}"
 
-    def log(self, record: dict[str, Any], run_folder: Path) -> str | None:
-        """Log one record (and its folder's files); None when logged or already there, else the error."""
+    def log(self, record: dict[str, Any], run_folder: Path, experiment_folder: Path | None = None) -> str | None:
+        """Log one record (and its folder's files); None when logged or already there, else the error.
+
+        experiment_folder: the experiment's results folder, when it is not the run folder's parent (a tuning
+        trial's folder is in its tuning/): it names the MLflow experiment."""
         run_folder = Path(os.path.abspath(run_folder))
-        problem = record_name_problem(record, run_folder)
+        experiment_name = (experiment_folder or run_folder.parent).name
+        problem = record_name_problem(record, run_folder, experiment_name)
         if problem:
             return problem
         for attempt in range(BUSY_TRIES):
             try:
                 with store_lock(self._lock):
-                    self._log(record, run_folder)
+                    self._log(record, run_folder, experiment_name)
                 return None
             except Exception as error:  # a tracking failure must not cost the run: it is said, not raised
                 if _is_busy(error) and attempt + 1 < BUSY_TRIES:
@@ -95,11 +99,11 @@ class MlflowTracker:
             self._experiments[name] = found.experiment_id
         return self._experiments[name]
 
-    def _log(self, record: dict[str, Any], run_folder: Path) -> None:
+    def _log(self, record: dict[str, Any], run_folder: Path, experiment_name: str) -> None:
         from mlflow.entities import Metric, Param, RunTag
 
         client = self._client
-        experiment_name, run_name = run_folder.parent.name, run_folder.name  # checked: the record agrees
+        run_name = run_folder.name  # checked, as the experiment's name: the record agrees
         experiment = self._experiment_id(experiment_name)
         key = f"{run_name}@{str(record.get('started', ''))[:200]}"  # this record, not another run of the same spec
         if logged_before(client, experiment, key):
@@ -107,7 +111,8 @@ class MlflowTracker:
         label = f"{experiment_name}/{run_name}"
         tags = {"seqkeras.experiment": experiment_name, "seqkeras.run_id": run_name,
                 "seqkeras.status": str(record["status"]), "seqkeras.seed": str(record["seed"]),
-                "seqkeras.backend": str(record.get("backend", ""))[:1000], "mlflow.runName": run_name}
+                "seqkeras.backend": str(record.get("backend", ""))[:1000], "mlflow.runName": run_name,
+                **({"seqkeras.tuning_trial": "true"} if record.get("trial") else {})}
         run = client.create_run(experiment, run_name=run_name, tags=tags)
         run_id = run.info.run_id
         try:
@@ -152,10 +157,10 @@ class MlflowTracker:
                       "run folder are")
 
 
-def record_name_problem(record: dict[str, Any], run_folder: Path) -> str:
+def record_name_problem(record: dict[str, Any], run_folder: Path, experiment: str) -> str:
     """Why `record` is not logged under its folder's names ('' when it is): the folders name the MLflow
     experiment and run and the artifacts' place; the record's own text must agree with them."""
-    experiment, run_name = run_folder.parent.name, run_folder.name
+    run_name = run_folder.name
     problem = single_name_problem(experiment)
     if problem:
         return f"the experiment folder's name is not a plain name ({problem})"

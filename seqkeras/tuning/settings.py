@@ -17,6 +17,9 @@ from seqkeras.registry import Params
 # The objective is read from the training history: what each epoch measured on the validation data.
 VALIDATION_PREFIX = "val_"
 KINDS = ("log_uniform", "uniform", "integer", "choice")
+# Where the studies are by default: an SQLite file in the experiment's results folder.
+STUDIES_FOLDER = "tuning"
+STUDIES_FILE = "studies.db"
 
 
 class SearchRange(Params):

@@ -22,10 +22,8 @@ import optuna
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 from optuna.trial import TrialState
 
-from seqkeras.tuning.settings import SearchRange, TuneSpec
+from seqkeras.tuning.settings import STUDIES_FILE, STUDIES_FOLDER, SearchRange, TuneSpec
 
-STUDIES_FOLDER = "tuning"
-STUDIES_FILE = "studies.db"
 # A trial that a killed command left running is marked failed with this user attribute, and its values are
 # drawn again: it does not count against the budget.
 INTERRUPTED = "interrupted"
