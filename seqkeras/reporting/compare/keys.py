@@ -15,6 +15,7 @@ import pandas as pd
 
 from seqkeras.errors import SpecError
 from seqkeras.reporting.tables import NON_METRIC_COLUMNS
+from seqkeras.results.folder import TUNED_PREFIX
 
 MISSING = "-"
 
@@ -53,10 +54,12 @@ def seeds_of(frame: pd.DataFrame) -> list[str]:
 
 
 def default_keys(a: pd.DataFrame, b: pd.DataFrame) -> list[str]:
-    """Matrix keys (dotted names), decoder columns and the seed, in the order they appear in A, then B."""
+    """Matrix keys (dotted names), decoder columns and the seed, in the order they appear in A, then B. The values
+    tuning chose (`tuned.*`) describe a run of a matrix point and do not tell points apart: tuned and untuned runs
+    of a point join."""
     keys: list[str] = []
     for frame in (a, b):
-        keys += [c for c in frame.columns if is_key_column(c) and c not in keys]
+        keys += [c for c in frame.columns if is_key_column(c) and not c.startswith(TUNED_PREFIX) and c not in keys]
     return keys + ["seed"]
 
 
