@@ -1,4 +1,4 @@
-"""What tuning found: tuning.md, a chart per tuned key, the report's Tuning section.
+"""What tuning found (tuning.md, a chart per tuned key, the report's Tuning section) and `table --untuned`.
 
 Every results folder here is written by hand: runs.csv, experiment.yaml and the
 tuning/trials.csv and best.csv that execution.tuning writes; nothing trains.
@@ -15,7 +15,9 @@ import yaml
 
 from seqkeras.reporting import tuning
 from seqkeras.reporting.html import write_reports
+from seqkeras.reporting.tuned_vs_untuned import tuning_in_columns
 from seqkeras.spec.sections import ExperimentSpec
+from tests.helpers import run_cli
 from tests.test_plots_report import assert_drawn_png
 
 SEARCH = {"train.optimizer.learning_rate": {"log_uniform": [0.001, 0.1]}, "model.units": {"integer": [4, 32]},
@@ -234,3 +236,94 @@ def test_the_report_of_damaged_tuning_files_warns_and_renders(tmp_path, capsys):
     assert "trials.csv is not a seqkeras trials.csv" in err and f"no {tuned / 'tuning' / 'best.csv'}" in err
     page = (tmp_path / "site" / "tuned" / "report.html").read_text(encoding="utf-8")
     assert "no tuning results could be read" in page and "<table>" in page  # the other tables still render
+
+
+# --------------------------------------------------------------------------- #
+# table --untuned
+# --------------------------------------------------------------------------- #
+
+
+@pytest.fixture
+def two_sides(tmp_path):
+    """The tuned results (simple_rnn, lstm) and the untuned ones (simple_rnn, lstm, gru), 0.1 less accurate."""
+    tuned = results(tmp_path, "cells-tuned", tuned=True)
+    untuned = results(tmp_path, "cells", tuned=False, cells=[*CELLS, "gru"], accuracy=0.8)
+    return tuned, untuned
+
+
+def test_table_untuned_sets_a_tuned_and_an_untuned_column_per_cell(capsys, two_sides):
+    tuned, untuned = two_sides
+    code, out, err = run_cli(capsys, "table", tuned, "--untuned", untuned)
+    assert code == 0, err
+    assert out.startswith(f"tuning: tuned = {tuned} (each matrix point's best setting")
+    assert "## accuracy by model.cell × tuning" in out
+    assert "| model.cell   | tuned       | untuned     |" in out
+    assert "| lstm         | 0.81 ± 0.01 | 0.71 ± 0.01 |" in out
+    assert "gru" not in out.split("note:")[0]  # the untuned point the tuned results lack is left out …
+    assert f"note: 3 run(s) of {untuned} left out: the tuned results have no matrix point model.cell=gru" in out
+
+
+def test_table_untuned_with_a_pivot_and_a_baseline_tests_tuned_against_untuned(capsys, two_sides):
+    tuned, untuned = two_sides
+    code, out, err = run_cli(capsys, "table", tuned, "--untuned", untuned, "--rows", "model.cell",
+                             "--value", "accuracy", "--baseline", "tuning=untuned", "--format", "csv")
+    assert code == 0, err
+    frame = pd.read_csv(pd.io.common.StringIO(out))
+    assert list(frame.columns[:4]) == ["model.cell", "tuned mean", "tuned std", "tuned n"]
+    lstm = frame.set_index("model.cell").loc["lstm"]
+    assert lstm["tuned mean"] == pytest.approx(0.81) and lstm["untuned mean"] == pytest.approx(0.71)
+    assert lstm["tuned verdict"] == "differs" and lstm["untuned verdict"] == "baseline"
+    assert "note: 3 run(s)" in err  # stdout is the CSV: the note goes to stderr
+
+
+def test_the_table_of_every_run_gets_two_columns_per_metric_in_the_rows_order():
+    frame = pd.DataFrame({"model.cell": ["b", "a", "b", "a"], "tuning": ["tuned", "tuned", "untuned", "untuned"],
+                          "accuracy": ["1", "2", "3", "4"], "params": ["5", "6", "7", "8"]})
+    wide = tuning_in_columns(frame, ["model.cell"])
+    assert wide.columns.tolist() == ["model.cell", "accuracy / tuned", "accuracy / untuned", "params / tuned",
+                                     "params / untuned"]
+    assert wide.values.tolist() == [["b", "1", "3", "5", "7"], ["a", "2", "4", "6", "8"]]
+
+
+def test_table_untuned_without_a_declared_table_shows_every_metric_beside(capsys, two_sides):
+    tuned, untuned = two_sides
+    for folder in two_sides:
+        spec = yaml.safe_load((folder / "experiment.yaml").read_text(encoding="utf-8"))
+        del spec["table"]
+        (folder / "experiment.yaml").write_text(yaml.safe_dump(spec), encoding="utf-8")
+    code, out, err = run_cli(capsys, "table", tuned, "--untuned", untuned)
+    assert code == 0, err
+    assert "| model.cell   | accuracy / tuned   | accuracy / untuned   |" in out
+    assert "| lstm         | 0.81 ± 0.01        | 0.71 ± 0.01          |" in out
+    assert "tuned.model.units" not in out  # what tuning chose is tuning.md's, not a column here
+
+
+def rename_matrix(folder: Path) -> None:
+    runs = pd.read_csv(folder / "runs.csv").rename(columns={"model.cell": "task.lag"})
+    runs.to_csv(folder / "runs.csv", index=False)
+    (folder / "experiment.yaml").unlink()
+
+
+@pytest.mark.parametrize("make_untuned, message", [
+    (lambda tmp, tuned: tmp / "nope", "--untuned {untuned}: no such results folder or runs.csv"),
+    (lambda tmp, tuned: (tmp / "empty").mkdir() or tmp / "empty", "--untuned: no runs.csv in {untuned}"),
+    (lambda tmp, tuned: tuned, "--untuned {untuned} names the tuned results themselves"),
+    (lambda tmp, tuned: results(tmp, "tuned-too", tuned=True), "--untuned {untuned}: its runs are tuned too"),
+    (lambda tmp, tuned: rename_matrix(results(tmp, "other", tuned=False)) or tmp / "other",
+     "--untuned {untuned}: its matrix columns (task.lag) are not the tuned results' (model.cell)"),
+    (lambda tmp, tuned: results(tmp, "disjoint", tuned=False, cells=["gru"]),
+     "--untuned {untuned}: none of its runs is at a matrix point of {tuned} (its points: model.cell=gru)"),
+], ids=["missing", "no-runs-csv", "itself", "tuned-too", "other-matrix", "no-shared-point"])
+def test_table_untuned_refuses_bad_input_in_one_line(capsys, tmp_path, make_untuned, message):
+    tuned = results(tmp_path, "cells-tuned", tuned=True)
+    untuned = make_untuned(tmp_path, tuned)
+    code, out, err = run_cli(capsys, "table", tuned, "--untuned", untuned)
+    assert code == 2 and out == ""
+    assert err.startswith("error: " + message.format(untuned=untuned, tuned=tuned)) and err.count("\n") == 1, err
+
+
+def test_table_untuned_of_results_that_are_not_tuned_is_refused(capsys, tmp_path):
+    plain = results(tmp_path, "plain", tuned=False)
+    other = results(tmp_path, "other", tuned=False)
+    code, _, err = run_cli(capsys, "table", plain, "--untuned", other)
+    assert code == 2 and err.startswith(f"error: {plain} holds no tuned runs")
