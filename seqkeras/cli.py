@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
 # become Path(""), the current folder (`--out ''` wrote results into it): each is refused instead.
 PATH_ARGUMENTS = {"paths": "PATH", "out": "--out", "reference": "--reference", "results_dir": "RESULTS_DIR",
                   "results_dirs": "RESULTS_DIR", "a": "A", "b": "B", "run_folder": "RUN", "file": "--file",
-                  "attention": "--attention"}
+                  "attention": "--attention", "untuned": "--untuned"}
 
 
 def check_path_arguments(args: argparse.Namespace) -> None:
@@ -147,6 +147,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="mark each cell that differs beyond chance from the cell with KEY=VALUE and the same "
                             "other keys (e.g. model.cell=lstm): * p < 0.05 (paired t-test over shared seeds, else "
                             "Welch's), ? too few seeds; csv: p_value, test and verdict columns")
+    table.add_argument("--untuned", metavar="UNTUNED_DIR",
+                       help="RESULTS_DIR is a tuned experiment's: set the same experiment's untuned results (a "
+                            "results folder or its runs.csv) beside it, a tuned and an untuned column per cell "
+                            "(rows matched on the matrix values); --baseline tuning=untuned tests the difference")
     table.add_argument("--rebuild", action="store_true",
                        help="rebuild runs.csv from every run folder's metrics.json, then table.md and the plots")
     table.set_defaults(handler=command_table)
@@ -269,6 +273,8 @@ def command_run(args) -> int:
 def command_table(args) -> int:
     from seqkeras.reporting.baseline import legend, parse_baseline
     from seqkeras.reporting.tables import declared_tables, pivot, summary_tables, to_markdown
+    from seqkeras.reporting.tuned_vs_untuned import beside_untuned, pivot_beside, summary_tables_beside
+    from seqkeras.reporting.tuned_vs_untuned import legend as untuned_legend
     from seqkeras.results.folder import is_matrix_column, print_warning, read_runs, read_saved_spec
 
     baseline = parse_baseline(args.baseline) if args.baseline is not None else None  # before reading anything
@@ -276,18 +282,27 @@ def command_table(args) -> int:
     if args.rebuild:
         sweep.rebuild(results_dir)
     runs = read_runs(results_dir)
+    beside = beside_untuned(runs, results_dir, Path(args.untuned)) if args.untuned is not None else None
+    statistics = args.format == "csv"
     if args.rows or args.columns or args.value:
         if not (args.rows and args.value):
             raise SpecError("give --rows and --value (and optionally --columns), or none of them")
         table = TableSpec(rows=args.rows, columns=args.columns, value=args.value, pool=args.pool)
-        frames = [("", pivot(runs, table, statistics=args.format == "csv", baseline=baseline))]
+        frames = [("", pivot_beside(beside, table, statistics, baseline) if beside is not None
+                   else pivot(runs, table, statistics=statistics, baseline=baseline))]
     else:
         folder = results_dir if results_dir.is_dir() else results_dir.parent
         saved = read_saved_spec(folder, warn=print_warning)
         tables = declared_tables(saved, folder / "experiment.yaml")
-        matrix_columns = [c for c in runs.columns if is_matrix_column(c)]
-        frames = summary_tables(runs, tables, matrix_columns, pool=args.pool, statistics=args.format == "csv",
-                                baseline=baseline, own_decoders=saved_decoder_labels(saved))
+        if beside is not None:
+            frames = summary_tables_beside(beside, tables, pool=args.pool, statistics=statistics, baseline=baseline,
+                                           own_decoders=saved_decoder_labels(saved))
+        else:
+            matrix_columns = [c for c in runs.columns if is_matrix_column(c)]
+            frames = summary_tables(runs, tables, matrix_columns, pool=args.pool, statistics=statistics,
+                                    baseline=baseline, own_decoders=saved_decoder_labels(saved))
+    if beside is not None and args.format == "md":
+        print(f"{untuned_legend(results_dir, Path(args.untuned))}\n")
     for title, frame in frames:
         if title and args.format == "md":
             print(f"## {title}\n")
@@ -295,6 +310,8 @@ def command_table(args) -> int:
         if baseline is not None and args.format == "md" and not frame.empty:
             print(f"\n{legend(baseline)}")
         print()
+    for note in beside.notes if beside is not None else []:  # stdout is the CSV itself: notes go to stderr
+        print(f"note: {note}", file=sys.stdout if args.format == "md" else sys.stderr)
     return EXIT_OK
 
 

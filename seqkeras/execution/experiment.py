@@ -26,6 +26,7 @@ from seqkeras.reporting.expectations import Verdict, check
 from seqkeras.reporting.plots import import_matplotlib, write_plots
 from seqkeras.reporting.spec_rows import own_rows
 from seqkeras.reporting.tables import render_page, summary_tables
+from seqkeras.reporting.tuning import write_tuning_report
 from seqkeras.results.folder import DISK_FULL, FAILED, OK, run_counts, runs_frame, write_atomic, write_csv, write_yaml
 from seqkeras.spec.runs import Experiment, own_decoder_labels
 
@@ -151,6 +152,7 @@ def summarize(folder: Path, experiment: Experiment, runs: pd.DataFrame, *,
     write_atomic(folder / "table.md", page)
     write_plots(folder, experiment, runs, echo=echo)  # never raises: a failed plot is a warning
     write_experiment_card(folder, experiment.spec.name, task_runs(experiment), echo=echo)  # a bad card: a warning
+    write_tuning_report(folder, experiment.spec, echo)  # a tuned experiment's tuning.md; never raises
     return Outcome(runs, verdicts)
 
 

@@ -8,7 +8,10 @@ with `significance`'s paired and Welch t-tests, which `compare` uses too;
 natural plots (`figures`: the shared figure helpers; `curves`: each run's curve
 files and `CURVE_PLOTS`, the one table of curve kinds; `curve_drawings`: each
 kind's drawing); `html` writes the static report (`metric_chart`: its chart
-of the main metric per configuration); `compare/` sets two results side by side
+of the main metric per configuration); `tuning` writes what tuning found
+(tuning.md, a chart per tuned key, the report's Tuning section);
+`tuned_vs_untuned` sets a tuned experiment's runs beside its untuned one's
+(`table --untuned`); `compare/` sets two results side by side
 (loading, spec diff, joining rows, statistics, rendering); `reproduction` holds
 a rerun to its reference. Never training or execution.
 

@@ -30,7 +30,7 @@ from urllib.parse import quote
 import pandas as pd
 
 from seqkeras.errors import SpecError
-from seqkeras.reporting import data_card
+from seqkeras.reporting import data_card, tuning
 from seqkeras.reporting.expectations import check
 from seqkeras.reporting.metric_chart import write_metric_chart
 from seqkeras.reporting.plots import plot_folder, read_manifest
@@ -95,6 +95,8 @@ class ExperimentPage:
     declared_tables: list[Any] = field(default_factory=list)  # the spec's tables: the first names the chart's metric
     chart: dict[str, str] | None = None  # the main metric per configuration ({file, title}), beside the page
     data_cards: list[dict[str, Any]] = field(default_factory=list)  # data_card.json's cards (reporting.data_card)
+    tune: Any = None  # the spec's `tune` section (a TuneSpec), when it has one and can be read
+    tuning: tuning.Section | None = None  # what tuning found, its charts beside the page (reporting.tuning)
 
     @property
     def total_runs(self) -> int:
@@ -143,6 +145,7 @@ def write_reports(paths: list[Path], out: Path | None = None) -> tuple[Path, lis
         if page.plots_folder != page_dir and not _same_folder(page_dir, page.plots_folder):
             page.plots = _copy_plots(page.plots_folder, page_dir, page.plots)
         page.chart = _metric_chart(page, page_dir)
+        page.tuning = _tuning(page, page_dir)
         target = page_dir / REPORT
         _write_page(target, render_experiment(page, index_href=_href(index, page_dir), page_dir=page_dir))
         pages.append((page, target))
@@ -164,6 +167,19 @@ def _metric_chart(page: ExperimentPage, page_dir: Path) -> dict[str, str] | None
     except Exception as error:  # a view of the results, as the plots are: the page goes on without it
         print_warning(f"{page.folder}: the chart of the main metric per configuration is not drawn: "
                       f"{type(error).__name__}: {error}")
+        return None
+
+
+def _tuning(page: ExperimentPage, page_dir: Path) -> tuning.Section | None:
+    """What tuning found, its charts drawn beside the page (never into results read with --out); None for an
+    experiment that was not tuned. A file or a chart that cannot be read or drawn is a warning."""
+    if page.tune is None and not tuning.has_tuning(page.folder):
+        return None
+    taken = {plot["file"] for plot in page.plots} | ({page.chart["file"]} if page.chart else set())
+    try:
+        return tuning.tuning_section(page.folder, page.tune, page_dir, print_warning, expected=True, taken=taken)
+    except Exception as error:  # a view of the results, as the plots are: the page goes on without it
+        print_warning(f"{page.folder}: the tuning section is left out: {type(error).__name__}: {error}")
         return None
 
 
@@ -254,7 +270,8 @@ def read_experiment(folder: Path, plots_into: Path | None = None) -> ExperimentP
     plots = [p for p in plots if _plot_shown(plots_folder, p["file"])]
     return ExperimentPage(folder, name, spec.description if spec else "", runs, tables, verdicts, plots,
                           spec_text, problems, matrix_columns, plots_folder, spec.tables() if spec else [],
-                          data_cards=data_card.read_experiment_card(folder, print_warning))
+                          data_cards=data_card.read_experiment_card(folder, print_warning),
+                          tune=spec.tune if spec else None)
 
 
 def _plot_shown(folder: Path, name: str) -> bool:
@@ -335,6 +352,8 @@ def render_experiment(page: ExperimentPage, *, index_href: str, page_dir: Path |
         body += ['<h2 id="per-configuration">Test metric per configuration</h2>',
                  f'<figure><img src="{e(page.chart["file"])}" alt="{e(page.chart["title"])}">'
                  f'<figcaption>{e(page.chart["title"])}</figcaption></figure>']
+    if page.tuning is not None:
+        body += ['<h2 id="tuning">Tuning (tuning.md)</h2>', *tuning_html(page.tuning)]
     if page.verdicts:
         body.append(f"<h2>Expectations ({page.held} of {len(page.verdicts)} reproduced)</h2>")
         body.append(verdicts_html(page.verdicts))
@@ -421,6 +440,18 @@ def runs_html(page: ExperimentPage, page_dir: Path) -> str:
     if len(rows) > 24:  # a sweep's rows: folded, so that the tables and plots stay on top
         return f"<details><summary>every run, with links to its files</summary>{table}</details>"
     return table
+
+
+def tuning_html(section: tuning.Section) -> list[str]:
+    """The Tuning section: what the table shows, the best setting per matrix point, a chart per tuned key."""
+    e = html.escape
+    parts = [f"<p>{e(tuning.introduction(section.found))}</p>"]
+    parts += [f"<p><em>{e(note)}</em></p>" for note in section.found.notes]
+    parts.append(frame_html(section.table) if not section.table.empty else
+                 "<p><em>no tuning results could be read</em></p>")
+    parts += [f'<figure><img src="{e(chart["file"])}" alt="{e(chart["title"])}">'
+              f'<figcaption>{e(chart["title"])}</figcaption></figure>' for chart in section.charts]
+    return parts
 
 
 def samples_html(page: ExperimentPage, page_dir: Path) -> list[str]:

@@ -193,8 +193,9 @@ def is_evaluation_key(column: str) -> bool:
 
 
 def is_matrix_column(column: str) -> bool:
-    """Matrix keys are dotted (model.cell); decoder.* are evaluation keys, not matrix keys."""
-    return "." in column and not is_evaluation_key(column)
+    """Matrix keys are dotted (model.cell); decoder.* are evaluation keys, not matrix keys; tuned.* name the values
+    tuning chose for a run's matrix point, which the point's matrix keys already tell apart."""
+    return "." in column and not is_evaluation_key(column) and not column.startswith(TUNED_PREFIX)
 
 
 def identity_columns(runs: pd.DataFrame) -> list[str]:
