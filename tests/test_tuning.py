@@ -302,3 +302,12 @@ def test_a_trial_record_is_read_as_carefully_as_a_spec():
                     {"trial": {"number": 2, "value": float("nan")}}, {"trial": {"number": 2, "pruned_at": True}},
                     {}]:
         assert trial_outcome(damaged, 2) is None, damaged
+
+
+def test_the_chosen_values_do_not_tell_runs_apart():
+    """tuned.* columns describe a matrix point's runs; a table that pools a matrix key pools them with it."""
+    from seqkeras.results.folder import identity_columns
+
+    runs = pd.DataFrame({"model.cell": ["lstm", "lstm"], "task.lag": [5, 25], "tuned.model.units": [6, 11],
+                         "decoder": ["greedy", "greedy"], "seed": [0, 0], "accuracy": [0.9, 0.8]})
+    assert identity_columns(runs) == ["model.cell", "task.lag", "decoder"]
