@@ -220,6 +220,9 @@ def test_a_wordpiece_language_model_trains_and_writes_its_samples_in_words(tmp_p
 def test_unset_keys_keep_the_resolved_spec_and_run_ids(pair_files, text_file):
     assert "vocabulary_size" not in sentence_pairs.Params(path=pair_files["path"]).hashed()
     assert "vocabulary_size" not in lm_params(text_file, level="word", vocabulary_size=None).hashed()
+    # A wordpiece run's resolved spec (every key, the counted vocabulary's at their defaults) is read back as is.
+    for params in (lm_params(text_file), sentence_pairs.Params(path=pair_files["path"], level="wordpiece")):
+        assert type(params)(**params.hashed()) == params
 
     def run_ids(task, kind):
         raw = {"version": 1, "name": "ids", "task": task, "model": {"kind": kind}, "seeds": [0]}

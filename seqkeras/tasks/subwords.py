@@ -96,13 +96,15 @@ def vocabulary_size_field(description: str) -> Any:
 
 def check_vocabulary_size(params: Any, *word_level_keys: str) -> None:
     """Refuse `vocabulary_size` without level wordpiece, and `word_level_keys` (the counted vocabulary's own
-    keys, when the spec sets them) with it: a WordPiece vocabulary is learnt to a size, not counted."""
+    keys, away from their defaults) with it: a WordPiece vocabulary is learnt to a size, not counted."""
     if params.vocabulary_size is not None and params.level != "wordpiece":
         raise SpecError(f"vocabulary_size applies only to level wordpiece, not {params.level!r}",
                         path="task.vocabulary_size")
     if params.level == "wordpiece":
         for key in word_level_keys:
-            if key in params.model_fields_set:
+            # Compared with the default, not looked up among the keys set: a run's resolved spec (spec.yaml,
+            # read back to evaluate a run again) names every key, at its default too.
+            if getattr(params, key) != type(params).model_fields[key].default:
                 raise SpecError(f"{key} applies to level word and char; level wordpiece's size is vocabulary_size",
                                 path=f"task.{key}")
 
