@@ -12,6 +12,9 @@ scored with the run's metrics. Besides the rows, the run folder gets:
 Every metric is computed from the decoder's `DecodedOutputs` through the metric
 registry. The metric `by_length` adds each other requested metric per bucket to
 the rows (`bleu_len_41_60`, ...), so `expect` entries can check the per-length claims.
+A bucket's length is the source's tokens: pieces, for a task whose tokens are WordPiece
+pieces. Such a task's outputs are scored, and shown in outputs.csv, as the words their
+pieces spell (`Seq2SeqData.words`), against the reference's words.
 """
 
 from __future__ import annotations
@@ -87,8 +90,10 @@ def decode(model: Seq2SeqModel, data: Seq2SeqData, choice, max_length: int) -> D
     seconds = time.perf_counter() - started
 
     end = data.end_id
-    hypotheses = [data.target_vocabulary.decode(ids[:-1] if ids[-1:] == [end] else ids) for ids in tokens]
-    references = [list(target) for _, target in data.test_pairs]
+    # Text metrics read words: pieces are joined into the words they spell (a no-op for words and characters).
+    hypotheses = [data.words(data.target_vocabulary.decode(ids[:-1] if ids[-1:] == [end] else ids))
+                  for ids in tokens]
+    references = data.references
     reference_ids = [row[row != 0].tolist() for row in data.y_test]  # target ids, end included
     outputs = DecodedOutputs(
         hypotheses=hypotheses,
@@ -134,7 +139,7 @@ def shown_outputs(data: Seq2SeqData, outputs: DecodedOutputs, label: str) -> lis
         {
             "decoder": label,
             "pair": index,
-            "source": text(data.test_pairs[index][0]),
+            "source": text(data.words(data.test_pairs[index][0])),
             "reference": text(outputs.references[index]),
             "output": text(outputs.hypotheses[index]),
             "log_prob": float(outputs.log_probs[index]),

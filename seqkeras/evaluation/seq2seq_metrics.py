@@ -9,7 +9,10 @@ counts).
 
 BLEU and chrF are sacrebleu's corpus-level scores (0–100) on the
 space-joined tokens, so they are comparable with published numbers for the
-same tokenization. Nothing here imports TensorFlow.
+same tokenization. For a task whose tokens are WordPiece pieces the evaluator
+hands over words (the words the output's pieces spell, and the reference's
+words: evaluation.seq2seq), so every text metric here reads words, never
+pieces. Nothing here imports TensorFlow.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import numpy as np
 class DecodedOutputs:
     """One decoder's outputs for N test pairs, and what the metrics compare them with.
 
-    hypotheses / references: output and reference tokens, without the end token.
+    hypotheses / references: output and reference tokens, without the end token (words, for pieces).
     source_lengths: [N] source tokens, for the per-length breakdown.
     log_probs: [N] the model's log-probability of each output (its end token included when emitted).
     output_lengths: [N] the tokens that log-probability covers.

@@ -10,13 +10,15 @@ into words, so that a model is usable without rebuilding its task's data:
      "input":  {"vocabulary": "vocabulary.json", "split": "whitespace", "lowercase": "ascii",
                 "strip_punctuation": true, "pattern": null, "max_length": null, "features": null},
      "output": {"kind": "label", "labels": ["neg", "pos"], "vocabulary": null, "join": " ",
-                "start": null, "end": null, "context": null, "max_output_length": null}}
+                "start": null, "end": null, "context": null, "max_output_length": null,
+                "continuation": null}}
 
 input.split: `whitespace` (runs of ASCII whitespace, as Keras's TextVectorization and
 the synthetic tasks split), `characters`, `pattern` (every match of input.pattern, a
 Python regular expression: lm_corpus's words, de_en's words and marks), `wordpiece`
 (keras-hub's WordPiece pieces over the vocabulary file, which the run learnt from its
-training texts: a classification task's `level: wordpiece`, tasks.subwords) or `features`
+training texts: `level: wordpiece`, tasks.subwords; with input.pattern, the text's words
+are its matches, cut into pieces: sentence_pairs' and lm_corpus's words) or `features`
 (regression: real-valued features per step, input.features of them; no text).
 input.lowercase: `none`, `ascii` (A–Z only, as TextVectorization's `lower`) or
 `unicode` (Python's str.lower). input.strip_punctuation removes TextVectorization's
@@ -29,7 +31,9 @@ output.labels by tag id, `<pad>` first), `next_token` (language models: the inpu
 vocabulary; output.context is the window the model was trained on, output.end the
 marker after each unit), `target` (seq2seq: output.vocabulary, with output.start and
 output.end; output.max_output_length, what the run's decoders allowed) or `value`
-(regression). output.join puts tokens back together into a text.
+(regression). output.join puts tokens back together into a text; output.continuation, when
+set (`##`, WordPiece's), marks a piece that continues the word before it: the pieces are
+first joined into the words they spell (`runn ##ing` → `running`, tasks.subwords.join_pieces).
 """
 
 from __future__ import annotations
@@ -86,6 +90,7 @@ class OutputRule(_Strict):
     end: str | None = None
     context: int | None = None
     max_output_length: int | None = None
+    continuation: str | None = None
 
 
 class Document(_Strict):
@@ -136,15 +141,18 @@ class Preprocessing:
         """What `task` (its name and params) did to make `data`, for the model kind that was trained on it."""
         inputs = input_rule(params, data)
         joined = "" if inputs.split == "characters" else " "
+        # The pieces a language model or a seq2seq decoder writes are shown as the words they spell.
+        continuation = subwords.SUFFIX if inputs.split == "wordpiece" else None
         if data.problem in (CLASSIFICATION, TAGGING):
             kind = "label" if data.problem == CLASSIFICATION else "tags"
             outputs = OutputRule(kind=kind, labels=list(data.labels.tokens), join=joined)
         elif data.problem == LANGUAGE_MODELING:
             outputs = OutputRule(kind="next_token", vocabulary=VOCABULARY_FILE, join=joined,
-                                 end=getattr(data, "end_token", None), context=int(data.x_train.shape[1]))
+                                 end=getattr(data, "end_token", None), context=int(data.x_train.shape[1]),
+                                 continuation=continuation)
         elif data.problem == SEQ2SEQ:
             outputs = OutputRule(kind="target", vocabulary=TARGET_VOCABULARY_FILE, join=joined, start=START,
-                                 end=END, max_output_length=max_output_length)
+                                 end=END, max_output_length=max_output_length, continuation=continuation)
         else:
             outputs = OutputRule(kind="value")
         document = Document(format=FORMAT, task=task, problem=data.problem, model_kind=model_kind,
@@ -173,7 +181,7 @@ class Preprocessing:
             key = ".".join(str(part) for part in problem["loc"]) or "(the document)"
             raise SpecError(f"{where}: {key}: {problem['msg']} (got {str(problem.get('input'))[:60]!r}); "
                             "not a preprocessing.json this version of seqkeras wrote") from None
-        if document.input.split == "pattern":
+        if document.input.split in ("pattern", "wordpiece") and document.input.pattern is not None:
             try:
                 re.compile(document.input.pattern or "")
             except re.error as error:
@@ -247,7 +255,10 @@ class Preprocessing:
             return [self.tokenize(text) for text in texts]
         if self._wordpiece is None:
             self._wordpiece = subwords.wordpiece_tokenizer(self.vocabulary.tokens)
-        tokens = subwords.pieces(self._wordpiece, [self.standardize(text) for text in texts])
+        texts = [self.standardize(text) for text in texts]
+        if rule.pattern is not None:  # the task's words first (its `level: word` tokens), then their pieces
+            texts = [" ".join(re.findall(rule.pattern, text)) for text in texts]
+        tokens = subwords.pieces(self._wordpiece, texts)
         return [t[: rule.max_length] for t in tokens] if rule.max_length is not None else tokens
 
     # ------------------------------------------------------------------ ids → names and text
@@ -270,6 +281,8 @@ class Preprocessing:
 
     def detokenize(self, tokens: Sequence[str]) -> str:
         """Tokens → a text, as the run wrote its samples and outputs."""
+        if self.document.output.continuation is not None:
+            tokens = subwords.join_pieces(tokens)
         join = self.document.output.join
         text = join.join(tokens)
         end = self.end_token
@@ -284,8 +297,9 @@ def input_rule(params: Any, data: SequenceData) -> InputRule:
         return InputRule(vocabulary=None, split="features", features=int(data.x_train.shape[-1]))
     if isinstance(data, lm_corpus.LanguageModelData):
         lowercase = "unicode" if data.lowercase else "none"
-        if data.level == "word":
-            return InputRule(split="pattern", pattern=lm_corpus.WORD_PATTERN.pattern, lowercase=lowercase)
+        if data.level in ("word", "wordpiece"):  # wordpiece: the words, then their pieces
+            split = "pattern" if data.level == "word" else "wordpiece"
+            return InputRule(split=split, pattern=lm_corpus.WORD_PATTERN.pattern, lowercase=lowercase)
         return InputRule(split="characters", lowercase=lowercase)
     if isinstance(params, char_lm.Params) or isinstance(params, LengthRangeParams):
         return InputRule(split="characters")  # char_lm; the synthetic seq2seq tasks, one token per character
@@ -293,8 +307,9 @@ def input_rule(params: Any, data: SequenceData) -> InputRule:
         return InputRule(split="pattern", pattern=de_en.TOKEN.pattern, lowercase="unicode")
     if isinstance(params, sentence_pairs.Params):  # its tokenize: str.lower, then words and marks or characters
         lowercase = "unicode" if params.lowercase else "none"
-        if params.level == "word":
-            return InputRule(split="pattern", pattern=sentence_pairs.WORD.pattern, lowercase=lowercase)
+        if params.level in ("word", "wordpiece"):  # wordpiece: the words, then their pieces
+            split = "pattern" if params.level == "word" else "wordpiece"
+            return InputRule(split=split, pattern=sentence_pairs.WORD.pattern, lowercase=lowercase)
         return InputRule(split="characters", lowercase=lowercase)
     if isinstance(params, ClassificationTextParams):  # TextVectorization's standardize, then its level's split
         split = {"word": "whitespace", "char": "characters", "wordpiece": "wordpiece"}[params.level]

@@ -12,7 +12,10 @@ pass over the arrays) and gives, as plain JSON-able data:
   are `<unk>`);
 - duplicates across splits: the test (and validation) examples whose input is
   also a training input;
-- what the task removed before splitting (its `notes`: tasks.duplicates).
+- what the task removed before splitting (its `notes`: tasks.duplicates);
+- for a language model of WordPiece pieces (lm_corpus `level: wordpiece`),
+  `pieces_per_word`: its test units' pieces per word (its notes' `test_pieces` /
+  `test_words`), the power that turns perplexity per piece into perplexity per word.
 
 Duplicates are counted on the inputs as the model sees them (token ids, after
 lowercasing and punctuation stripping, a rare word as `<unk>`), so two texts
@@ -56,6 +59,8 @@ def describe(data: SequenceData) -> dict[str, Any]:
     }
     if "validation" in inputs:
         card["across"]["test/validation"] = _seen_in(inputs["validation"], inputs["test"])
+    if data.notes.get("test_words"):
+        card["pieces_per_word"] = round(data.notes["test_pieces"] / data.notes["test_words"], 4)
     return card
 
 

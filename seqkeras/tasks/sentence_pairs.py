@@ -13,10 +13,21 @@ whose source is longer than `max_source_length` tokens or whose target is longer
 than `max_target_length` is left out, in every file; the run's record counts
 them (metrics.json, `data`).
 
+`level: wordpiece` cuts those words into WordPiece pieces (tasks.subwords), with
+one vocabulary per side of `vocabulary_size` pieces, the source's learnt from the
+training sources and the target's from the training targets, never from test or
+validation pairs. The split into training, validation and test pairs is made on
+the words, as at `level: word`; the length limits then count pieces, part by part
+(the record's `pairs_too_long.train`, `.validation`, `.test`), once the
+vocabularies are learnt. The model reads and writes pieces; BLEU, chrF and exact
+match score the words its pieces spell (`runn ##ing` is `running`) against the
+reference's words, the `level: word` tokens, so they compare with a word-level
+run's. The per-length breakdown (`by_length`) counts source pieces.
+
 The test pairs are `test_path` when given, else a seeded `test_share` of `path`;
 validation pairs (tasks.validation) come from what is left to train on, or from
-`validation_path`. BLEU and chrF are sacrebleu's, on the space-joined tokens, as
-for every seq2seq task (evaluation.seq2seq_metrics).
+`validation_path`. BLEU and chrF are sacrebleu's, on the space-joined tokens (words
+at `level: wordpiece`), as for every seq2seq task (evaluation.seq2seq_metrics).
 
 Every file is read when the spec is validated (streamed; no TensorFlow): a line
 with too few fields, an empty source or target, bytes that are not UTF-8, a file
@@ -28,14 +39,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from seqkeras.errors import SpecError, shown
-from seqkeras.tasks.base import named_files
+from seqkeras.tasks import subwords
+from seqkeras.tasks.base import PAD, UNK, named_files
 from seqkeras.tasks.files import check_data_file, utf8_pieces
-from seqkeras.tasks.seq2seq_data import BUCKET_WIDTH_HELP, Pair, Seq2SeqData, seq2seq_data
+from seqkeras.tasks.seq2seq_data import BUCKET_WIDTH_HELP, END, START, Pair, Seq2SeqData, seq2seq_data
 from seqkeras.tasks.text import split_examples
 from seqkeras.tasks.validation import (
     ValidationParams, validation_examples, validation_path_field, validation_share_field,
@@ -45,7 +57,7 @@ NAME = "sentence_pairs"
 WORD = re.compile(r"\w+|[^\w\s]")  # de_en's tokens: words, and each punctuation mark on its own
 FILE_KEYS = ("path", "test_path", "validation_path")
 
-Level = Literal["word", "char"]
+Level = Literal["word", "char", "wordpiece"]
 
 
 class Params(ValidationParams):
@@ -59,16 +71,29 @@ class Params(ValidationParams):
     validation_share: float | None = validation_share_field()
     source_column: int = Field(0, ge=0, le=1000, description="The field (0-based, tab-separated) holding the source.")
     target_column: int = Field(1, ge=0, le=1000, description="The field (0-based, tab-separated) holding the target.")
-    level: Level = Field("word", description="Tokens: words and punctuation marks (as de_en), or characters.")
+    level: Level = Field(
+        "word",
+        description="Tokens: words and punctuation marks (as de_en), characters, or WordPiece subwords of those "
+                    "words, one vocabulary per side learnt from the training pairs alone (vocabulary_size pieces); "
+                    "BLEU and chrF score the words the pieces spell.")
+    vocabulary_size: int | None = subwords.vocabulary_size_field(
+        "level wordpiece: pieces in each side's learnt vocabulary, <pad> and <unk> (and the target's <s> and "
+        "</s>) included")
     lowercase: bool = Field(True, description="Lowercase both sides before tokenizing.")
     max_source_length: int | None = Field(
-        None, ge=1, le=100_000, description="Leave out pairs whose source has more tokens (default: keep all).")
+        None, ge=1, le=100_000,
+        description="Leave out pairs whose source has more tokens (pieces at level wordpiece; default: keep all).")
     max_target_length: int | None = Field(
-        None, ge=1, le=100_000, description="Leave out pairs whose target has more tokens (default: keep all).")
+        None, ge=1, le=100_000,
+        description="Leave out pairs whose target has more tokens (pieces at level wordpiece; default: keep all).")
     max_vocabulary: int | None = Field(
         None, ge=1, le=10_000_000,
-        description="Most frequent training tokens kept per side; the rest become <unk> (default: all).")
+        description="Level word and char: most frequent training tokens kept per side; the rest become <unk> "
+                    "(default: all).")
     bucket_width: int = Field(5, ge=1, le=10_000, description=BUCKET_WIDTH_HELP)
+
+    # Added after results existed: a spec without it keeps its runs' ids (registry.Params.hashed).
+    hashed_only_when_set: ClassVar[tuple[str, ...]] = ("vocabulary_size",)
 
     @field_validator(*FILE_KEYS)
     @classmethod
@@ -82,6 +107,7 @@ class Params(ValidationParams):
         if self.source_column == self.target_column:
             raise SpecError(f"source_column and target_column are both {self.source_column}; a pair needs two "
                             "fields", path="task.target_column")
+        subwords.check_vocabulary_size(self, "max_vocabulary")
         for key in FILE_KEYS:
             if getattr(self, key) is not None:
                 read_pairs(self, key)
@@ -91,12 +117,17 @@ class Params(ValidationParams):
         """The files this task reads, by key: each is part of the run's identity (execution.identity)."""
         return named_files(self, *FILE_KEYS)
 
+    @property
+    def wordpiece_size(self) -> int:
+        return self.vocabulary_size or subwords.DEFAULT_VOCABULARY_SIZE
+
 
 def tokenize(text: str, level: Level, lowercase: bool) -> list[str]:
-    """One side's tokens: words and marks (de_en's pattern) or characters (runs of whitespace as one space)."""
+    """One side's tokens: words and marks (de_en's pattern) or characters (runs of whitespace as one space).
+    At level wordpiece, the words (`wordpiece_pairs` cuts them into pieces once the vocabularies are learnt)."""
     if lowercase:
         text = text.lower()
-    if level == "word":
+    if level != "char":
         return WORD.findall(text)
     return list(" ".join(text.split()))
 
@@ -137,7 +168,10 @@ def pair_fields(params: Params, path: str | Path, key: str) -> Iterator[tuple[in
 
 
 def read_pairs(params: Params, key: str = "path") -> tuple[list[Pair], int]:
-    """The tokenized pairs of the file at `params.<key>`, in file order, and how many were left out as too long."""
+    """The tokenized pairs of the file at `params.<key>`, in file order, and how many were left out as too long.
+
+    At level wordpiece the pairs are words and none is left out here: the limits count pieces (`wordpiece_pairs`).
+    """
     path = Path(getattr(params, key)).expanduser()
     setting = f"task.{key}"
     pairs: list[Pair] = []
@@ -146,19 +180,27 @@ def read_pairs(params: Params, key: str = "path") -> tuple[list[Pair], int]:
         read += 1
         source = tokenize(source_text, params.level, params.lowercase)
         target = tokenize(target_text, params.level, params.lowercase)
-        if (params.max_source_length is not None and len(source) > params.max_source_length) or \
-                (params.max_target_length is not None and len(target) > params.max_target_length):
+        if params.level != "wordpiece" and too_long_pair(params, source, target):
             too_long += 1
             continue
         pairs.append((source, target))
     if not read:
         raise SpecError(f"{path} holds no sentence pairs (expected source<TAB>target per line)", path=setting)
     if not pairs:
-        raise SpecError(f"every one of the {read} pairs of {path} is longer than max_source_length "
-                        f"({params.max_source_length}) or max_target_length ({params.max_target_length}) tokens",
-                        path="task.max_source_length" if params.max_source_length is not None
-                        else "task.max_target_length")
+        raise_all_too_long(params, f"the {read} pairs of {path}")
     return pairs, too_long
+
+
+def too_long_pair(params: Params, source: list[str], target: list[str]) -> bool:
+    return (params.max_source_length is not None and len(source) > params.max_source_length) or \
+        (params.max_target_length is not None and len(target) > params.max_target_length)
+
+
+def raise_all_too_long(params: Params, what: str) -> None:
+    raise SpecError(f"every one of {what} is longer than max_source_length ({params.max_source_length}) or "
+                    f"max_target_length ({params.max_target_length}) tokens",
+                    path="task.max_source_length" if params.max_source_length is not None
+                    else "task.max_target_length")
 
 
 def build(params: Params, seed: int) -> Seq2SeqData:
@@ -176,7 +218,39 @@ def build(params: Params, seed: int) -> Seq2SeqData:
         return pairs
 
     train, validation = validation_examples(params, train, seed, read_validation, what=str(params.path))
+    if params.level == "wordpiece":
+        return wordpiece_data(params, train, validation, test, notes)
     data = seq2seq_data(train, test, bucket_width=params.bucket_width, max_vocabulary=params.max_vocabulary,
                         validation=validation)
+    data.notes = {"train_pairs": len(train), "validation_pairs": len(validation), "test_pairs": len(test), **notes}
+    return data
+
+
+def wordpiece_data(params: Params, train: list[Pair], validation: list[Pair], test: list[Pair],
+                   notes: dict[str, int]) -> Seq2SeqData:
+    """Level wordpiece: the word pairs of each part cut into pieces by the vocabularies the training pairs give
+    (one per side), the pairs too long in pieces left out part by part; the test targets' words kept to score
+    the outputs with."""
+    source_vocabulary = subwords.learn_wordpiece_vocabulary(
+        [" ".join(source) for source, _ in train], params.wordpiece_size)
+    target_vocabulary = subwords.learn_wordpiece_vocabulary(
+        [" ".join(target) for _, target in train], params.wordpiece_size, reserved=(PAD, UNK, START, END))
+    source_tokenizer = subwords.wordpiece_tokenizer(source_vocabulary.tokens)
+    target_tokenizer = subwords.wordpiece_tokenizer(target_vocabulary.tokens)
+    notes = {key: count for key, count in notes.items() if not key.startswith("pairs_too_long.")}  # none at read
+    parts: dict[str, tuple[list[Pair], list[list[str]]]] = {}
+    for name, pairs in (("train", train), ("validation", validation), ("test", test)):
+        sources = subwords.word_pieces(source_tokenizer, [source for source, _ in pairs])
+        targets = subwords.word_pieces(target_tokenizer, [target for _, target in pairs])
+        kept = [index for index in range(len(pairs)) if not too_long_pair(params, sources[index], targets[index])]
+        notes[f"pairs_too_long.{name}"] = len(pairs) - len(kept)
+        if pairs and not kept:
+            raise_all_too_long(params, f"the {len(pairs)} {name} pairs, counted in pieces,")
+        parts[name] = ([(sources[i], targets[i]) for i in kept], [pairs[i][1] for i in kept])
+    (train, _), (validation, _), (test, test_words) = parts["train"], parts["validation"], parts["test"]
+    data = seq2seq_data(train, test, bucket_width=params.bucket_width, validation=validation,
+                        vocabularies=(source_vocabulary, target_vocabulary))
+    data.reference_words = test_words
+    data.subword_suffix = subwords.SUFFIX
     data.notes = {"train_pairs": len(train), "validation_pairs": len(validation), "test_pairs": len(test), **notes}
     return data

@@ -10,7 +10,9 @@ token and predicts it followed by an end token:
 Source and target have vocabularies of their own (the source needs no start or
 end token). The test pairs are also kept as token lists, so BLEU and exact match
 compare with the real reference even where the target vocabulary maps a word to
-<unk>.
+<unk>. A task whose tokens are WordPiece pieces (sentence_pairs' `level:
+wordpiece`) also keeps each test target's words, and its outputs are scored as the
+words their pieces spell (`Seq2SeqData.words`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from dataclasses import dataclass, field
 from pydantic import Field, model_validator
 
 from seqkeras.tasks.base import PAD, SEQ2SEQ, UNK, SequenceData, SizeParams, Vocabulary, pad
+from seqkeras.tasks.subwords import join_pieces
 
 START, END = "<s>", "</s>"
 
@@ -58,6 +61,21 @@ class Seq2SeqData(SequenceData):
 
     test_pairs: list[Pair] = field(default_factory=list)
     bucket_width: int = 10
+    # Tokens that are WordPiece pieces: the mark of a piece continuing a word (`##`), and each test target's
+    # words, which the outputs' words are scored against; None for tokens that are words or characters.
+    subword_suffix: str | None = None
+    reference_words: list[list[str]] | None = None
+
+    def words(self, tokens: list[str]) -> list[str]:
+        """Target tokens as the metrics and outputs.csv read them: the words that pieces spell, else the tokens."""
+        return join_pieces(tokens) if self.subword_suffix else list(tokens)
+
+    @property
+    def references(self) -> list[list[str]]:
+        """Each test target as its output is scored against: its words at level wordpiece, else its tokens."""
+        if self.reference_words is not None:
+            return [list(words) for words in self.reference_words]
+        return [list(target) for _, target in self.test_pairs]
 
     @property
     def target_vocabulary(self) -> Vocabulary:
@@ -79,18 +97,22 @@ class Seq2SeqData(SequenceData):
 
 def seq2seq_data(
     train: list[Pair], test: list[Pair], *, bucket_width: int = 10, max_vocabulary: int | None = None,
-    validation: list[Pair] = (),
+    validation: list[Pair] = (), vocabularies: tuple[Vocabulary, Vocabulary] | None = None,
 ) -> Seq2SeqData:
     """From (source tokens, target tokens) pairs; vocabularies come from the training pairs only.
 
     `max_vocabulary` keeps that many of the most frequent tokens per side (the
     rest become <unk>); None keeps every token seen in training. `validation` (a
     file task's own, tasks.validation) becomes x_validation / y_validation, encoded
-    as the test pairs are.
+    as the test pairs are. `vocabularies` (source, target) are a task's own, learnt
+    from its training pairs (WordPiece's); the target's holds <s> and </s>.
     """
     validation = list(validation)
-    source_vocabulary = _vocabulary((source for source, _ in train), (PAD, UNK), max_vocabulary)
-    target_vocabulary = _vocabulary((target for _, target in train), (PAD, UNK, START, END), max_vocabulary)
+    if vocabularies is not None:
+        source_vocabulary, target_vocabulary = vocabularies
+    else:
+        source_vocabulary = _vocabulary((source for source, _ in train), (PAD, UNK), max_vocabulary)
+        target_vocabulary = _vocabulary((target for _, target in train), (PAD, UNK, START, END), max_vocabulary)
     start, end = target_vocabulary.index[START], target_vocabulary.index[END]
 
     def arrays(pairs: list[Pair], source_length: int, target_length: int):

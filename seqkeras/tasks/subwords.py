@@ -1,4 +1,5 @@
-"""The text classification tasks' tokenizer choice, `level`: words, characters or WordPiece subwords.
+"""The tokenizer choice `level`: words, characters or WordPiece subwords (text classification, sentence_pairs,
+lm_corpus).
 
 `level: word` (the default) is tasks.text's Keras TextVectorization, unchanged.
 `level: char` makes each character of the standardized text a token; `level:
@@ -14,6 +15,16 @@ Standardization here is plain Python, character for character TextVectorization'
 one function (`pieces`) that the task and a kept model (kept.preprocessing, split
 `wordpiece`) share, so `seqkeras predict` splits new text into the pieces the
 model was trained on. The vocabulary is the run's `vocabulary.json`.
+
+sentence_pairs and lm_corpus cut words into pieces the same way (their words are
+their `level: word` tokens, joined by spaces before WordPiece splits them), with
+`vocabulary_size_field` and `check_vocabulary_size` for their keys; `join_pieces`
+puts the pieces a model writes back into words, for BLEU and chrF, samples and
+`seqkeras predict`.
+
+Tagging tasks have no `level`: their tags are per word, and a word cut into
+pieces would need its tag on one piece and the others left out of the loss and
+of every metric; the tagging evaluator scores one tag per token.
 """
 
 from __future__ import annotations
@@ -77,6 +88,27 @@ class TokenizerParams(Params):
         return self.vocabulary_size or DEFAULT_VOCABULARY_SIZE
 
 
+def vocabulary_size_field(description: str) -> Any:
+    """The `vocabulary_size` key of a task whose `level` may be wordpiece (a default of its own, none set)."""
+    return Field(None, ge=MIN_VOCABULARY_SIZE, le=1_000_000,
+                 description=f"{description} (default {DEFAULT_VOCABULARY_SIZE}).")
+
+
+def check_vocabulary_size(params: Any, *word_level_keys: str) -> None:
+    """Refuse `vocabulary_size` without level wordpiece, and `word_level_keys` (the counted vocabulary's own
+    keys, away from their defaults) with it: a WordPiece vocabulary is learnt to a size, not counted."""
+    if params.vocabulary_size is not None and params.level != "wordpiece":
+        raise SpecError(f"vocabulary_size applies only to level wordpiece, not {params.level!r}",
+                        path="task.vocabulary_size")
+    if params.level == "wordpiece":
+        for key in word_level_keys:
+            # Compared with the default, not looked up among the keys set: a run's resolved spec (spec.yaml,
+            # read back to evaluate a run again) names every key, at its default too.
+            if getattr(params, key) != type(params).model_fields[key].default:
+                raise SpecError(f"{key} applies to level word and char; level wordpiece's size is vocabulary_size",
+                                path=f"task.{key}")
+
+
 def standardized(text: str, standardize: str) -> str:
     """TextVectorization's standardization of one text (`standardize` as ClassificationTextParams names it)."""
     if "lower" in standardize:
@@ -86,8 +118,10 @@ def standardized(text: str, standardize: str) -> str:
     return text
 
 
-def learn_wordpiece_vocabulary(train_texts: Sequence[str], size: int) -> Vocabulary:
-    """A WordPiece vocabulary of at most `size` pieces (<pad> and <unk> first) learnt from these texts only.
+def learn_wordpiece_vocabulary(train_texts: Sequence[str], size: int,
+                               reserved: Sequence[str] = (PAD, UNK)) -> Vocabulary:
+    """A WordPiece vocabulary of at most `size` pieces (`reserved` first: <pad>, <unk>, and any marker the
+    task adds itself, such as a target's <s> and </s>) learnt from these texts only.
 
     What keras-hub's `compute_word_piece_vocabulary` does (count the words, TensorFlow Text's learner, cut to
     `size`), with the words split by keras-hub's Python pretokenizer, the one its WordPieceTokenizer splits with
@@ -102,8 +136,8 @@ def learn_wordpiece_vocabulary(train_texts: Sequence[str], size: int) -> Vocabul
     counts = Counter(word for text in train_texts for word in pretokenize_python(
         text, lowercase=False, strip_accents=False, split=True, split_on_cjk=True))
     if not counts:
-        return Vocabulary([PAD, UNK])
-    learnt = learner.learn(counts, vocab_size=size, reserved_tokens=[PAD, UNK], include_joiner_token=True,
+        return Vocabulary(list(reserved))
+    learnt = learner.learn(counts, vocab_size=size, reserved_tokens=list(reserved), include_joiner_token=True,
                            joiner=SUFFIX)
     return Vocabulary([str(piece) for piece in learnt[:size]])
 
@@ -126,6 +160,31 @@ def pieces(tokenizer: Any, texts: Sequence[str]) -> list[list[str]]:
     # A ragged string tensor on TensorFlow; nested lists of bytes wherever keras-hub hands back Python.
     rows = output.to_list() if hasattr(output, "to_list") else output
     return [[piece.decode("utf-8") if isinstance(piece, bytes) else str(piece) for piece in row] for row in rows]
+
+
+def join_pieces(tokens: Sequence[str]) -> list[str]:
+    """Pieces → the words they spell: a `##` piece continues the word before it (`runn ##ing` → `running`).
+
+    What BLEU, chrF, samples and `seqkeras predict` read: text is scored and shown as words, never as pieces.
+    A `##` piece with no word before it (a model may write one first) is a word of its own, without the mark.
+    """
+    words: list[str] = []
+    for token in tokens:
+        continues = token.startswith(SUFFIX) and len(token) > len(SUFFIX)
+        if continues and words:
+            words[-1] += token[len(SUFFIX):]
+        else:
+            words.append(token[len(SUFFIX):] if continues else token)
+    return words
+
+
+def word_pieces(tokenizer: Any, sequences: Sequence[Sequence[str]]) -> list[list[str]]:
+    """Already-split words (a task's `level: word` tokens), one list per text → their pieces, one list per text.
+
+    The words are joined by spaces and split again by WordPiece's own pretokenizer, which keeps them apart
+    (it splits on whitespace and on each punctuation mark, as the tasks' word patterns do).
+    """
+    return pieces(tokenizer, [" ".join(words) for words in sequences])
 
 
 def counted_vocabulary(sequences: Sequence[Sequence[str]], min_count: int, max_tokens: int | None) -> Vocabulary:

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from seqkeras.errors import SpecError
 from seqkeras.registry import Params
@@ -51,6 +51,20 @@ class TextSplitParams(VocabularyParams):
 
 class TaggingTextParams(TextSplitParams):
     lowercase: bool = Field(True, description="Lowercase tokens before looking them up.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _words_only(cls, data):
+        # Said before pydantic's "unknown key": a tagging task asked for subwords (as its classification and
+        # seq2seq neighbours allow) is told why not. Tags are per word; pieces would need the tag on each word's
+        # first piece and the other pieces kept out of the loss and of every metric, which the taggers and
+        # the tagging evaluation (one tag per token) do not do.
+        for key in ("level", "vocabulary_size"):
+            if isinstance(data, dict) and key in data:
+                raise SpecError(f"a tagging task tokenizes by word only (its tags are per word; tagging subwords "
+                                f"would need each tag on its word's first piece), so it has no {key} "
+                                f"(got {data[key]!r})", path=f"task.{key}")
+        return data
 
 
 class ClassificationTextParams(subwords.TokenizerParams, TextSplitParams):
