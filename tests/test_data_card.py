@@ -141,3 +141,13 @@ def test_a_damaged_data_card_is_a_warning(tmp_path, capsys):
     assert main(["report", str(folder)]) == 0
     assert "data card of r is left out of the report" in capsys.readouterr().err
     assert 'id="data"' not in (folder / "report.html").read_text(encoding="utf-8")
+
+
+def test_a_subword_card_says_pieces_per_word_and_task_counts_are_not_all_removals():
+    from seqkeras.reporting.data_card import blocks
+
+    card = {"splits": [], "vocabulary": 40, "test_oov_rate": 0.0, "pieces_per_word": 1.25,
+            "removed_before_split": {"train_pairs": 90, "test_words": 40, "test_pieces": 50}}
+    text = "\n".join(str(body) for kind, body in blocks(card) if kind == "text")
+    assert "pieces per word on the test set: 1.25" in text
+    assert "train_pairs 90" in text and "removed before the split" not in text

@@ -119,6 +119,9 @@ def blocks(card: dict[str, Any]) -> list[Block]:
         out.append(("text", f"Vocabulary: {_count(card['vocabulary'])} ids (<pad> and <unk> included), from the "
                             f"training split; test out-of-vocabulary rate: {_percent(card.get('test_oov_rate'))} "
                             "of the test tokens are <unk>."))
+    if card.get("pieces_per_word") is not None:  # a subword tokenizer's: what a token is worth
+        out.append(("text", f"Subword pieces per word on the test set: {_number(card['pieces_per_word'])} (a "
+                            "per-piece perplexity raised to this power is per word)."))
     across = card.get("across") or {}
     if across:
         said = [f"{_count(count)} {pair.split('/')[0]} example(s) with an input also in {pair.split('/')[1]}"
@@ -126,8 +129,11 @@ def blocks(card: dict[str, Any]) -> list[Block]:
         out.append(("text", "Across splits: " + "; ".join(said) + ". " + DUPLICATES_NOTE))
     removed = card.get("removed_before_split") or {}
     if removed:
-        out.append(("text", "The task's own counts (removed before the split: exact duplicates of the raw input, "
-                            "each kept once with its majority label, dropped when the labels tie): "
+        # The task's notes: duplicate counts, and whatever else a task counts of its data (pairs per part, pairs
+        # too long, words and pieces); only the duplicate counts are of examples removed before the split.
+        why = (" (duplicates_removed: exact duplicates of the raw input removed before the split, each kept once "
+               "with its majority label, dropped when the labels tie)" if "duplicates_removed" in removed else "")
+        out.append(("text", "The task's own counts" + why + ": "
                     + ", ".join(f"{key} {_count(value)}" for key, value in removed.items()) + "."))
     classes = [part for part in splits if isinstance(part.get("classes"), dict)]
     if classes:
