@@ -27,7 +27,7 @@ def test_bench_runs_end_to_end_at_tiny_size(tmp_path):
     assert "| benchmark" in result.stdout and str(csv) in result.stdout  # the table is printed too
     # Every benchmark gave its rows (the recurrent one, when it cannot run here, a row saying why).
     assert {"sweep throughput", "default path", "seeds together", "decoding cost", "lesson time", "thread scaling",
-            "busy machine", "fixed costs"} <= set(table["benchmark"])
+            "busy machine", "fixed costs", "tuning pruner"} <= set(table["benchmark"])
     assert not table["figure"].str.startswith("failed").any(), table["figure"].tolist()
     assert table["benchmark"].nunique() >= 5
     assert not table["figure"].str.startswith("failed:").any()
