@@ -162,8 +162,9 @@ def run_trial(run: RunSpec, data, folder: Path, record: dict[str, Any]) -> None:
             fitting.distribution_scope(run.train.distribution):
         model = run.model.component.load()(run.model.params, data)
         record["machine"]["threads"] = threads.for_run(model, run.train.batch_size)
-        history, seconds = trainer.fit(model, data, run.train, seed=run.seed, checkpoint_dir=folder / ".resume",
-                                       events=events, abilities=run.model.component.abilities_for(run.model.params),
+        # No checkpoint: a trial cut short is drawn again as a new trial (execution.tuning), never resumed.
+        history, seconds = trainer.fit(model, data, run.train, seed=run.seed, events=events,
+                                       abilities=run.model.component.abilities_for(run.model.params),
                                        after_epoch=reporter)
     record["params"] = int(model.count_params())
     record["train_seconds"] = seconds

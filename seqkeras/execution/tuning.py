@@ -279,7 +279,6 @@ class Trials:
         from seqkeras.tuning.study import distributions, sampler, spent
 
         jobs: list[Job] = []
-        asked = {index: 0 for index in range(len(self.points))}
         while len(jobs) < width:
             added = False
             for index, point in enumerate(self.points):
@@ -288,7 +287,6 @@ class Trials:
                 drawn = len(point.study.get_trials(deepcopy=False))
                 point.study.sampler = sampler(self.tune, self.seed, drawn)
                 trial = point.study.ask(distributions(self.tune))
-                asked[index] += 1
                 jobs.append(self.job(index, point, trial.number, dict(trial.params)))
                 added = True
             if not added:

@@ -92,8 +92,11 @@ def natural_order(label: str) -> list:
             for part in re.split(r"(\d+(?:\.\d+)?)", label)]
 
 
-def save_png(figure: "Figure", path: Path) -> None:
-    """Write the PNG atomically; no version or date metadata, so unchanged plots keep the same bytes."""
+def save_png(figure: "Figure", path: Path, *, tight: bool = False) -> None:
+    """Write the PNG atomically; no version or date metadata, so unchanged plots keep the same bytes.
+
+    tight: the image is cut to what is drawn, so that a legend placed outside the axes is kept whole."""
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=DPI, metadata={"Software": None})
+    figure.savefig(buffer, format="png", dpi=DPI, metadata={"Software": None},
+                   **({"bbox_inches": "tight"} if tight else {}))
     write_atomic(path, buffer.getvalue())

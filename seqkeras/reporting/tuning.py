@@ -213,11 +213,14 @@ def _objective(best: pd.DataFrame | None, tune: Any) -> tuple[str, str | None]:
 
 
 def _point_labels(frame: pd.DataFrame, matrix: list[str]) -> list[str]:
-    """Each row's matrix point, `model.cell=lstm, task.lag=5`; the study's name without a matrix."""
+    """Each row's matrix point by the values that tell points apart, `cell=lstm, lag=5` (a key's last part; a key
+    that a point does not have is left out); the study's name without a matrix."""
     if not matrix:
         return [str(study) for study in frame["study"]]
-    return [", ".join(f"{key}={_text(value)}" for key, value in zip(matrix, values))
-            for values in frame[matrix].itertuples(index=False)]
+    varying = [key for key in matrix if frame[key].map(_text).nunique() > 1] or matrix
+    return [", ".join(f"{key.split('.')[-1]}={_text(value)}" for key, value in zip(varying, values)
+                      if _text(value) != NONE)
+            for values in frame[varying].itertuples(index=False)]
 
 
 def _best_from_trials(trials: pd.DataFrame, keys: list[str], matrix: list[str], objective: str,
@@ -306,7 +309,7 @@ def draw_charts(found: Found, into: Path, warn: Warn, taken: set[str] = frozense
             name, number = chart_file(key).removesuffix(".png") + f"_{number}.png", number + 1
         title = f"{found.objective} against {key}: every trial of each matrix point"
         try:
-            save_png(draw_key_chart(found, key), into / name)
+            save_png(draw_key_chart(found, key), into / name, tight=True)
         except Exception as error:  # one chart is a view of the trials: the page goes on without it
             warn(f"chart {name} ({title}) not drawn: {type(error).__name__}: {error}")
             continue
@@ -356,6 +359,9 @@ def draw_key_chart(found: Found, key: str) -> "Figure":
         ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel(key + (f" ({kind})" if kind else ""))
     ax.set_ylabel(f"{found.objective} (validation)")
+    shown_values = drawn["objective"].astype(float)
+    if len(shown_values) and shown_values.min() > 0 and shown_values.max() / shown_values.min() > 100:
+        ax.set_yscale("log")  # losses near 0 and at chance on one axis: orders of magnitude apart
     ax.grid(True, alpha=0.3)
     markers = [Line2D([], [], linestyle="none", marker="o", color="grey", label="complete"),
                Line2D([], [], linestyle="none", marker="o", markerfacecolor="none", color="grey",
