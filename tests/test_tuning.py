@@ -311,3 +311,16 @@ def test_the_chosen_values_do_not_tell_runs_apart():
     runs = pd.DataFrame({"model.cell": ["lstm", "lstm"], "task.lag": [5, 25], "tuned.model.units": [6, 11],
                          "decoder": ["greedy", "greedy"], "seed": [0, 0], "accuracy": [0.9, 0.8]})
     assert identity_columns(runs) == ["model.cell", "task.lag", "decoder"]
+
+
+def test_a_process_connects_to_a_studies_file_once_and_again_once_it_is_replaced(tmp_path):
+    from seqkeras.tuning.study import storage
+
+    url = f"sqlite:///{tmp_path / 'studies.db'}"
+    storage(url)  # makes the file
+    assert storage(url) is storage(url)
+    first = storage(url)
+    optuna.create_study(storage=first, study_name="a")
+    (tmp_path / "studies.db").unlink()
+    assert storage(url) is not first  # a new file: a new connection, never the deleted file's
+    assert optuna.get_all_study_names(storage(url)) == []

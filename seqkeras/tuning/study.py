@@ -15,6 +15,7 @@ import hashlib
 import json
 import logging
 import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -42,9 +43,33 @@ def storage_url(tune: TuneSpec, folder: Path) -> str:
 
 
 def storage(url: str) -> optuna.storages.RDBStorage:
-    """The database behind the studies; SQLite waits for another process's write instead of failing."""
-    options = {"connect_args": {"timeout": SQLITE_TIMEOUT_SECONDS}} if url.startswith("sqlite") else {}
-    return optuna.storages.RDBStorage(url, engine_kwargs=options)
+    """The database behind the studies; SQLite waits for another process's write instead of failing.
+
+    One per process and database: connecting (SQLAlchemy's engine, Optuna's schema check) costs a tenth of a
+    second, which every trial would pay again where a worker reports its epochs. An SQLite file replaced since
+    (tuning/ deleted between two commands of one Python session) gets a new one: the old connection would write
+    into the deleted file."""
+    sqlite = url.startswith("sqlite")
+    options = {"connect_args": {"timeout": SQLITE_TIMEOUT_SECONDS}} if sqlite else {}
+    identity = _file_identity(url) if sqlite else None
+    if sqlite and identity is None:  # no file yet (this makes it) or not a file: nothing to reuse
+        return optuna.storages.RDBStorage(url, engine_kwargs=options)
+    key = (os.getpid(), url, identity)
+    if key not in _STORAGES:
+        _STORAGES[key] = optuna.storages.RDBStorage(url, engine_kwargs=options)
+    return _STORAGES[key]
+
+
+_STORAGES: dict[tuple[int, str, tuple[int, int] | None], optuna.storages.RDBStorage] = {}
+
+
+def _file_identity(url: str) -> tuple[int, int] | None:
+    """An SQLite file's device and inode; None when there is no such file."""
+    try:
+        found = os.stat(url.removeprefix("sqlite:///"))
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
 
 
 def study_name(point_label: str, point_document: dict[str, Any], tune: TuneSpec) -> str:
