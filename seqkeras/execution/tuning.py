@@ -228,6 +228,7 @@ class Trials:
         self.url, self.seed, self.echo, self.tracker = url, seed, echo, tracker
         self.tune: TuneSpec = experiment.spec.tune
         self.total = self.tune.trials * len(points)
+        self.by_study = {point.study_name: point for point in points}
         self.started = time.monotonic()
 
     def trial_folder(self, point: Point, number: int) -> Path:
@@ -268,7 +269,7 @@ class Trials:
             if not batch:
                 return
             for job, record in executor.map(batch, False):
-                point = self.points[job.index // 1_000_000]
+                point = self.by_study[job.run.trial.study]
                 self.tell(point, job.run.trial.number, record)
                 self.say(point, job, record)
                 if self.tracker is not None:
@@ -281,19 +282,19 @@ class Trials:
         jobs: list[Job] = []
         while len(jobs) < width:
             added = False
-            for index, point in enumerate(self.points):
+            for point in self.points:
                 if len(jobs) >= width or spent(point.study) >= self.tune.trials:
                     continue
                 drawn = len(point.study.get_trials(deepcopy=False))
                 point.study.sampler = sampler(self.tune, self.seed, drawn)
                 trial = point.study.ask(distributions(self.tune))
-                jobs.append(self.job(index, point, trial.number, dict(trial.params)))
+                jobs.append(self.job(point, trial.number, dict(trial.params)))
                 added = True
             if not added:
                 break
         return jobs
 
-    def job(self, index: int, point: Point, number: int, values: dict[str, Any]) -> Job:
+    def job(self, point: Point, number: int, values: dict[str, Any]) -> Job:
         run = configured_run(self.experiment.spec, self.experiment.base, point.first.point, values, self.seed,
                              self.experiment.matrix_columns)
         folder = self.trial_folder(point, number)
@@ -302,7 +303,7 @@ class Trials:
                               self.tune.model_dump(mode="json"))
         run.tuned = dict(values)
         label = f"trial {number + 1} of {point.label}: {folder.name}"
-        return Job(index * 1_000_000 + number, run, folder, label)
+        return Job(number, run, folder, label)  # its point: by_study[run.trial.study]
 
     def tell(self, point: Point, number: int, record: dict[str, Any]) -> None:
         from optuna.trial import TrialState
