@@ -41,6 +41,7 @@ from seqkeras.execution import sweep
 from seqkeras.execution.executors import make_executor
 from seqkeras.reporting.expectations import check
 from seqkeras.reporting.spec_rows import own_rows
+from seqkeras.reporting.tuning import read_found
 from seqkeras.reporting.tables import declared_tables, pivot, summary_tables, verdict_frame
 from seqkeras.results.folder import is_matrix_column, print_warning, read_runs, read_saved_spec, run_counts
 from seqkeras.spec.loader import build_experiment
@@ -78,6 +79,13 @@ class Results:
         """A pivot of the runs over seeds (`seqkeras table --rows … --value … --format csv`): mean, std and n
         columns."""
         return pivot(self.runs, TableSpec(rows=rows, columns=columns, value=value, pool=list(pool)), statistics=True)
+
+    def tuning(self) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:
+        """A tuned experiment's trials (`tuning/trials.csv`: every trial of every matrix point, its values, state and
+        objective) and each point's chosen setting (`tuning/best.csv`), each with a `point` label column; None for
+        a file the folder does not have (an experiment without `tune:`) or that cannot be read (a warning)."""
+        found = read_found(self.folder, None, print_warning, expected=False)
+        return found.trials, found.best
 
     def __repr__(self) -> str:
         held = int(self.verdicts["holds"].sum())

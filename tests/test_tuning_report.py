@@ -327,3 +327,15 @@ def test_table_untuned_of_results_that_are_not_tuned_is_refused(capsys, tmp_path
     other = results(tmp_path, "other", tuned=False)
     code, _, err = run_cli(capsys, "table", plain, "--untuned", other)
     assert code == 2 and err.startswith(f"error: {plain} holds no tuned runs")
+
+
+def test_results_give_a_tuned_experiments_trials_and_chosen_settings():
+    import seqkeras
+
+    results = Path(__file__).resolve().parent.parent / "results"
+    tuned = seqkeras.load(results / "cells-long-range-tuned")
+    trials, best = tuned.tuning()
+    assert len(trials) == 60 and len(best) == 12  # 12 matrix points × 5 trials each
+    assert trials.groupby("point").size().eq(5).all()
+    assert (best["best_trial"] >= 1).all() and "best.train.optimizer.learning_rate" in best
+    assert seqkeras.load(results / "cells-long-range").tuning() == (None, None)
