@@ -324,3 +324,24 @@ def test_a_process_connects_to_a_studies_file_once_and_again_once_it_is_replaced
     (tmp_path / "studies.db").unlink()
     assert storage(url) is not first  # a new file: a new connection, never the deleted file's
     assert optuna.get_all_study_names(storage(url)) == []
+
+
+def test_a_trial_already_finished_in_the_study_is_not_told_twice(tmp_path):
+    """Two commands on one database: a trial the other one took for interrupted is left as the study has it."""
+    from seqkeras.execution.tuning import Point, Trials
+    from seqkeras.tuning.settings import TuneSpec
+    from seqkeras.tuning.study import open_study
+
+    tune = TuneSpec.model_validate({"search": {"model.units": {"integer": [2, 8]}}, "trials": 2})
+    study = open_study(f"sqlite:///{tmp_path / 'studies.db'}", "point", tune, seed=0)
+    trial = study.ask({"model.units": optuna.distributions.IntDistribution(2, 8)})
+    study.tell(trial.number, state=optuna.trial.TrialState.FAIL)
+    said = []
+    trials = Trials.__new__(Trials)
+    trials.echo = said.append
+    from types import SimpleNamespace
+
+    point = Point([SimpleNamespace(matrix_values={"model.cell": "gru"}, point={})], "point", study)
+    trials.tell(point, trial.number, {"status": "ok", "trial": {"number": trial.number, "value": 0.5}})
+    assert study.trials[0].state == optuna.trial.TrialState.FAIL
+    assert said and "already marked finished" in said[0]

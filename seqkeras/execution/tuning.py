@@ -311,6 +311,12 @@ class Trials:
         outcome = trial_outcome(record, number) or {}
         study = point.study
         trial_id = study._storage.get_trial_id_from_study_id_trial_number(study._study_id, number)
+        if study._storage.get_trial(trial_id).state.is_finished():
+            # Another command sharing the database took it for interrupted before this one had locked its folder,
+            # and queued its values again: the study keeps that verdict (at worst, one trial trained twice).
+            self.echo(f"{point.label}: trial {number + 1} was already marked finished in the study; its result is "
+                      "kept in its folder only")
+            return
         study._storage.set_trial_user_attr(trial_id, "run_id", record.get("run_id"))
         study._storage.set_trial_user_attr(trial_id, "seconds", record.get("seconds"))
         if record.get("status") != OK:
