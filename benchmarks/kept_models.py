@@ -12,14 +12,14 @@
 from __future__ import annotations
 
 import json
-import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import textwrap
-import time
 from pathlib import Path
+
+from seqkeras_command import environment, timed_run
 
 SAVE_GOAL = 1.05  # kept / not kept, mean seconds of a run
 LOAD_GOAL = 1.0  # seconds to load and predict one sentence, after the imports
@@ -49,21 +49,12 @@ print(json.dumps({"import": imported - started, "load": loaded - imported, "pred
 """
 
 
-def environment() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k not in ("KERAS_BACKEND", "SEQKERAS_JOBS")}
-
-
 def sweep(scratch: Path, keep: bool, n_train: int, epochs: int) -> tuple[float, list[dict]]:
     """The wall seconds and the records of one `seqkeras run` of SPEC on a fresh folder."""
     spec = scratch / f"kept_{keep}.yaml"
     spec.write_text(SPEC.format(n_train=n_train, epochs=epochs, keep=str(keep).lower()))
     out = Path(tempfile.mkdtemp(dir=scratch))
-    started = time.perf_counter()
-    result = subprocess.run([sys.executable, "-m", "seqkeras", "run", str(spec), "--out", str(out), "--jobs", "1"],
-                            env=environment(), capture_output=True, text=True)
-    wall = time.perf_counter() - started
-    if result.returncode != 0:
-        raise RuntimeError(f"seqkeras run failed:\n{result.stdout[-2000:]}{result.stderr[-2000:]}")
+    wall = timed_run(spec, out)
     return wall, [json.loads(p.read_text()) for p in sorted((out / "kept-models").glob("*/metrics.json"))]
 
 

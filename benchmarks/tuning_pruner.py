@@ -58,15 +58,14 @@ with little to spare, and one study of 16 trials may well miss it.
 from __future__ import annotations
 
 import json
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pandas as pd
+
+from seqkeras_command import timed_run
 
 TIME_GOAL = 0.5  # pruned / unpruned trial seconds
 TUNING_SEEDS = (0, 1, 2)
@@ -92,24 +91,15 @@ FULL = {"seq_length": 32, "n_train": 800, "n_test": 128, "epochs": 20, "trials":
 TINY = {"seq_length": 8, "n_train": 48, "n_test": 16, "epochs": 3, "trials": 3, "startup": 1, "warmup": 0}
 
 
-def environment() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k not in ("KERAS_BACKEND", "SEQKERAS_JOBS")}
-
-
 def study(scratch: Path, pruner: str, seed: int, sizes: dict) -> tuple[pd.DataFrame, pd.Series, float]:
     """tuning/trials.csv (with each trial record's `train_seconds`), tuning/best.csv's one row and the wall seconds
     of one `seqkeras run` of SPEC."""
     spec = scratch / f"pruner_{pruner}_{seed}.yaml"
     spec.write_text(SPEC.format(pruner=pruner, seed=seed, **sizes))
     out = Path(tempfile.mkdtemp(dir=scratch))
-    started = time.perf_counter()
-    # One trial at a time: each is judged against every trial before it, in the same order in both studies, and its
-    # seconds are its own, not shared with a trial beside it.
-    result = subprocess.run([sys.executable, "-m", "seqkeras", "run", str(spec), "--out", str(out), "--jobs", "1"],
-                            env=environment(), capture_output=True, text=True)
-    wall = time.perf_counter() - started
-    if result.returncode != 0:
-        raise RuntimeError(f"seqkeras run failed:\n{result.stdout[-2000:]}{result.stderr[-2000:]}")
+    # One trial at a time (--jobs 1): each is judged against every trial before it, in the same order in both
+    # studies.
+    wall = timed_run(spec, out)
     tuning = out / "tuning-pruner" / "tuning"
     [best] = pd.read_csv(tuning / "best.csv").to_dict("records")
     trials = pd.read_csv(tuning / "trials.csv")
