@@ -106,9 +106,7 @@ def tune(experiment: Experiment, folder: Path, executor, *, echo: Callable[[str]
     trials.wait_for_others()
     trials.write()
     runs = [run for point in points for run in best_runs(experiment, point)]
-    unselected = [run for point in points_of(experiment, experiment.unselected)
-                  for run in best_runs(experiment, reopened(point, url, spec_tune, seed))]
-    return dataclasses.replace(experiment, runs=runs, unselected=unselected)
+    return dataclasses.replace(experiment, runs=runs, unselected=chosen_runs(experiment, experiment.unselected, url))
 
 
 def check_studies_file(tune_spec: TuneSpec, folder: Path) -> None:
@@ -154,15 +152,15 @@ def tuned_experiment(experiment: Experiment, folder: Path) -> Experiment:
     other points); a point without a finished study keeps its untuned runs, which have no folders."""
     from seqkeras.tuning.study import storage_url
 
-    spec_tune = experiment.spec.tune
-    url = storage_url(spec_tune, folder)
-    seed = tuning_seed(experiment)
+    url = storage_url(experiment.spec.tune, folder)
+    return dataclasses.replace(experiment, runs=chosen_runs(experiment, experiment.runs, url),
+                               unselected=chosen_runs(experiment, experiment.unselected, url))
 
-    def chosen(runs: list[RunSpec]) -> list[RunSpec]:
-        return [run for point in points_of(experiment, runs)
-                for run in best_runs(experiment, reopened(point, url, spec_tune, seed))]
 
-    return dataclasses.replace(experiment, runs=chosen(experiment.runs), unselected=chosen(experiment.unselected))
+def chosen_runs(experiment: Experiment, runs: list[RunSpec], url: str) -> list[RunSpec]:
+    """These runs' points, each as its study (in the database at `url`) chose it, without training anything."""
+    return [run for point in points_of(experiment, runs)
+            for run in best_runs(experiment, reopened(point, url, experiment.spec.tune))]
 
 
 def tuning_plan(experiment: Experiment, folder: Path) -> str:
@@ -173,7 +171,7 @@ def tuning_plan(experiment: Experiment, folder: Path) -> str:
     tune_spec = experiment.spec.tune
     url = storage_url(tune_spec, folder)
     seed = tuning_seed(experiment)
-    points = [reopened(point, url, tune_spec, seed) for point in points_of(experiment, experiment.runs)]
+    points = [reopened(point, url, tune_spec) for point in points_of(experiment, experiment.runs)]
     done = sum(min(spent(point.study), tune_spec.trials) for point in points if point.study is not None)
     total = tune_spec.trials * len(points)
     return (f"tune: {len(points)} matrix point(s) × {tune_spec.trials} trials on seed {seed} ({done} of {total} done; "
@@ -181,7 +179,7 @@ def tuning_plan(experiment: Experiment, folder: Path) -> str:
             "values', which tuning replaces)")
 
 
-def reopened(point: Point, url: str, tune_spec: TuneSpec, seed: int) -> Point:
+def reopened(point: Point, url: str, tune_spec: TuneSpec) -> Point:
     """The point with its study, when the database has it (read only: nothing is created)."""
     import optuna
 
