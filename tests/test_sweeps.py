@@ -424,3 +424,45 @@ def test_table_page_counts_runs_not_their_decoder_rows():
     assert "2 runs: 1 ok, 1 failed." in render_page("x", "", runs, [], [])
     page = ExperimentPage(Path("x"), "x", "", runs)
     assert "2 runs: 1 ok, 1 failed." in render_experiment(page, index_href="index.html")
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_stream_draws_the_next_job_once_a_worker_is_free_and_the_result_before_it_was_taken(monkeypatch, workers):
+    """`stream` (tuning's trials): the next job is drawn only after the consumer took a result, so it can depend on
+    it; with two workers a job that ends early frees its worker at once, while the other job still runs."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from seqkeras.execution import executors
+
+    release = threading.Event()
+
+    def fake_execute_once(run, folder, force, label):
+        if run == "slow":  # waits until the consumer has the results of both fast jobs (never, in batches of two)
+            return {"run": run, "released": release.wait(timeout=30)}
+        return {"run": run}
+
+    monkeypatch.setattr(executors, "execute_once", fake_execute_once)
+    executor = executors.ProcessExecutor(workers, "tensorflow") if workers > 1 else executors.SerialExecutor()
+    if workers > 1:
+        executor.pool = ThreadPoolExecutor(workers)  # started: threads stand in for the worker processes
+    queue = ["slow", "fast", "fast-again"] if workers > 1 else ["fast", "fast-again"]
+    taken: list[str] = []
+    drawn_after: list[int] = []
+
+    def next_job():
+        if not queue:
+            return None
+        drawn_after.append(len(taken))
+        return executors.Job(len(drawn_after) - 1, queue.pop(0), Path("unused"))
+
+    for _job, record in executor.stream(next_job, False):
+        taken.append(record["run"])
+        if taken.count("fast") + taken.count("fast-again") == 2:
+            release.set()
+    if workers > 1:
+        executor.pool.shutdown()
+        assert taken == ["fast", "fast-again", "slow"]
+        assert drawn_after == [0, 0, 1]  # two in flight; the third once the first result was taken
+    else:
+        assert taken == ["fast", "fast-again"] and drawn_after == [0, 1]

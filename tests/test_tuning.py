@@ -345,3 +345,25 @@ def test_a_trial_already_finished_in_the_study_is_not_told_twice(tmp_path):
     trials.tell(point, trial.number, {"status": "ok", "trial": {"number": trial.number, "value": 0.5}})
     assert study.trials[0].state == optuna.trial.TrialState.FAIL
     assert said and "already marked finished" in said[0]
+
+
+@pytest.mark.slow
+def test_trials_run_as_ray_tasks_as_many_at_once_as_the_cluster_holds(write_spec, tmp_path, capsys):
+    pytest.importorskip("ray", reason="Ray is optional: pip install -r requirements-ray.txt")
+    import ray
+
+    from seqkeras.execution.executors import RayExecutor
+
+    spec = write_spec(TUNED.replace("trials: 3", "trials: 2"))
+    try:
+        code, out, err = run_cli(capsys, "run", spec, "--out", tmp_path / "r", "--executor", "ray",
+                                 "--cpus-per-run", "1")
+        cpus = ray.cluster_resources()["CPU"]  # the local instance this command started
+        widths = [RayExecutor(None, "tensorflow", share, 0).width() for share in (1, cpus, 2 * cpus)]
+    finally:
+        ray.shutdown()
+    assert code == 0, out + err
+    assert widths == [int(cpus), 1, 1]  # trials in flight: as many as the CPUs hold, and at least one
+    trials = trials_of(tmp_path / "r" / "tuned")
+    assert trials.groupby("model.cell").size().to_dict() == {"gru": 2, "simple_rnn": 2}
+    assert set(trials.state) <= {"complete", "pruned"} and trials.epochs.notna().all()

@@ -4,6 +4,11 @@ Every executor calls the same `execute_once(run, folder, force, label)`, which h
 the run's lock while it runs, so two sweeps sharing a results folder never run
 the same run twice or interleave its files. Executors yield finished records
 as they come; the runner records each one immediately.
+
+`map` runs a list of jobs; `stream` draws each job only when a worker is free and
+the result before it has been taken, so that what is drawn next can depend on the
+results so far (tuning asks its studies for a trial that way, and no worker waits
+for a batch to end).
 """
 
 from __future__ import annotations
@@ -13,8 +18,8 @@ import errno
 import fcntl
 import os
 import stat
-from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -205,6 +210,16 @@ class Job:
     label: str = ""  # said when the run starts (execute_once)
 
 
+# Draws the next job, or None when there is none left (Executor.stream).
+NextJob = Callable[[], "Job | None"]
+
+
+def drawn_from(jobs: list[Job]) -> NextJob:
+    """A list's jobs one after another, then None: `map` is `stream` over a list."""
+    remaining = iter(jobs)
+    return lambda: next(remaining, None)
+
+
 class SerialExecutor:
     slots = 1  # runs at once
 
@@ -215,7 +230,10 @@ class SerialExecutor:
         pass  # runs in this process, which imports its backend once the specs are read
 
     def map(self, jobs: list[Job], force: bool) -> Iterator[tuple[Job, dict[str, Any]]]:
-        for job in jobs:
+        return self.stream(drawn_from(jobs), force)
+
+    def stream(self, next_job: NextJob, force: bool) -> Iterator[tuple[Job, dict[str, Any]]]:
+        while (job := next_job()) is not None:
             yield job, execute_once(job.run, job.folder, force, job.label)
 
     def describe(self) -> str:
@@ -268,11 +286,21 @@ class ProcessExecutor:
             self.pool.submit(worker_ready)
 
     def map(self, jobs: list[Job], force: bool) -> Iterator[tuple[Job, dict[str, Any]]]:
+        return self.stream(drawn_from(jobs), force)
+
+    def stream(self, next_job: NextJob, force: bool) -> Iterator[tuple[Job, dict[str, Any]]]:
         self.start()
-        futures = {self.pool.submit(execute_once, job.run, job.folder, force, job.label): job for job in jobs}
+        futures: dict[Any, Job] = {}
         try:
-            for future in as_completed(futures):
-                yield futures[future], _result_or_failure(future.result, futures[future])
+            while True:
+                while len(futures) < self.jobs and (job := next_job()) is not None:
+                    futures[self.pool.submit(execute_once, job.run, job.folder, force, job.label)] = job
+                if not futures:
+                    return
+                done, _ = wait(futures, return_when=FIRST_COMPLETED)
+                for future in sorted(done, key=lambda future: futures[future].index):
+                    job = futures.pop(future)
+                    yield job, _result_or_failure(future.result, job)
         except BaseException:  # Ctrl-C, SIGTERM: stop the runs in flight too (a rerun resumes them)
             for future in futures:
                 future.cancel()
@@ -297,7 +325,7 @@ class RayExecutor:
     be reachable from every node (a shared file system) for multi-node clusters.
     """
 
-    slots = 1  # a cluster's runs at once are Ray's to decide: count on none
+    slots = 1  # a cluster's runs at once are Ray's to decide: count on none (see `width` for streams)
 
     def __init__(self, address: str | None, backend: str, num_cpus: float, num_gpus: float):
         try:
@@ -322,7 +350,7 @@ class RayExecutor:
         where = self.address or "a local Ray instance"
         return f"as Ray tasks on {where} ({self.num_cpus:g} CPU, {self.num_gpus:g} GPU each)"
 
-    def map(self, jobs: list[Job], force: bool) -> Iterator[tuple[Job, dict[str, Any]]]:
+    def connect(self) -> None:
         ray = self.ray
         if not ray.is_initialized():
             options: dict[str, Any] = {
@@ -337,10 +365,32 @@ class RayExecutor:
             else:
                 options["include_dashboard"] = False
             ray.init(**options)
+
+    def width(self) -> int:
+        """Tasks a stream keeps in flight: as many as the cluster's CPUs (and GPUs, when asked for) hold now."""
+        resources = self.ray.cluster_resources()
+        fits = [resources.get("CPU", 0.0) / self.num_cpus] if self.num_cpus > 0 else []
+        if self.num_gpus > 0:
+            fits.append(resources.get("GPU", 0.0) / self.num_gpus)
+        return max(1, int(min(fits))) if fits else 1
+
+    def map(self, jobs: list[Job], force: bool) -> Iterator[tuple[Job, dict[str, Any]]]:
+        # Every job is handed to Ray at once: it queues what the cluster cannot run yet.
+        return self.stream(drawn_from(jobs), force, width=len(jobs))
+
+    def stream(self, next_job: NextJob, force: bool, *, width: int | None = None
+               ) -> Iterator[tuple[Job, dict[str, Any]]]:
+        self.connect()
+        ray = self.ray
+        width = width or self.width()
         threads = max(1, int(self.num_cpus))
         remote = ray.remote(num_cpus=self.num_cpus, num_gpus=self.num_gpus)(_ray_task)
-        pending = {remote.remote(job.run, str(job.folder), force, self.backend, threads): job for job in jobs}
-        while pending:
+        pending: dict[Any, Job] = {}
+        while True:
+            while len(pending) < width and (job := next_job()) is not None:
+                pending[remote.remote(job.run, str(job.folder), force, self.backend, threads)] = job
+            if not pending:
+                return
             done, _ = ray.wait(list(pending), num_returns=1)
             for reference in done:
                 job = pending.pop(reference)

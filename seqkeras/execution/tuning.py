@@ -4,10 +4,12 @@ Every matrix point gets its own Optuna study (tuning.study) and the same budget
 of trials. A trial is a run like any other (its folder, record, lock, progress
 line, tracker), kept under `tuning/` in the results folder and trained with the
 tuning seed on validation data only: it is never evaluated on the test set. The
-command asks each study for its trials a batch at a time, as many as the
-executor runs at once, hands them to the executor and tells each study its
-trials' objectives as they finish; the worker reports each epoch to the study
-itself, so the pruner can stop it (tuning.pruning).
+command asks a study for a trial whenever a worker is free (the point with the
+fewest trials so far), hands it to the executor and tells the study the trial's
+objective when it finishes, before asking for the next: a worker whose trial was
+pruned early starts another at once, and each ask sees every result told before
+it. The worker reports each epoch to the study itself, so the pruner can stop it
+(tuning.pruning).
 
 A trial that a killed command left running is found again: its record, when it
 finished, is told to the study; otherwise it is marked interrupted and its values
@@ -218,7 +220,8 @@ def untuned_failure(run: RunSpec) -> str | None:
 
 
 class Trials:
-    """The trials of one command: asked of the studies a batch at a time, run by the executor, told back."""
+    """The trials of one command: asked of the studies one at a time as workers free up, run by the executor,
+    told back."""
 
     def __init__(self, experiment: Experiment, folder: Path, points: list[Point], url: str, seed: int,
                  echo: Callable[[str], None], tracker):
@@ -262,35 +265,27 @@ class Trials:
             self.echo(f"{self.experiment.spec.name}: tuning {len(self.points)} matrix point(s), {self.tune.trials} "
                       f"trials each ({self.tune.sampler} sampler, pruner {self.tune.pruner}, objective "
                       f"{self.tune.objective} on validation data), {executor.describe()}")
-        while True:
-            batch = self.ask(max(1, executor.slots))
-            if not batch:
-                return
-            for job, record in executor.map(batch, False):
-                point = self.by_study[job.run.trial.study]
-                self.tell(point, job.run.trial.number, record)
-                self.say(point, job, record)
-                if self.tracker is not None:
-                    track(self.tracker, record, job.folder, self.echo, experiment_folder=self.folder)
+        for job, record in executor.stream(self.ask, False):
+            point = self.by_study[job.run.trial.study]
+            self.tell(point, job.run.trial.number, record)
+            self.say(point, job, record)
+            if self.tracker is not None:
+                track(self.tracker, record, job.folder, self.echo, experiment_folder=self.folder)
 
-    def ask(self, width: int) -> list[Job]:
-        """Up to `width` new trials, one point after another, from the points with budget left."""
+    def ask(self) -> Job | None:
+        """A new trial of the point with the fewest trials spent (the first in matrix order among equals), or None
+        when every point's budget is spent (those in flight count)."""
         from seqkeras.tuning.study import distributions, sampler, spent
 
-        jobs: list[Job] = []
-        while len(jobs) < width:
-            added = False
-            for point in self.points:
-                if len(jobs) >= width or spent(point.study) >= self.tune.trials:
-                    continue
-                drawn = len(point.study.get_trials(deepcopy=False))
-                point.study.sampler = sampler(self.tune, self.seed, drawn)
-                trial = point.study.ask(distributions(self.tune))
-                jobs.append(self.job(point, trial.number, dict(trial.params)))
-                added = True
-            if not added:
-                break
-        return jobs
+        left = [(spent(point.study), index) for index, point in enumerate(self.points)]
+        left = [entry for entry in left if entry[0] < self.tune.trials]
+        if not left:
+            return None
+        point = self.points[min(left)[1]]
+        drawn = len(point.study.get_trials(deepcopy=False))
+        point.study.sampler = sampler(self.tune, self.seed, drawn)
+        trial = point.study.ask(distributions(self.tune))
+        return self.job(point, trial.number, dict(trial.params))
 
     def job(self, point: Point, number: int, values: dict[str, Any]) -> Job:
         run = configured_run(self.experiment.spec, self.experiment.base, point.first.point, values, self.seed,
