@@ -13,11 +13,7 @@ for a batch to end).
 
 from __future__ import annotations
 
-import contextlib
-import errno
-import fcntl
 import os
-import stat
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
@@ -31,53 +27,11 @@ from seqkeras.backends.runtime import QUIET_TF_LOG_LEVEL, TF_LOG_LEVEL_VARIABLE
 from seqkeras.errors import SpecError
 from seqkeras.execution.identity import identity_changes
 from seqkeras.execution.workers import WorkerContext, setup_pool_worker, setup_worker, worker_ready
+from seqkeras.results.locks import file_lock
 from seqkeras.results.record import OK, read_record  # pydantic, not pandas: every job reads a record first
 
 if TYPE_CHECKING:
     from seqkeras.spec.runs import RunSpec
-
-@contextlib.contextmanager
-def file_lock(path: Path) -> Iterator[None]:
-    """An exclusive advisory lock (released by the OS if the process dies).
-
-    The lock file sits in a results folder that may hold someone else's files: a link there
-    is not followed (no file of the machine is created or touched) and a FIFO does not block.
-    """
-    with _locked(path, wait=True):
-        yield
-
-
-@contextlib.contextmanager
-def try_file_lock(path: Path) -> Iterator[bool]:
-    """`file_lock` when no other process holds it: True, held until the block ends; False (not held) when one
-    does. For telling a run that another process is running from one that a killed process left."""
-    with _locked(path, wait=False) as held:
-        yield held
-
-
-@contextlib.contextmanager
-def _locked(path: Path, wait: bool) -> Iterator[bool]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o666)
-    except OSError as error:
-        if error.errno in (errno.ELOOP, errno.ENXIO):  # a link; a FIFO with no reader
-            raise OSError(error.errno, "the lock file is a symbolic link or a FIFO, not a regular file") from None
-        raise
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "the lock file is not a regular file")
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False
-            return
-        try:
-            yield True
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
 
 
 class Reuse(NamedTuple):

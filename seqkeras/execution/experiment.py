@@ -17,7 +17,8 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from seqkeras.execution.executors import Job, SerialExecutor, file_lock, reusable_record
+from seqkeras.execution.executors import Job, SerialExecutor, reusable_record
+from seqkeras.results.locks import file_lock
 from seqkeras.execution.identity import reused_under
 from seqkeras.execution.progress import Progress, track
 from seqkeras.execution.tuning import tune, untuned_failure

@@ -22,7 +22,7 @@ from typing import Any
 from seqkeras.backends import runtime
 from seqkeras.backends.runtime import BACKEND_PACKAGES
 from seqkeras.errors import SpecError
-from seqkeras.execution.executors import file_lock
+from seqkeras.results.locks import file_lock
 from seqkeras.execution.identity import code_version
 from seqkeras.execution.sweep import rebuild
 from seqkeras.kept.reevaluation import RECORD, Additions, additions, reevaluate_run

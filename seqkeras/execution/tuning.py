@@ -34,7 +34,8 @@ from typing import Any
 import pandas as pd
 
 from seqkeras.errors import SpecError
-from seqkeras.execution.executors import Job, file_lock, try_file_lock
+from seqkeras.execution.executors import Job
+from seqkeras.results.locks import file_lock, try_file_lock
 from seqkeras.execution.progress import duration, track
 from seqkeras.results.folder import write_csv
 from seqkeras.results.record import OK, read_record

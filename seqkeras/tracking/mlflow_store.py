@@ -9,7 +9,7 @@ that opens and is created and migrated. A bad one is a SpecError
 
 Several processes may log to one SQLite (or folder) store: the store is created and
 migrated once, and each record logged, under an inter-process lock on a file beside
-the database (`mlflow.db.lock`, `store_lock`), so MLflow's first migration never
+the database (`mlflow.db.lock`, `results.locks.file_lock`), so MLflow's first migration never
 races and no write meets `database is locked`. MLflow is imported only when a store
 is opened.
 """
@@ -17,14 +17,12 @@ is opened.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import importlib.util
 import logging
 import os
 import sqlite3
 import stat
 import tempfile
-import time
 from collections.abc import Iterator
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -33,6 +31,7 @@ from urllib.parse import unquote, urlsplit
 from urllib.request import url2pathname
 
 from seqkeras.errors import SpecError
+from seqkeras.results.locks import file_lock
 
 STORE_FILE = "mlflow.db"
 ARTIFACTS_FOLDER = "mlflow-artifacts"
@@ -47,8 +46,6 @@ FOLDER_SCHEMES = {"", "file"}
 KNOWN_SCHEMES = SERVER_SCHEMES | FOLDER_SCHEMES | {"sqlite"}
 
 SQLITE_HEADER = b"SQLite format 3\x00"
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 
 def missing() -> str | None:
@@ -139,29 +136,6 @@ def writable_folder(folder: Path) -> str:
     except OSError as error:
         return f"the folder {folder} is not writable ({error.strerror or error})"
     return ""
-
-
-@contextlib.contextmanager
-def store_lock(path: Path | None, wait: float = LOCK_WAIT) -> Iterator[None]:
-    """An exclusive inter-process lock on `path` (flock; released by the OS if the process dies); no-op for None."""
-    if path is None:
-        yield
-        return
-
-    handle = os.open(path, os.O_RDWR | os.O_CREAT | _NOFOLLOW | _CLOEXEC, 0o644)
-    try:
-        deadline = time.monotonic() + wait
-        while True:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"{path} is held by another process for over {wait:.0f} s") from None
-                time.sleep(0.05)
-        yield
-    finally:
-        os.close(handle)  # releases the lock
 
 
 @contextlib.contextmanager
@@ -263,7 +237,7 @@ def check_store(uri: str, out_root: Path) -> tuple[Path | None, Any]:
 
     _quiet_mlflow()
     try:
-        with store_lock(lock, wait=120):
+        with file_lock(lock, timeout=120):
             if database is not None:
                 problem = check_sqlite(database)
                 if problem:

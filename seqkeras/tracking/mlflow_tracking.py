@@ -34,8 +34,9 @@ from typing import Any
 from seqkeras.errors import SpecError, shown
 from seqkeras.results.files import FILE_LIMIT, read_bytes, regular_files, single_name_problem
 from seqkeras.results.folder import print_warning
+from seqkeras.results.locks import file_lock
 from seqkeras.tracking.mlflow_records import record_metrics, spec_params
-from seqkeras.tracking.mlflow_store import ARTIFACTS_FOLDER, check_store, first_line, store_lock
+from seqkeras.tracking.mlflow_store import ARTIFACTS_FOLDER, LOCK_WAIT, check_store, first_line
 
 SKIPPED_FILES = {".lock", ".resume"}
 DIGEST_TAG = "seqkeras.record_digest"
@@ -74,7 +75,7 @@ class MlflowTracker:
             return problem
         for attempt in range(BUSY_TRIES):
             try:
-                with store_lock(self._lock):
+                with file_lock(self._lock, timeout=LOCK_WAIT) if self._lock else contextlib.nullcontext():
                     self._log(record, run_folder, experiment_name)
                 return None
             except Exception as error:  # a tracking failure must not cost the run: it is said, not raised
