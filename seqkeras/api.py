@@ -39,6 +39,7 @@ from seqkeras.backends.runtime import AUTO, BACKEND_PACKAGES, select_backend
 from seqkeras.errors import SpecError, shown, unknown_choice
 from seqkeras.execution import sweep
 from seqkeras.execution.executors import make_executor
+from seqkeras.reporting.baseline import Baseline, parse_baseline
 from seqkeras.reporting.expectations import check
 from seqkeras.reporting.spec_rows import own_rows
 from seqkeras.reporting.tuning import read_found
@@ -75,10 +76,12 @@ class Results:
         return run_counts(self.runs)[2] == 0 and bool(self.verdicts["holds"].all())
 
     def table(self, rows: str | list[str], value: str, columns: str | list[str] | None = None,
-              pool: Iterable[str] = ()) -> pd.DataFrame:
+              pool: Iterable[str] = (), baseline: str | Mapping[str, Any] | None = None) -> pd.DataFrame:
         """A pivot of the runs over seeds (`seqkeras table --rows … --value … --format csv`): mean, std and n
-        columns."""
-        return pivot(self.runs, TableSpec(rows=rows, columns=columns, value=value, pool=list(pool)), statistics=True)
+        columns. baseline ("model.cell=lstm" or {"model.cell": "lstm"}, as `--baseline`): each cell tested against
+        its baseline cell over seeds, in p_value, test and verdict columns."""
+        return pivot(self.runs, TableSpec(rows=rows, columns=columns, value=value, pool=list(pool)), statistics=True,
+                     baseline=baseline_of(baseline))
 
     def tuning(self) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:
         """A tuned experiment's trials (`tuning/trials.csv`: every trial of every matrix point, its values, state and
@@ -91,6 +94,19 @@ class Results:
         held = int(self.verdicts["holds"].sum())
         return (f"Results({str(self.folder)!r}: {len(self.runs)} row(s), {len(self.tables)} table(s), "
                 f"{held} of {len(self.verdicts)} claim(s) reproduced)")
+
+
+def baseline_of(value: str | Mapping[str, Any] | None) -> Baseline | None:
+    """`table()`'s baseline: a "KEY=VALUE" text as `--baseline` takes it, or a mapping of one key to its value."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return parse_baseline(value)
+    if (isinstance(value, Mapping) and len(value) == 1 and isinstance(key := next(iter(value)), str)
+            and isinstance(value[key], (str, int, float, bool))):
+        return Baseline(key, value[key])
+    raise SpecError(f"baseline: expected a \"KEY=VALUE\" text or a mapping of one key to a value, such as "
+                    f"{{\"model.cell\": \"lstm\"}}; got {shown(value)}")
 
 
 def load(folder: str | Path) -> Results:

@@ -4,6 +4,7 @@ the report's chart of the main metric per configuration, and `table --baseline`'
 from __future__ import annotations
 
 import io
+import re
 import os
 from pathlib import Path
 
@@ -257,3 +258,32 @@ def test_a_declared_table_without_the_baseline_key_is_shown_unmarked_with_a_warn
     code, out, err = run_cli(capsys, "table", folder, "--baseline", "task.lag=5")
     assert code == 0 and " * |" in out.split("## accuracy by model.cell")[0]
     assert "--baseline task.lag: not a row or column of the table 'accuracy by model.cell'" in err
+
+
+@pytest.mark.parametrize("baseline", ["model.cell=lstm", {"model.cell": "lstm"}])
+def test_the_python_api_table_takes_a_baseline_as_the_command_does(tmp_path, capsys, baseline):
+    import seqkeras
+
+    folder = baseline_results(tmp_path)
+    code, out, _ = run_cli(capsys, "table", folder, "--rows", "task.lag", "--columns", "model.cell",
+                           "--value", "accuracy", "--baseline", "model.cell=lstm", "--format", "csv")
+    command = pd.read_csv(io.StringIO(out), keep_default_na=False).set_index("task.lag")
+    table = seqkeras.load(folder).table(rows="task.lag", columns="model.cell", value="accuracy",
+                                        baseline=baseline).set_index("task.lag")
+    assert code == 0 and list(table.columns) == list(command.columns)
+    assert table["gru verdict"].tolist() == command["gru verdict"].tolist() == ["differs", "not shown to differ"]
+    assert table["rnn p_value"].tolist() == pytest.approx(command["rnn p_value"].astype(float).tolist())
+
+
+@pytest.mark.parametrize("baseline, message", [
+    ({"model.cell": "lstm", "task.lag": 5}, "baseline: expected a \"KEY=VALUE\" text or a mapping of one key"),
+    (["model.cell=lstm"], "baseline: expected a \"KEY=VALUE\" text"),
+    ("model.cell=transformer", "no finished run has model.cell = 'transformer'"),
+])
+def test_a_bad_baseline_in_the_python_api_is_a_spec_error(tmp_path, baseline, message):
+    import seqkeras
+    from seqkeras.errors import SpecError
+
+    results = seqkeras.load(baseline_results(tmp_path))
+    with pytest.raises(SpecError, match=re.escape(message)):
+        results.table(rows="task.lag", columns="model.cell", value="accuracy", baseline=baseline)
