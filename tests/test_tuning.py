@@ -161,7 +161,8 @@ def test_each_point_gets_the_budget_then_its_best_setting_on_every_seed(write_sp
 
     # Again: every trial and run is reused; a raised budget continues each study by one trial.
     code, out, _ = run_cli(capsys, "run", spec, "--out", tmp_path / "r", "--jobs", "1")
-    assert code == 0 and "6 of 6 trials done before" in out and "started" not in out
+    assert code == 0 and "started" not in out
+    assert "6 of 6 trials done before, reused (a raised tune.trials continues each study)" in out
     code, out, _ = run_cli(capsys, "run", spec, "--out", tmp_path / "r", "--jobs", "1", "--set", "tune.trials=4")
     assert code == 0, out
     assert trials_of(folder).groupby("model.cell").size().to_dict() == {"gru": 4, "simple_rnn": 4}
@@ -190,6 +191,7 @@ def test_a_trial_left_running_by_a_killed_command_is_trained_again_and_not_count
     code, out, err = run_cli(capsys, "run", spec, "--out", out_root, "--jobs", "1", "--set", "tune.trials=3")
     assert code == 0, out + err
     assert "trial 3 was interrupted; its values are trained again" in out
+    assert "2 of 3 trials done before, reused (the rest are trained now)" in out
     trials = optuna.load_study(study_name=name, storage=storage).get_trials()
     assert trials[2].state == optuna.trial.TrialState.FAIL and trials[2].user_attrs[INTERRUPTED]
     assert trials[3].state.is_finished() and trials[3].params == left.params  # the same values, trained

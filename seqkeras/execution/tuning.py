@@ -260,8 +260,10 @@ class Trials:
 
         done_before = sum(min(spent(point.study), self.tune.trials) for point in self.points)
         if done_before:
+            then = ("a raised tune.trials continues each study" if done_before >= self.total
+                    else "the rest are trained now")
             self.echo(f"{self.experiment.spec.name}: tuning: {done_before} of {self.total} trials done before, "
-                      "reused (a raised tune.trials continues each study)")
+                      f"reused ({then})")
         if done_before < self.total:
             self.echo(f"{self.experiment.spec.name}: tuning {len(self.points)} matrix point(s), {self.tune.trials} "
                       f"trials each ({self.tune.sampler} sampler, pruner {self.tune.pruner}, objective "
