@@ -4,8 +4,8 @@ the report's chart of the main metric per configuration, and `table --baseline`'
 from __future__ import annotations
 
 import io
-import re
 import os
+import re
 from pathlib import Path
 
 import numpy as np

@@ -456,13 +456,15 @@ def test_a_stream_draws_the_next_job_once_a_worker_is_free_and_the_result_before
         drawn_after.append(len(taken))
         return executors.Job(len(drawn_after) - 1, queue.pop(0), Path("unused"))
 
+    records = []
     for _job, record in executor.stream(next_job, False):
+        records.append(record)
         taken.append(record["run"])
         if taken.count("fast") + taken.count("fast-again") == 2:
             release.set()
     if workers > 1:
         executor.pool.shutdown()
-        assert taken == ["fast", "fast-again", "slow"]
+        assert taken == ["fast", "fast-again", "slow"] and records[-1]["released"] is True
         assert drawn_after == [0, 0, 1]  # two in flight; the third once the first result was taken
     else:
         assert taken == ["fast", "fast-again"] and drawn_after == [0, 1]

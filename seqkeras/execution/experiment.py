@@ -18,10 +18,10 @@ from typing import Any, Callable
 import pandas as pd
 
 from seqkeras.execution.executors import Job, SerialExecutor, reusable_record
-from seqkeras.results.locks import file_lock
 from seqkeras.execution.identity import reused_under
 from seqkeras.execution.progress import Progress, track
 from seqkeras.execution.tuning import tune, untuned_failure
+from seqkeras.results.locks import file_lock
 from seqkeras.reporting.data_card import write_experiment_card
 from seqkeras.reporting.expectations import Verdict, check
 from seqkeras.reporting.plots import import_matplotlib, write_plots

@@ -22,11 +22,11 @@ from typing import Any
 from seqkeras.backends import runtime
 from seqkeras.backends.runtime import BACKEND_PACKAGES
 from seqkeras.errors import SpecError
-from seqkeras.results.locks import file_lock
 from seqkeras.execution.identity import code_version
 from seqkeras.execution.sweep import rebuild
 from seqkeras.kept.reevaluation import RECORD, Additions, additions, reevaluate_run
 from seqkeras.results import files
+from seqkeras.results.locks import file_lock
 from seqkeras.results.record import read_record
 
 # `additions` is kept's; the API reads it here, the stage it may import.

@@ -35,9 +35,9 @@ import pandas as pd
 
 from seqkeras.errors import SpecError
 from seqkeras.execution.executors import Job
-from seqkeras.results.locks import file_lock, try_file_lock
 from seqkeras.execution.progress import duration, track
 from seqkeras.results.folder import write_csv
+from seqkeras.results.locks import file_lock, try_file_lock
 from seqkeras.results.record import OK, read_record
 from seqkeras.spec.loader import configured_run
 from seqkeras.spec.runs import Experiment, RunSpec, point_label
