@@ -1,7 +1,10 @@
 # make run   — the lesson suite: every number of the lesson, reproduced and checked
-# make test  — the test suite (fast; slow tests are marked and included), in three pytest processes:
-#              tests/ on TensorFlow, then tests/torch_backend/ on PyTorch, then tests/jax_backend/ on JAX
-# make test-fast — the same three, without the tests marked slow
+# make test  — what to run after every change (minutes): the tests not marked `system`, in three pytest
+#              processes: tests/ on TensorFlow, then tests/torch_backend/ on PyTorch, then tests/jax_backend/ on JAX
+# make test-fast — the same three, without the tests marked slow either
+# make test-system — the tests marked `system` alone: a wheel installed into a fresh virtualenv, Ray clusters,
+#              killed process groups, a real full disk (tmpfs), the report in a headless browser, the benchmarks
+# make generate — every generated file (schema, components, command-line reference), rewritten from the code
 # make lint — ruff (also the first step of make test)
 # make bench — throughput and scaling measurements (not timed tests)
 # make gpu-wheels — the pure-Python wheels the GPU machine lacks, into .whl/ (benchmarks/gpu_check.sh installs them)
@@ -10,7 +13,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-fast lint bench gpu-wheels validate clean-venv browser
+.PHONY: run test test-fast test-system lint bench gpu-wheels validate clean-venv browser
 
 $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found; set PYTHON=python3"; exit 1; }
@@ -39,15 +42,22 @@ JAX_TESTS := KERAS_BACKEND=jax $(BIN)/python -m pytest -q tests/jax_backend
 lint: $(STAMP)
 	$(BIN)/ruff check seqkeras tests benchmarks
 
-test: $(STAMP) $(VENV)/.ray $(VENV)/.tracking browser lint
-	$(BIN)/python -m pytest -q
-	$(TORCH_TESTS)
-	$(JAX_TESTS)
+# `--durations=20` prints the slowest tests: the tier's budget is 8 minutes on 2 idle cores.
+test: $(STAMP) $(VENV)/.tracking lint
+	$(BIN)/python -m pytest -q --durations=20
+	$(TORCH_TESTS) --durations=10
+	$(JAX_TESTS) --durations=10
 
-test-fast: $(STAMP) $(VENV)/.ray $(VENV)/.tracking browser lint
+test-fast: $(STAMP) $(VENV)/.tracking lint
 	$(BIN)/python -m pytest -q -m "not slow"
 	$(TORCH_TESTS) -m "not slow"
 	$(JAX_TESTS) -m "not slow"
+
+# The tests marked `system` (tests/conftest.py deselects them unless --system is given).
+test-system: $(STAMP) $(VENV)/.ray $(VENV)/.tracking browser
+	$(BIN)/python -m pytest -q --system -m system --durations=10
+	$(TORCH_TESTS) --system -m system
+	$(JAX_TESTS) --system -m system
 
 # Ray is optional for users; the tests check the Ray executor, so they install it.
 $(VENV)/.ray: requirements-ray.txt $(STAMP)

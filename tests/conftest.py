@@ -9,6 +9,12 @@ leaves tests/torch_backend/ and tests/jax_backend/ out, and a process started
 with KERAS_BACKEND=torch or jax leaves out the files here, which expect
 TensorFlow, and the other backend's folder (tests/torch_backend/conftest.py
 selects torch, tests/jax_backend/conftest.py jax). `make test` runs all three.
+
+Tests in two tiers. `make test`, what a developer runs after every change, leaves out the
+tests marked `system`: those that install packages into a fresh environment, start Ray
+clusters, browsers or process groups to kill, mount file systems, or run the benchmarks.
+`make test-system` runs those alone (`pytest --system -m system`), and CI runs both.
+Trained runs that many tests start from are trained once per session (`trained_runs`).
 """
 
 from __future__ import annotations
@@ -37,6 +43,31 @@ else:
     collect_ignore = list(BACKEND_FOLDERS.values())
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+def pytest_addoption(parser):
+    parser.addoption("--system", action="store_true",
+                     help="also run the tests marked system (installs, clusters, browsers): make test-system")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Without --system, the tests marked `system` are deselected (not skipped: they are not this tier's)."""
+    if config.getoption("--system"):
+        return
+    system = [item for item in items if item.get_closest_marker("system")]
+    if system:
+        config.hook.pytest_deselected(items=system)
+        items[:] = [item for item in items if not item.get_closest_marker("system")]
+
+
+@pytest.fixture(scope="session")
+def trained_runs(tmp_path_factory):
+    """Tiny runs trained once per session on this process's backend (tests/trained_runs.py)."""
+    import keras
+
+    from tests.trained_runs import TrainedRuns
+
+    return TrainedRuns(tmp_path_factory.mktemp("trained-runs"), keras.backend.backend())
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from tests.conftest import REPO
 COLUMNS = ["benchmark", "figure", "value", "unit", "baseline", "ratio", "goal", "met", "machine", "measured_at"]
 
 
-@pytest.mark.slow
+@pytest.mark.system
 def test_bench_runs_end_to_end_at_tiny_size(tmp_path):
     committed = set((REPO / "benchmarks" / "results").iterdir())
     result = subprocess.run([sys.executable, str(REPO / "benchmarks" / "run_all.py"), "--tiny", "--out", str(tmp_path)],
@@ -40,7 +40,7 @@ def test_bench_runs_end_to_end_at_tiny_size(tmp_path):
     assert (ratios["ratio"] > 0).all() and (ratios["baseline"] > 0).all()
 
 
-@pytest.mark.slow
+@pytest.mark.system
 def test_gpu_check_script_runs_here_on_the_cpu(tmp_path):
     """benchmarks/gpu_check.sh's code path on the CPU: without a GPU `make bench` never runs it, so a break would
     wait for one. Every stacking of seeds it measures ends at each replica's own weights (1e-5)."""

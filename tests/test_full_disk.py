@@ -272,7 +272,7 @@ def seqkeras_command(*args) -> subprocess.CompletedProcess:
                           timeout=300, env={**os.environ, "SEQKERAS_JOBS": "1"})
 
 
-@pytest.mark.slow
+@pytest.mark.system
 def test_a_real_full_disk_fails_one_run_in_one_line_and_the_rerun_goes_on(small_disk, tmp_path):
     spec = tmp_path / "full.yaml"
     spec.write_text(textwrap.dedent(SIZED_RUNS))

@@ -1,8 +1,9 @@
 """Kept models: every training run keeps its model, and the model read back scores what the run recorded.
 
 One tiny run per model kind (tests/model_kind_specs.py, and seq2seq without attention) through
-`seqkeras.run` on TensorFlow; `seqkeras.load_model` reads its folder, and the run's own evaluator,
-on the test set its task rebuilds from spec.yaml and the seed, gives the metrics of its metrics.json.
+`seqkeras.run` on TensorFlow, trained once per session (`trained_runs`); `seqkeras.load_model` reads its
+folder, and the run's own evaluator, on the test set its task rebuilds from spec.yaml and the seed, gives
+the metrics of its metrics.json.
 The torch process has its own check (tests/torch_backend/test_kept_models_torch.py).
 """
 
@@ -55,9 +56,8 @@ def timing(name: str) -> bool:
 
 
 @pytest.mark.parametrize("case", [pytest.param(case, id=case.id) for case in CASES_HERE])
-def test_a_kept_model_scores_what_its_run_recorded(case, tmp_path):
-    seqkeras.run(case.spec(), out=tmp_path / "out", backend="tensorflow")
-    folder = run_folder(tmp_path / "out", f"kind-{case.id}")
+def test_a_kept_model_scores_what_its_run_recorded(case, trained_runs, tmp_path):
+    folder = trained_runs.run_folder(case)
     model_file = NGRAM_FILE if case.kind == "ngram" else KERAS_FILE
     assert (folder / model_file).is_file() and (folder / FILE).is_file()
     assert not (folder / ".resume").exists()  # the resume checkpoint is still removed at the end
@@ -119,14 +119,11 @@ def test_the_committed_results_keep_their_run_ids():
     assert same >= 5
 
 
-def test_keras_load_model_works_in_a_fresh_process_once_seqkeras_is_imported(tmp_path):
+def test_keras_load_model_works_in_a_fresh_process_once_seqkeras_is_imported(trained_runs, tmp_path):
     """Keras's own load_model, safe_mode on, after `import seqkeras` (which imports no Keras): the custom classes
     (a CRF tagger, an encoder-decoder with attention) are found."""
     cases = [case for case in CASES if case.id in ("tagger-crf", "seq2seq")]
-    folders = []
-    for case in cases:
-        seqkeras.run(case.spec(), out=tmp_path, backend="tensorflow")
-        folders.append(run_folder(tmp_path, f"kind-{case.id}"))
+    folders = [trained_runs.run_folder(case) for case in cases]
     probes = {}
     for case, folder in zip(cases, folders):
         kept = seqkeras.load_model(folder)
@@ -249,12 +246,9 @@ def test_a_kept_seq2seq_model_names_its_outputs(tmp_path):
 
 
 @pytest.fixture
-def kept_folder(tmp_path_factory):
-    """One finished run with its kept model (a classifier), copied for each test that damages it."""
-    out = tmp_path_factory.mktemp("kept")
-    case = next(case for case in CASES if case.id == "classifier")
-    seqkeras.run(case.spec(), out=out, backend="tensorflow")
-    return run_folder(out, f"kind-{case.id}")
+def kept_folder(trained_runs):
+    """One finished run with its kept model (a classifier), shared: each test that damages it copies it."""
+    return trained_runs.run_folder(next(case for case in CASES if case.id == "classifier"))
 
 
 def damaged(kept_folder: Path, tmp_path: Path) -> Path:

@@ -72,7 +72,7 @@ def test_every_package_the_code_imports_is_declared():
     assert not missing, sorted(missing)
 
 
-@pytest.mark.slow
+@pytest.mark.system
 def test_the_wheel_installs_into_a_fresh_environment_and_its_command_runs(tmp_path):
     """Without requirements.txt: pip resolves what pyproject.toml declares. `--help` and `validate` work."""
     run(sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", tmp_path / "dist", REPO)

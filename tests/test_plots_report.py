@@ -447,7 +447,7 @@ def console_errors(events: list[dict]) -> list[str]:
     return errors
 
 
-@pytest.mark.slow
+@pytest.mark.system
 def test_the_browser_check_notices_a_broken_image_and_a_console_error(tmp_path):
     """The harness itself: a page with a missing image and a console error must fail it."""
     binary = chromium_or_skip()
@@ -460,7 +460,7 @@ def test_the_browser_check_notices_a_broken_image_and_a_console_error(tmp_path):
     assert any("ERR_FILE_NOT_FOUND" in e for e in result["errors"])
 
 
-@pytest.mark.slow
+@pytest.mark.system
 def test_report_pages_load_in_a_headless_browser_with_every_image_and_no_errors(tmp_path):
     binary = chromium_or_skip()
     results = tmp_path / "results"

@@ -1,6 +1,6 @@
 """`seqkeras predict` and `KeptModel.predict`: a kept model on new inputs, per problem, in each output format.
 
-One tiny run per model kind (tests/model_kind_specs.py), trained once for this module; each check goes
+One tiny run per model kind (tests/model_kind_specs.py), trained once per session (`trained_runs`); each check goes
 through the command line in-process and parses its output back, and compares it with what the model or the
 run's own evaluator gives for the same input.
 """
@@ -26,16 +26,10 @@ FORMATS = ["md", "csv", "jsonl"]
 
 
 @pytest.fixture(scope="module")
-def folders(tmp_path_factory):
-    """The run folder of each model kind used here, each trained once (one epoch, a few examples)."""
-    out = tmp_path_factory.mktemp("predict")
-    made = {}
-    for case in CASES:
-        if case.id in ("classifier", "tagger-crf", "seq2seq", "lm", "ngram", "regressor"):
-            seqkeras.run(case.spec(), out=out, backend="tensorflow")
-            (folder,) = [p for p in (out / f"kind-{case.id}").iterdir() if p.is_dir()]
-            made[case.id] = folder
-    return made
+def folders(trained_runs):
+    """The run folder of each model kind used here (one epoch, a few examples); shared, so read only."""
+    return {case.id: trained_runs.run_folder(case) for case in CASES
+            if case.id in ("classifier", "tagger-crf", "seq2seq", "lm", "ngram", "regressor")}
 
 
 def parsed(text: str, fmt: str) -> pd.DataFrame:

@@ -45,7 +45,7 @@ def metrics_of(folder):
     return runs.drop(columns=["train_seconds"]).to_dict("records")
 
 
-@pytest.mark.slow
+@pytest.mark.system
 def test_sigkill_mid_training_resumes_to_identical_metrics(write_spec, tmp_path):
     spec = write_spec(RESUMABLE_SPEC)
     reference = cli("run", spec, "--out", tmp_path / "reference")
@@ -116,7 +116,7 @@ def assert_ended_mid_run(workers, results):
     assert not list(results.glob("*/metrics.json"))  # stopped mid-run, not left to finish
 
 
-@pytest.mark.slow
+@pytest.mark.system
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads the process table from /proc")
 def test_sigterm_stops_a_parallel_sweep_and_its_workers(write_spec, tmp_path):
     sweep, workers = parallel_sweep_in_training(write_spec, tmp_path)
@@ -128,7 +128,7 @@ def test_sigterm_stops_a_parallel_sweep_and_its_workers(write_spec, tmp_path):
     assert (tmp_path / "resumable" / "runs.csv").exists()
 
 
-@pytest.mark.slow
+@pytest.mark.system
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads the process table from /proc")
 def test_workers_end_when_their_parent_is_killed(write_spec, tmp_path):
     """SIGKILL cannot be caught: the workers notice their parent is gone and end."""
@@ -259,7 +259,7 @@ def test_an_invalid_spec_starts_no_worker(tiny_spec, monkeypatch, capsys):
     assert multiprocessing.active_children() == []
 
 
-@pytest.mark.slow
+@pytest.mark.system
 def test_ray_local_executor_gives_the_same_table_as_serial(tiny_spec, tmp_path, capsys):
     pytest.importorskip("ray", reason="Ray is optional: pip install -r requirements-ray.txt")
     assert main(["run", str(tiny_spec), "--out", str(tmp_path / "serial")]) == 0
@@ -271,7 +271,7 @@ def test_ray_local_executor_gives_the_same_table_as_serial(tiny_spec, tmp_path, 
     assert metrics_of(tmp_path / "ray" / "tiny") == metrics_of(tmp_path / "serial" / "tiny")
 
 
-@pytest.mark.slow
+@pytest.mark.system
 def test_a_sweep_across_a_two_node_ray_cluster_gives_the_same_table_as_serial(tiny_spec, tmp_path, capsys):
     """A head and one worker node on this machine, one CPU each: the four runs go to both nodes, as on a cluster
     whose nodes share the results folder."""

@@ -175,7 +175,7 @@ def test_each_point_gets_the_budget_then_its_best_setting_on_every_seed(write_sp
     pd.testing.assert_frame_equal(pd.read_csv(folder / "runs.csv"), before)
 
 
-@pytest.mark.slow
+@pytest.mark.system
 def test_a_trial_left_running_by_a_killed_command_is_trained_again_and_not_counted(write_spec, tmp_path, capsys):
     spec = write_spec(TUNED.replace("model.cell: [simple_rnn, gru]", "model.cell: [gru]").replace(
         "trials: 3", "trials: 2"))
@@ -349,7 +349,7 @@ def test_a_trial_already_finished_in_the_study_is_not_told_twice(tmp_path):
     assert said and "already marked finished" in said[0]
 
 
-@pytest.mark.slow
+@pytest.mark.system
 def test_trials_run_as_ray_tasks_as_many_at_once_as_the_cluster_holds(write_spec, tmp_path, capsys):
     pytest.importorskip("ray", reason="Ray is optional: pip install -r requirements-ray.txt")
     import ray

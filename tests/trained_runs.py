@@ -1,0 +1,55 @@
+"""Tiny trained runs shared by a whole pytest session: each trained once, then handed out read-only or copied.
+
+Training is most of a test's time. A model kind's tiny run (tests/model_kind_specs.py) or a small sweep is
+the same for every test that starts from it, so `TrainedRuns` trains each the first time a test asks for it,
+into the session's temporary folder, and later tests of the session reuse it:
+
+    folder = trained_runs.run_folder(case)                 # read-only: the run folder itself
+    folder = trained_runs.copied_run_folder(case, tmp_path)  # a test that writes into it gets its own copy
+
+A test that checks training itself (what `run` writes, skips, resumes) still trains; this is for tests that
+start from a finished run.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import seqkeras
+from tests.model_kind_specs import KindCase
+
+
+def only_run_folder(experiment: Path) -> Path:
+    (folder,) = [path for path in experiment.iterdir() if path.is_dir()]
+    return folder
+
+
+class TrainedRuns:
+    def __init__(self, root: Path, backend: str):
+        self.root = root
+        self.backend = backend
+        self._experiments: dict[str, Path] = {}
+
+    def experiment(self, spec: dict[str, Any]) -> Path:
+        """The results folder of `spec` (a mapping, as `seqkeras.run` takes it), trained on first use."""
+        name = spec["name"]
+        if name not in self._experiments:
+            seqkeras.run(spec, out=self.root, backend=self.backend)
+            self._experiments[name] = self.root / name
+        return self._experiments[name]
+
+    def run_folder(self, case: KindCase) -> Path:
+        """The run folder of a model kind's one-run case. Shared: a test must not write into it."""
+        return only_run_folder(self.experiment(case.spec()))
+
+    def copied_experiment(self, spec: dict[str, Any], destination: Path) -> Path:
+        """A copy of the experiment's results folder as `destination/<name>`, for a test that writes into it."""
+        copy = destination / spec["name"]
+        shutil.copytree(self.experiment(spec), copy)
+        return copy
+
+    def copied_run_folder(self, case: KindCase, destination: Path) -> Path:
+        """A copy of the case's results folder under `destination`, and the run folder inside it."""
+        return only_run_folder(self.copied_experiment(case.spec(), destination))
