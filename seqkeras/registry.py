@@ -2,8 +2,9 @@
 
 An entry couples the parameter schema (a pydantic model, used for validation,
 `seqkeras list` and the JSON schema) with the code that builds or runs the
-component. The builder is named by an import path and loaded only when used,
-so validating a spec or listing components never imports TensorFlow.
+component: the function itself, or `Lazy(module, name)` where importing its
+module would load Keras (or TensorFlow, torch, JAX), so that validating a spec
+or listing components never imports one of them.
 
 Registries are filled explicitly in `seqkeras.catalog`, never as a side effect
 of importing a module.
@@ -116,6 +117,29 @@ def _literal_choices(annotation: Any) -> list[Any]:
 
 
 @dataclass(frozen=True)
+class Lazy:
+    """A catalog entry's function whose module would load Keras (or TensorFlow, torch, JAX) when imported:
+    named by module and attribute, imported on first use.
+
+    The one lazy reference of the catalogs: every other entry names its function directly, as its module is
+    imported by the catalog anyway. Called, it calls the function; `load()` gives the function itself.
+    A plain dataclass, so a component holding one is pickled to worker processes by its names.
+    """
+
+    module: str
+    name: str
+
+    def load(self) -> Any:
+        return getattr(importlib.import_module(self.module), self.name)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.load()(*args, **kwargs)
+
+    def __str__(self) -> str:
+        return f"{self.module}:{self.name}"
+
+
+@dataclass(frozen=True)
 class Component:
     """A named component: its parameter schema, and the code that builds or runs it.
 
@@ -126,10 +150,11 @@ class Component:
     name: str
     summary: str
     params: type[BaseModel]
-    builder: str  # "module.path:function", imported on first use
+    builder: Callable[..., Any]  # the function, or `Lazy` where its module loads Keras
 
     def load(self) -> Callable[..., Any]:
-        return load_path(self.builder)
+        """The builder itself (a `Lazy` one imported now)."""
+        return loaded(self.builder)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -188,34 +213,35 @@ class ModelKind(Component):
 
     # The problem it solves (tasks.base): only tasks of that problem take it.
     problem: str
-    # "module:function" giving the parameter count before anything is built,
+    # The function giving the parameter count before anything is built,
     # `function(params, vocabulary, outputs, max_length) -> int`, so a model too large to train is refused;
     # or `NoSizeEstimate(reason)`: the one way to leave a kind without the check, said in its entry.
-    size: str | NoSizeEstimate
-    # "module:function" that evaluates a trained model on the test set, `function(model, data, run, folder)`,
-    # and returns one or more `seqkeras.evaluation.rows.EvaluationRow`: it makes the problem's metric input
+    size: Callable[..., int] | NoSizeEstimate
+    # The function that evaluates a trained model on the test set, `function(model, data, run, folder)`, and
+    # returns one or more `seqkeras.evaluation.rows.EvaluationRow`: it makes the problem's metric input
     # (evaluation.metric_catalog.INPUTS) and computes the run's metrics through the metric registry.
-    evaluator: str = "seqkeras.evaluation.rows:evaluate_predictions"
-    # What its models do beyond a Keras softmax model: `Abilities`, or "module:function" giving them for the
+    # Evaluators import Keras, so they are `Lazy`.
+    evaluator: Callable[..., Any] = Lazy("seqkeras.evaluation.rows", "evaluate_predictions")
+    # What its models do beyond a Keras softmax model: `Abilities`, or the function giving them for the
     # parameters (`function(params) -> Abilities`) when they depend on them (a tagger's CRF output).
-    abilities: Abilities | str = KERAS_MODEL
+    abilities: Abilities | Callable[[Any], Abilities] = KERAS_MODEL
     # The `evaluate.diagnostics` its models support (gradient_flow: they have a recurrent layer).
     diagnostics: tuple[str, ...] = ()
 
     def load_evaluator(self) -> Callable[..., Any]:
-        return load_path(self.evaluator)
+        return loaded(self.evaluator)
 
     def abilities_for(self, params: BaseModel) -> Abilities:
         """What this kind's model with these parameters can do."""
         if isinstance(self.abilities, Abilities):
             return self.abilities
-        return load_path(self.abilities)(params)
+        return self.abilities(params)
 
     def estimated_size(self, params: BaseModel, *, vocabulary: int, outputs: int, max_length: int = 0) -> int | None:
         """The parameter count the model will have, or None for a kind that declares `NoSizeEstimate`."""
         if isinstance(self.size, NoSizeEstimate):
             return None
-        return int(load_path(self.size)(params, vocabulary, outputs, max_length))
+        return int(self.size(params, vocabulary, outputs, max_length))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -227,9 +253,9 @@ class Metric(Component):
     """
 
     params: type[BaseModel] = Params
-    builder: str = ""
-    # problem → "module:function", `function(inputs) -> float`; the problems in the order they are listed.
-    computes: Mapping[str, str]
+    builder: Callable[..., Any] | None = None
+    # problem → its function, `function(inputs) -> float`; the problems in the order they are listed.
+    computes: Mapping[str, Callable[[Any], Any]]
 
     @property
     def problems(self) -> tuple[str, ...]:
@@ -240,22 +266,27 @@ class Metric(Component):
         if problem not in self.computes:
             raise ValueError(f"metric {self.name!r} does not apply to {problem} "
                              f"(it applies to {', '.join(self.problems)})")
-        return load_path(self.computes[problem])
+        return loaded(self.computes[problem])
 
 
 @dataclass(frozen=True, kw_only=True)
 class Probe(Component):
     """A probe: `builder(params, seed)` measures something without a task or a trained model."""
 
-    # "module:function" giving the metric names a run reports for its parameters, `function(params) -> list`
+    # The function giving the metric names a run reports for its parameters, `function(params) -> list`
     # (`*` matches data-dependent parts), so tables and claims are checked before it runs.
-    metric_names: str
+    metric_names: Callable[[Any], list[str]]
+
+
+def loaded(reference: Any) -> Any:
+    """A catalog reference as the object it names: a `Lazy` one imported now, any other as it is."""
+    return reference.load() if isinstance(reference, Lazy) else reference
 
 
 def load_path(path: str) -> Any:
-    """The object named by "module.path:attribute"."""
+    """The object named by "module.path:attribute" (a name written down as text, as kept.serializable keeps)."""
     module_name, _, attribute = path.partition(":")
-    return getattr(importlib.import_module(module_name), attribute)
+    return Lazy(module_name, attribute).load()
 
 
 class Registry:

@@ -29,7 +29,6 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from seqkeras.registry import load_path
 from seqkeras.spec.loader import load_experiment
 from seqkeras.spec.runs import RunSpec
 
@@ -71,7 +70,7 @@ def probe_cases(experiment: str, only: list[str] | None = None) -> list[ProbeCas
     for run in runs:
         row = committed.loc[run.run_id]
         # The probe's metric names, where `*` stands for a data-dependent part (p_next_* of ngram_counts).
-        patterns = load_path(run.probe.component.metric_names)(run.probe.params)
+        patterns = run.probe.component.metric_names(run.probe.params)
         metrics = [column for column in committed.columns if any(fnmatchcase(column, p) for p in patterns)]
         cases.append(ProbeCase(experiment, run, {metric: _plain(row[metric]) for metric in metrics}))
     return cases

@@ -254,21 +254,26 @@ def test_every_subpackage_says_what_it_owns():
         assert "import" in docstring and len(docstring.split()) >= 25, f"{init}: say what it owns and may import"
 
 
-def _catalog_paths():
+def catalog_references():
+    """(where, reference) for every function the catalog's registries name: builders, evaluators, size
+    estimates, abilities functions, probes' metric names and metrics' functions, direct or `Lazy`."""
     from seqkeras import catalog
-    from seqkeras.registry import Registry
+    from seqkeras.registry import Abilities, NoSizeEstimate, Registry
 
     for registry_name, registry in vars(catalog).items():
         if isinstance(registry, Registry):
             for component in registry:
-                for role in ("builder", "evaluator", "metric_names"):
-                    path = getattr(component, role, None)
-                    if path:
-                        yield pytest.param(path, id=f"{registry_name}.{component.name}.{role}")
+                roles = {role: getattr(component, role, None)
+                         for role in ("builder", "evaluator", "size", "abilities", "metric_names")}
+                roles.update({f"computes.{problem}": function
+                              for problem, function in getattr(component, "computes", {}).items()})
+                for role, reference in roles.items():
+                    if reference is not None and not isinstance(reference, (Abilities, NoSizeEstimate)):
+                        yield f"{registry_name}.{component.name}.{role}", reference
 
 
-@pytest.mark.parametrize("path", list(_catalog_paths()))
-def test_every_catalog_path_loads(path):
-    from seqkeras.registry import load_path
+@pytest.mark.parametrize("reference", [pytest.param(reference, id=where) for where, reference in catalog_references()])
+def test_every_catalog_reference_loads(reference):
+    from seqkeras.registry import loaded
 
-    assert callable(load_path(path))
+    assert callable(loaded(reference))

@@ -24,7 +24,7 @@ import yaml
 from seqkeras import catalog
 from seqkeras.errors import SpecError
 from seqkeras.evaluation import metric_catalog
-from seqkeras.registry import Abilities, Metric, ModelKind, NoSizeEstimate, Params, Task, load_path
+from seqkeras.registry import Abilities, Metric, ModelKind, NoSizeEstimate, Params, Task
 from seqkeras.spec.json_schema import build_schema
 from seqkeras.spec.loader import build_experiment
 from seqkeras.tasks.base import CLASSIFICATION
@@ -162,20 +162,20 @@ def test_each_metric_is_one_function_of_its_problems_input(metric):
     for problem in metric.problems:
         function = metric.function(problem)
         assert callable(function)
-        assert first_parameter_type(function) == metric_catalog.INPUTS[problem].rpartition(":")[2], problem
+        assert first_parameter_type(function) == metric_catalog.INPUTS[problem].__name__, problem
 
 
 @pytest.mark.parametrize("kind", list(catalog.MODELS), ids=lambda kind: kind.name)
 def test_each_model_kind_declares_its_size_abilities_and_evaluator(kind):
     assert kind.problem in metric_catalog.INPUTS
-    assert isinstance(kind.size, NoSizeEstimate) and kind.size.reason or callable(load_path(kind.size))
-    assert isinstance(kind.abilities, Abilities) or callable(load_path(kind.abilities))
+    assert isinstance(kind.size, NoSizeEstimate) and kind.size.reason or callable(kind.size)
+    assert isinstance(kind.abilities, Abilities) or callable(kind.abilities)
     assert callable(kind.load_evaluator())
 
 
 def test_a_model_kind_without_a_size_declaration_is_refused():
     with pytest.raises(TypeError, match="size"):
-        ModelKind("sizeless", "A kind that forgot its size.", Params, "seqkeras.models.bag:build",
+        ModelKind("sizeless", "A kind that forgot its size.", Params, lambda params, data: None,
                   problem=CLASSIFICATION)
 
 

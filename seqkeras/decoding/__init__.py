@@ -4,14 +4,16 @@ One implementation serves the lesson's toy next-word table and trained models
 (language models, seq2seq encoder-decoders): a model is seen through the small
 `StepModel` protocol, and every strategy (greedy, sampling, beam search) works
 on that protocol alone. Nothing here imports TensorFlow until a model is built
-or a decoder runs. `DECODERS` is the
-one list of decoders that the spec's union, the catalog and `seqkeras list`
-derive from. `PrefixStepModel` serves any causal model by rerunning it on the
-prefix; `cached_step_models` steps the suite's recurrent and Transformer LMs
-carrying their recurrent state or key/value cache, through `step_graphs` (the
-one module here that imports Keras when it loads, imported only to build one).
+or a decoder runs. `DECODERS` is the one list of decoders that the spec's
+union, the catalog and `seqkeras list` derive from, and `parse_decoder` the one
+reader of a decoder as a user writes it (a mapping, a name, a table label),
+through that union. `PrefixStepModel` serves any causal model by rerunning it
+on the prefix; `cached_step_models` steps the suite's recurrent and Transformer
+LMs carrying their recurrent state or key/value cache, through `step_graphs`
+(the one module here that imports Keras when it loads, imported only to build
+one).
 
-May import: errors, registry, backends.
+May import: errors, registry, yaml_reader, backends.
 """
 
 from seqkeras.decoding.cached_step_models import (

@@ -19,16 +19,18 @@ module (and its parameter classes) can be imported without TensorFlow.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any, ClassVar, Literal, Union
 
 import numpy as np
-from pydantic import BaseModel, Field, ValidationError, create_model
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError, create_model
 
 from seqkeras.decoding.step_model import StepModel
-from seqkeras.errors import SpecError, unknown_choice
+from seqkeras.errors import SpecError, did_you_mean, listed, shown, unknown_choice
 from seqkeras.registry import Params
+from seqkeras.yaml_reader import parse_yaml
 
 # A token whose log-probability is below this has probability 0 in float64
 # (exp underflows): beam search does not extend a hypothesis by it, as the
@@ -436,12 +438,7 @@ def build_decoder(name: str, params: BaseModel | dict | None = None) -> Decoder:
     if params is None:
         params = decoder_class.params_class()
     elif isinstance(params, dict):
-        try:
-            params = decoder_class.params_class(**params)
-        except ValidationError as error:
-            first = error.errors()[0]
-            path = ".".join(str(part) for part in first["loc"]) or None
-            raise SpecError(f"{first['msg']} (received {first.get('input')!r})", path=path) from None
+        params = decoder_choice({**params, "name": name})  # the one parser; its SpecError's path is the key
     elif not isinstance(params, decoder_class.params_class):
         raise TypeError(
             f"decoder {name!r} takes {decoder_class.params_class.__name__}, "
@@ -499,7 +496,87 @@ CHOICES: dict[str, type[BaseModel]] = {
 }
 GreedyChoice, BeamChoice, SampleChoice = CHOICES["greedy"], CHOICES["beam"], CHOICES["sample"]
 
+# The spec's field type (evaluate.decoders, the decoding probe's decoder): pydantic validates a spec's mapping
+# with it, and `decoder_choice` validates every other mapping with the same union.
 DecoderChoice = Annotated[Union[tuple(CHOICES.values())], Field(discriminator="name")]
+_DECODER_CHOICE: TypeAdapter[Any] = TypeAdapter(DecoderChoice)
+# A decoder's table label, `decoder_label`'s form: beam(width=5, length_penalty=0.6).
+LABEL = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*$", re.DOTALL)
+
+
+# --------------------------------------------------------------------------- reading a decoder
+
+
+def parse_decoder(decoder: Any, what: str = "decoder") -> BaseModel:
+    """The decoder choice a user wrote, in any of its forms: a choice (as it is), a mapping
+    (`{name: beam, width: 5}`, as a spec writes it), a name (`beam`), a table label (`beam(width=5)`) or a
+    mapping's YAML/JSON text. `seqkeras predict --decoder`, `KeptModel.predict` and re-evaluation read decoders
+    here; a SpecError names `what` and the value otherwise."""
+    if isinstance(decoder, BaseModel) and type(decoder) in CHOICES.values():
+        return decoder
+    try:
+        return decoder_choice(_written_mapping(decoder))
+    except SpecError as error:
+        raise SpecError(f"{what} {shown(decoder)}: {error}") from None
+
+
+def decoder_choice(mapping: dict[str, Any]) -> BaseModel:
+    """The decoder choice of a mapping with its `name` and parameters, validated by `DecoderChoice` as a spec's
+    decoders are; a SpecError whose path is the key within the mapping otherwise."""
+    name = mapping.get("name")
+    if not isinstance(name, str) or name not in CHOICES:
+        raise SpecError(unknown_choice("decoder", name, CHOICES))
+    try:
+        return _DECODER_CHOICE.validate_python({str(key): value for key, value in mapping.items()})
+    except ValidationError as error:
+        raise _in_words(error, CHOICES[name]) from None
+
+
+def _in_words(error: ValidationError, choice: type[BaseModel]) -> SpecError:
+    """A decoder's validation error as the suite words it: the key within the decoder, the value, what is
+    allowed. (The one place decoding reads a pydantic error.)"""
+    first = next((item for item in error.errors() if item["type"] == "extra_forbidden"), error.errors()[0])
+    tag = choice.model_fields["name"].default
+    location = [str(part) for part in first["loc"]]
+    location = location[1:] if location[:1] == [tag] else location  # the union's tag: pydantic's, not the user's
+    if first["type"] == "bool_for_number":  # raised by registry.Params, which names the key
+        location.append(first["ctx"]["field"])
+    key = ".".join(location)
+    if first["type"] == "extra_forbidden":
+        allowed = [name for name in choice.model_fields if name != "name"]
+        message = f"unknown key {shown(key)}.{did_you_mean(key, allowed)} Allowed keys: {listed(allowed) or 'none'}."
+    elif first["type"] in ("value_error", "assertion_error", "bool_for_number"):
+        message = first["msg"].removeprefix("Value error, ")
+    else:
+        message = f"{first['msg']} (received {shown(first.get('input'))})"
+    return SpecError(message, path=key or None)
+
+
+def _written_mapping(decoder: Any) -> dict[str, Any]:
+    """A decoder's name and parameters, from a mapping, a name, a table label or a mapping's YAML/JSON text."""
+    if isinstance(decoder, dict):
+        return dict(decoder)
+    if not isinstance(decoder, str):
+        raise SpecError(f"a decoder is a name, a label or a mapping, not a value of type {type(decoder).__name__}")
+    label = LABEL.match(decoder)
+    if label:
+        mapping: dict[str, Any] = {"name": label.group(1)}
+        for part in (label.group(2) or "").split(","):
+            if not part.strip():
+                continue
+            key, equals, value = part.partition("=")
+            if not equals or not key.strip():
+                raise SpecError(f"expected name(key=value, ...), got {shown(part.strip())}")
+            mapping[key.strip()] = parse_yaml(value.strip(), path=key.strip()) if value.strip() else None
+        return mapping
+    try:
+        value = parse_yaml(decoder)
+    except SpecError as error:
+        raise SpecError(f"neither a decoder's name, its label nor a mapping ({error})") from None
+    if not isinstance(value, dict):
+        raise SpecError("neither a decoder's name, its label nor a mapping")
+    return value
+
 
 def seeded(choice: BaseModel, run_seed: int, index: int = 0) -> BaseModel:
     """The decoder `choice` as run seed `run_seed` uses it for its `index`-th input.

@@ -8,8 +8,9 @@ run's metrics from it with `compute`: no evaluator calls a metric by itself.
 `seqkeras list`, the schema and spec validation; `DEFAULT_METRICS` are what a
 spec without `evaluate.metrics` reports.
 
-The functions are named by import path and loaded when a run computes them,
-so listing the metrics or validating a spec imports none of their modules.
+Each entry names its functions directly: their modules import no Keras (a
+slow library a metric needs, seqeval or sacrebleu, is imported inside its
+function), so listing the metrics or validating a spec loads no backend.
 """
 
 from __future__ import annotations
@@ -17,98 +18,94 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from seqkeras.evaluation import classification, language_model_metrics, metrics, regression_metrics, seq2seq_metrics
 from seqkeras.registry import Metric, Registry
 from seqkeras.tasks.base import CLASSIFICATION, LANGUAGE_MODELING, REGRESSION, SEQ2SEQ, TAGGING
+from seqkeras.training.predictions import Predictions
 
-# What every metric of a problem kind takes ("module:Type"; the first parameter of each function is annotated so):
-INPUTS = {
+# What every metric of a problem kind takes (the first parameter of each function is annotated so):
+INPUTS: dict[str, type] = {
     # the model's test predictions: probabilities, targets, the mask of real tokens, decided ids, tag names
-    CLASSIFICATION: "seqkeras.training.predictions:Predictions",
-    TAGGING: "seqkeras.training.predictions:Predictions",
+    CLASSIFICATION: Predictions,
+    TAGGING: Predictions,
     # the probability of each test target and the most probable id ([N, L], never the whole [N, L, V])
-    LANGUAGE_MODELING: "seqkeras.evaluation.language_model_metrics:TargetScores",
+    LANGUAGE_MODELING: language_model_metrics.TargetScores,
     # the predicted and true numbers, and the training targets (for the memoryless baseline)
-    REGRESSION: "seqkeras.evaluation.regression_metrics:RegressionOutputs",
+    REGRESSION: regression_metrics.RegressionOutputs,
     # one decoder's outputs, the references, their log-probabilities, hits and decoding time
-    SEQ2SEQ: "seqkeras.evaluation.seq2seq_metrics:DecodedOutputs",
+    SEQ2SEQ: seq2seq_metrics.DecodedOutputs,
 }
 
 # Not a number of its own: the seq2seq evaluator splits the outputs by source length with its function
 # (`length_buckets`) and adds every other listed metric per bucket, as <metric>_len_<lo>_<hi>.
 BY_LENGTH = "by_length"
 
-_METRICS = "seqkeras.evaluation.metrics"
-_CLASSES = "seqkeras.evaluation.classification"
-_LM = "seqkeras.evaluation.language_model_metrics"
-_REGRESSION = "seqkeras.evaluation.regression_metrics"
-_SEQ2SEQ = "seqkeras.evaluation.seq2seq_metrics"
-
 METRICS = Registry(
     "metric",
     [
         Metric("accuracy", "Share of test sequences whose label is predicted correctly.",
-               computes={CLASSIFICATION: f"{_METRICS}:accuracy"}),
+               computes={CLASSIFICATION: metrics.accuracy}),
         # Opt-in (not in DEFAULT_METRICS: the defaults are part of every run's hashed spec, hence its run id).
         Metric("macro_f1", "Mean over classes of each class's F1 (classes in the test labels or predictions; "
                "no true positive: F1 0, as scikit-learn's zero_division=0).",
-               computes={CLASSIFICATION: f"{_CLASSES}:macro_f1"}),
+               computes={CLASSIFICATION: classification.macro_f1}),
         Metric("macro_precision", "Mean over classes of each class's precision (classes in the test labels or "
                "predictions; a class never predicted counts 0, as scikit-learn's zero_division=0).",
-               computes={CLASSIFICATION: f"{_CLASSES}:macro_precision"}),
+               computes={CLASSIFICATION: classification.macro_precision}),
         Metric("macro_recall", "Mean over classes of each class's recall (classes in the test labels or "
                "predictions; a class only predicted, never true, counts 0, as scikit-learn's zero_division=0).",
-               computes={CLASSIFICATION: f"{_CLASSES}:macro_recall"}),
+               computes={CLASSIFICATION: classification.macro_recall}),
         Metric("token_accuracy", "Share of real (non-padding) tokens predicted correctly.",
-               computes={TAGGING: f"{_METRICS}:token_accuracy", LANGUAGE_MODELING: f"{_LM}:token_accuracy"}),
+               computes={TAGGING: metrics.token_accuracy, LANGUAGE_MODELING: language_model_metrics.token_accuracy}),
         Metric("cross_entropy", "Mean negative log-likelihood per target, in nats.",
-               computes={CLASSIFICATION: f"{_METRICS}:cross_entropy", TAGGING: f"{_METRICS}:cross_entropy",
-                         LANGUAGE_MODELING: f"{_LM}:cross_entropy"}),
+               computes={CLASSIFICATION: metrics.cross_entropy, TAGGING: metrics.cross_entropy,
+                         LANGUAGE_MODELING: language_model_metrics.cross_entropy}),
         Metric("perplexity", "exp(cross-entropy) per token; a uniform model scores the vocabulary size.",
-               computes={LANGUAGE_MODELING: f"{_LM}:perplexity"}),
+               computes={LANGUAGE_MODELING: language_model_metrics.perplexity}),
         Metric("entity_precision", "Share of predicted entities (type and both boundaries) that are true (seqeval).",
-               computes={TAGGING: f"{_METRICS}:entity_precision"}),
+               computes={TAGGING: metrics.entity_precision}),
         Metric("entity_recall", "Share of true entities that are predicted exactly (seqeval).",
-               computes={TAGGING: f"{_METRICS}:entity_recall"}),
+               computes={TAGGING: metrics.entity_recall}),
         Metric("entity_f1", "Harmonic mean of entity precision and recall, CoNLL style (seqeval).",
-               computes={TAGGING: f"{_METRICS}:entity_f1"}),
+               computes={TAGGING: metrics.entity_f1}),
         Metric("invalid_transitions", "Predicted I-X tags that BIO forbids (after O or another type), counted.",
-               computes={TAGGING: f"{_METRICS}:invalid_transitions"}),
+               computes={TAGGING: metrics.invalid_transitions}),
         Metric("mse", "Regression: mean squared error of the predictions on the test set.",
-               computes={REGRESSION: f"{_REGRESSION}:mse"}),
+               computes={REGRESSION: regression_metrics.mse}),
         Metric("baseline_mse", "Regression: the MSE of always predicting the training targets' mean "
                "(a model that remembers nothing).",
-               computes={REGRESSION: f"{_REGRESSION}:baseline_mse"}),
+               computes={REGRESSION: regression_metrics.baseline_mse}),
         Metric("bleu", "Seq2seq: sacrebleu corpus BLEU (0–100) of the outputs against the references.",
-               computes={SEQ2SEQ: f"{_SEQ2SEQ}:bleu"}),
+               computes={SEQ2SEQ: seq2seq_metrics.bleu}),
         Metric("chrf", "Seq2seq: sacrebleu corpus chrF (0–100), character n-gram F-score.",
-               computes={SEQ2SEQ: f"{_SEQ2SEQ}:chrf"}),
+               computes={SEQ2SEQ: seq2seq_metrics.chrf}),
         Metric("exact_match", "Seq2seq: share of outputs identical to their reference.",
-               computes={SEQ2SEQ: f"{_SEQ2SEQ}:exact_match"}),
+               computes={SEQ2SEQ: seq2seq_metrics.exact_match}),
         Metric("teacher_forced_token_accuracy",
                "Seq2seq: share of reference tokens (and ends) predicted right when reading the true previous "
                "tokens.",
-               computes={SEQ2SEQ: f"{_SEQ2SEQ}:teacher_forced_token_accuracy"}),
+               computes={SEQ2SEQ: seq2seq_metrics.teacher_forced_token_accuracy}),
         Metric("free_running_token_accuracy",
                "Seq2seq: share of reference tokens (and ends) the decoder's own output matches, position by "
                "position.",
-               computes={SEQ2SEQ: f"{_SEQ2SEQ}:free_running_token_accuracy"}),
+               computes={SEQ2SEQ: seq2seq_metrics.free_running_token_accuracy}),
         Metric("exposure_gap", "Seq2seq: teacher-forced minus free-running token accuracy (exposure bias).",
-               computes={SEQ2SEQ: f"{_SEQ2SEQ}:exposure_gap"}),
+               computes={SEQ2SEQ: seq2seq_metrics.exposure_gap}),
         Metric("mean_log_prob", "Seq2seq: mean log P(output | source) under the model, in nats.",
-               computes={SEQ2SEQ: f"{_SEQ2SEQ}:mean_log_prob"}),
+               computes={SEQ2SEQ: seq2seq_metrics.mean_log_prob}),
         Metric("log_prob_per_token", "Seq2seq: the outputs' total log-probability per output token.",
-               computes={SEQ2SEQ: f"{_SEQ2SEQ}:log_prob_per_token"}),
+               computes={SEQ2SEQ: seq2seq_metrics.log_prob_per_token}),
         Metric("length_ratio", "Seq2seq: output tokens / reference tokens (below 1: too short).",
-               computes={SEQ2SEQ: f"{_SEQ2SEQ}:length_ratio"}),
+               computes={SEQ2SEQ: seq2seq_metrics.length_ratio}),
         Metric("distinct_1", "Seq2seq: distinct tokens / all tokens over the outputs (diversity).",
-               computes={SEQ2SEQ: f"{_SEQ2SEQ}:distinct_1"}),
+               computes={SEQ2SEQ: seq2seq_metrics.distinct_1}),
         Metric("distinct_2", "Seq2seq: distinct bigrams / all bigrams over the outputs (diversity).",
-               computes={SEQ2SEQ: f"{_SEQ2SEQ}:distinct_2"}),
+               computes={SEQ2SEQ: seq2seq_metrics.distinct_2}),
         Metric("seconds_per_sequence", "Seq2seq: decoding time per test sequence.",
-               computes={SEQ2SEQ: f"{_SEQ2SEQ}:seconds_per_sequence"}),
+               computes={SEQ2SEQ: seq2seq_metrics.seconds_per_sequence}),
         Metric(BY_LENGTH, "Seq2seq: adds every other listed metric per source-length bucket, "
                "as <metric>_len_<lo>_<hi> (bucket width: task.bucket_width).",
-               computes={SEQ2SEQ: f"{_SEQ2SEQ}:length_buckets"}),
+               computes={SEQ2SEQ: seq2seq_metrics.length_buckets}),
     ],
 )
 

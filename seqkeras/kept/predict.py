@@ -14,7 +14,8 @@ One row per input, as a pandas DataFrame, per problem:
 Decoding reuses the suite's own paths: the seq2seq evaluator's `decode_sources` and the language models'
 `generation.generate`, with the run's seed for sampling (`decoders.seeded`), so a sampled output is the same
 every time. A decoder is written as a spec writes it (`{name: beam, width: 5}`, in YAML or JSON), as a name
-(`beam`), or as its table label (`beam(width=5, length_penalty=0.6)`).
+(`beam`), or as its table label (`beam(width=5, length_penalty=0.6)`): `decoding.decoders.parse_decoder`, the one
+reader of decoders, reads them all (`seqkeras predict --decoder` through this module).
 
 A regression input is a text of steps: whitespace between steps, commas between one step's features
 ("0.3,0 0.9,1 0.1,0"), or a JSON list of steps ([[0.3, 0], [0.9, 1], [0.1, 0]]).
@@ -23,72 +24,22 @@ A regression input is a text of steps: whitespace between steps, commas between 
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ValidationError
 
-from seqkeras.decoding.decoders import CHOICES, GreedyChoice, decoder_label, seeded
-from seqkeras.errors import SpecError, shown, unknown_choice
+from seqkeras.decoding.decoders import GreedyChoice, decoder_label, parse_decoder, seeded
+from seqkeras.errors import SpecError, shown
 from seqkeras.evaluation.generation import generate, text_of
 from seqkeras.evaluation.settings import GenerateSpec
 from seqkeras.user_files import open_regular_file
 from seqkeras.yaml_reader import decode_utf8
 from seqkeras.tasks.base import CLASSIFICATION, LANGUAGE_MODELING, REGRESSION, SEQ2SEQ, TAGGING
-from seqkeras.yaml_reader import parse_yaml
 
 DECODING = (SEQ2SEQ, LANGUAGE_MODELING)
 DEFAULT_LENGTH = 30  # tokens a language model adds to a prompt (evaluate.generate's default)
-LABEL = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*$", re.DOTALL)
-
-
-# --------------------------------------------------------------------------- decoders
-
-
-def parse_decoder(decoder: Any, what: str = "decoder") -> BaseModel:
-    """A decoder choice from a name, a table label (`beam(width=5)`), a YAML/JSON mapping's text, a mapping,
-    or a choice; a `SpecError` naming `what` and the value otherwise."""
-    if isinstance(decoder, BaseModel) and type(decoder) in CHOICES.values():
-        return decoder
-    if isinstance(decoder, str):
-        mapping = _decoder_mapping(decoder, what)
-    elif isinstance(decoder, dict):
-        mapping = dict(decoder)
-    else:
-        raise SpecError(f"{what} takes a decoder's name, label or mapping, not a {type(decoder).__name__}")
-    name = mapping.pop("name", None)
-    if not isinstance(name, str) or name not in CHOICES:
-        raise SpecError(f"{what} {shown(decoder)}: {unknown_choice('decoder', name, CHOICES)}")
-    try:
-        return CHOICES[name](name=name, **{str(key): value for key, value in mapping.items()})
-    except ValidationError as error:
-        first = error.errors()[0]
-        key = ".".join(str(part) for part in first["loc"])
-        raise SpecError(f"{what} {shown(decoder)}: {key}: {first['msg']} (got {shown(first.get('input'))})") from None
-
-
-def _decoder_mapping(text: str, what: str) -> dict[str, Any]:
-    label = LABEL.match(text)
-    if label:
-        mapping: dict[str, Any] = {"name": label.group(1)}
-        for part in (label.group(2) or "").split(","):
-            if not part.strip():
-                continue
-            key, equals, value = part.partition("=")
-            if not equals or not key.strip():
-                raise SpecError(f"{what} {shown(text)}: expected name(key=value, ...), got {shown(part.strip())}")
-            mapping[key.strip()] = parse_yaml(value.strip(), path=what) if value.strip() else None
-        return mapping
-    try:
-        value = parse_yaml(text, path=what)
-    except SpecError as error:
-        raise SpecError(f"{what} {shown(text)} is neither a decoder's name, its label nor a mapping ({error})") \
-            from None
-    if not isinstance(value, dict):
-        raise SpecError(f"{what} {shown(text)} is neither a decoder's name, its label nor a mapping")
-    return value
 
 
 # --------------------------------------------------------------------------- inputs

@@ -32,10 +32,10 @@ from typing import Any
 
 import pandas as pd
 
-from seqkeras.decoding.decoders import GreedyChoice, decoder_keys, decoder_label
+from seqkeras.decoding.decoders import GreedyChoice, decoder_keys, decoder_label, parse_decoder
 from seqkeras.errors import SpecError, shown, unknown_choice
 from seqkeras.evaluation.metric_catalog import METRICS, applying_to
-from seqkeras.kept.predict import DECODING, parse_decoder
+from seqkeras.kept.predict import DECODING
 from seqkeras.kept.preprocessing import FILE as PREPROCESSING_FILE
 from seqkeras.results import files
 from seqkeras.results.folder import OK, write_atomic, write_json

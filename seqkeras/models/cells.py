@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from seqkeras.registry import Component, Params, Registry
+from seqkeras.registry import Component, Lazy, Params, Registry
 
 
 class NoParams(Params):
@@ -22,11 +22,11 @@ CELLS = Registry(
     "cell",
     [
         Component("simple_rnn", "Elman RNN: h = tanh(W x + U h + b); params u(d+u)+u.",
-                  NoParams, "keras.layers:SimpleRNN"),
+                  NoParams, Lazy("keras.layers", "SimpleRNN")),
         Component("lstm", "Long short-term memory: forget/input/output gates and a cell state; params 4(u(d+u)+u).",
-                  NoParams, "keras.layers:LSTM"),
+                  NoParams, Lazy("keras.layers", "LSTM")),
         Component("gru", "Gated recurrent unit: update and reset gates, no cell state; params 3(u(d+u)+2u).",
-                  NoParams, "keras.layers:GRU"),
+                  NoParams, Lazy("keras.layers", "GRU")),
     ],
 )
 

@@ -22,7 +22,6 @@ from seqkeras.evaluation.gradient_flow import METRICS as GRADIENT_FLOW_METRICS
 from seqkeras.evaluation.gradient_flow import NAME as GRADIENT_FLOW
 from seqkeras.evaluation.metric_catalog import BY_LENGTH
 from seqkeras.evaluation.seq2seq_metrics import bucket_metric_pattern
-from seqkeras.registry import load_path
 from seqkeras.decoding.decoders import decoder_keys
 from seqkeras.spec.runs import RunSpec
 from seqkeras.tasks.base import LANGUAGE_MODELING, SEQ2SEQ
@@ -46,7 +45,7 @@ def output_rows(run: RunSpec) -> list[OutputRow]:
     keys = {**run.matrix_values, "seed": run.seed}
     if run.is_probe:
         declared = run.probe.component.metric_names
-        names = load_path(declared)(run.probe.params) if declared else []
+        names = declared(run.probe.params) if declared else []
         return [OutputRow(keys, (*names, *PROBE_COLUMNS))]
     problem = run.task.component.problem
     names = [name for name in run.metrics if name != BY_LENGTH]

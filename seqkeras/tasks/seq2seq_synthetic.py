@@ -49,25 +49,31 @@ class DatesParams(LengthRangeParams):
         return self
 
 
-def _symbol_task(transform: Callable[[list[str]], list[str]]):
-    def build(params: SymbolParams, seed: int) -> Seq2SeqData:
-        rng = np.random.default_rng(seed)
-        alphabet = list(string.ascii_lowercase[: params.symbols])
+def _symbol_data(params: SymbolParams, seed: int, transform: Callable[[list[str]], list[str]]) -> Seq2SeqData:
+    rng = np.random.default_rng(seed)
+    alphabet = list(string.ascii_lowercase[: params.symbols])
 
-        def pairs(count: int) -> list[Pair]:
-            lengths = rng.integers(params.min_length, params.max_length + 1, size=count)
-            sources = [list(rng.choice(alphabet, size=length)) for length in lengths]
-            return [(source, transform(source)) for source in sources]
+    def pairs(count: int) -> list[Pair]:
+        lengths = rng.integers(params.min_length, params.max_length + 1, size=count)
+        sources = [list(rng.choice(alphabet, size=length)) for length in lengths]
+        return [(source, transform(source)) for source in sources]
 
-        train = pairs(params.n_train)
-        return seq2seq_data(train, pairs(params.n_test), bucket_width=params.bucket_width)
-
-    return build
+    train = pairs(params.n_train)
+    return seq2seq_data(train, pairs(params.n_test), bucket_width=params.bucket_width)
 
 
-build_reverse = _symbol_task(lambda source: source[::-1])
-build_copy = _symbol_task(lambda source: list(source))
-build_sort = _symbol_task(sorted)
+# Module-level functions, not closures: the catalog names them directly, and a run sent to a worker process
+# (--jobs) is pickled with its task's builder, which pickles by its qualified name.
+def build_reverse(params: SymbolParams, seed: int) -> Seq2SeqData:
+    return _symbol_data(params, seed, lambda source: source[::-1])
+
+
+def build_copy(params: SymbolParams, seed: int) -> Seq2SeqData:
+    return _symbol_data(params, seed, lambda source: list(source))
+
+
+def build_sort(params: SymbolParams, seed: int) -> Seq2SeqData:
+    return _symbol_data(params, seed, sorted)
 
 
 def build_addition(params: AdditionParams, seed: int) -> Seq2SeqData:
