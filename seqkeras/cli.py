@@ -97,7 +97,7 @@ def sigterm_as_ctrl_c():
 # COMMANDS, at the end of this module, names each command with its summary, exit status, options and
 # handler. Their help texts are the one description of the command line: `seqkeras COMMAND --help`
 # prints them, and the README's command table and docs/spec.md's option tables are generated from them
-# (seqkeras/cli_reference.py; `make generate`). They are written for both: plain sentences, `code` in
+# (seqkeras/generated_files/cli_reference.py; `make generate`). They are written for both: plain sentences, `code` in
 # backticks, no Markdown links.
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 each command's options.
 
 The help texts in `seqkeras.cli` are the one description of the command line; these tables are generated from
-them (`make generate`, seqkeras/generated_files.py) and never edited by hand. Not imported by the command line.
+them (`make generate`, `generate`) and never edited by hand.
 """
 
 from __future__ import annotations
