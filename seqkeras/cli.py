@@ -96,9 +96,9 @@ def sigterm_as_ctrl_c():
 # The parser. Each command's options are added by a function of its own (`run_options`, ...), and
 # COMMANDS, at the end of this module, names each command with its summary, exit status, options and
 # handler. Their help texts are the one description of the command line: `seqkeras COMMAND --help`
-# prints them, and the README's command table and docs/spec.md's option tables are generated from them
-# (seqkeras/generated_files/cli_reference.py; `make generate`). They are written for both: plain sentences, `code` in
-# backticks, no Markdown links.
+# prints them, and the README's command table and docs/spec.md's option tables are generated from
+# them (seqkeras/generated_files/cli_reference.py; `make generate`). So they are written for both:
+# plain sentences, `code` in backticks, no Markdown links, no % (argparse formats help with it).
 
 @dataclass(frozen=True)
 class Command:
