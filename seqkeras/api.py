@@ -18,16 +18,17 @@ runs then. Runs that fail are not exceptions: `run` returns what finished, says
 so on stderr ("warning: ...") and `Results.ok` is False. It works from a script
 with no `if __name__ == "__main__":` guard, `python -c`, stdin and a notebook:
 its worker processes never run the caller's main module (workers.WorkerContext).
-The command line's `run` is this module's `run_paths`.
+The command line's `run` is this module's `run_paths`, given a `RunOptions`.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import numbers
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -127,7 +128,7 @@ def load(folder: str | Path) -> Results:
     own = saved_decoder_labels(spec)  # the rows its claims are about (reporting.spec_rows)
     tables = dict(summary_tables(runs, declared_tables(spec, saved), matrix_columns, statistics=True, own_decoders=own))
     claims = saved_claims(spec, saved)
-    return Results(folder, runs, tables, verdict_rows([check(expect, own_rows(runs, own)) for expect in claims]))
+    return Results(folder, runs, tables, verdict_rows([check(claim, own_rows(runs, own)) for claim in claims]))
 
 
 def evaluate(folder: str | Path, *, decoders: list[Any] = (), metrics: list[str] = (),
@@ -179,6 +180,27 @@ def verdict_rows(verdicts) -> pd.DataFrame:
     return frame
 
 
+@dataclass(frozen=True)
+class RunOptions:
+    """How `run_paths` runs the specs: the options of `seqkeras run`, each field named as its option's `dest`
+    (the command line builds one from its arguments; `seqkeras.run` from its keywords)."""
+
+    overrides: Sequence[str] = ()  # --set KEY=VALUE texts
+    only: Sequence[str] = ()  # --only KEY=VALUE texts
+    out: str | Path = "results"  # the results root
+    backend: str | None = None  # None: $KERAS_BACKEND, else auto
+    jobs: int | None = None  # worker processes; None: as many as fit
+    force: bool = False  # rerun finished runs
+    dry_run: bool = False  # plan only: nothing is trained or written
+    reference: str | Path | None = None  # check each experiment against <reference>/<name> afterwards
+    executor: str = "local"  # "local" processes or "ray"
+    address: str | None = None  # Ray's cluster address; None: a local Ray
+    cpus_per_run: float = 1.0  # Ray: CPUs reserved per run
+    gpus_per_run: float = 0.0  # Ray: GPUs reserved per run
+    tensorboard: bool = False  # event files in each run's folder
+    track: str | None = None  # "mlflow" or "mlflow=URI"
+
+
 def run(spec: str | Path | Mapping[str, Any], *, overrides: Mapping[str, Any] | list[str] | None = None,
         only: list[str] | None = None, out: str | Path = "results", backend: str | None = None,
         jobs: int | None = None, force: bool = False, tensorboard: bool = False,
@@ -195,16 +217,17 @@ def run(spec: str | Path | Mapping[str, Any], *, overrides: Mapping[str, Any] | 
     """
     overrides, only = check_arguments(spec, overrides=overrides, only=only, out=out, backend=backend, jobs=jobs,
                                       force=force, tensorboard=tensorboard, track=track)
-    options = dict(out=out, backend=backend, jobs=None if jobs is None else int(jobs), force=force, track=track)
+    options = RunOptions(out=out, backend=backend, jobs=None if jobs is None else int(jobs), force=force,
+                         tensorboard=tensorboard, track=track)
     if isinstance(spec, Mapping):
         experiment = sweep.with_tensorboard(lambda texts: experiment_from_mapping(spec, texts, only),
                                             override_texts(overrides), tensorboard)
-        outcome, experiments = run_paths([], experiments=[experiment], **options)
+        outcome, experiments = run_paths([], options, experiments=[experiment])
     elif Path(spec).is_dir():
         raise SpecError(f"{spec} is a folder: seqkeras.run takes one spec file (`seqkeras run` takes folders)")
     else:
-        outcome, experiments = run_paths([os.fspath(spec)], overrides=override_texts(overrides), only=only,
-                                         tensorboard=tensorboard, **options)
+        options = dataclasses.replace(options, overrides=override_texts(overrides), only=only)
+        outcome, experiments = run_paths([os.fspath(spec)], options)
     results = load(Path(out) / experiments[0].spec.name)
     warn_of_failures(outcome, results)
     return results
@@ -213,7 +236,7 @@ def run(spec: str | Path | Mapping[str, Any], *, overrides: Mapping[str, Any] | 
 def warn_of_failures(outcome, results: Results, warn=print_warning) -> None:
     """What the command line says before it exits with status 1, as a warning: a script or a notebook goes on
     with the results, but never without being told (`results.ok` is False)."""
-    if not outcome.failed_runs and not outcome.failed_expectations:
+    if not outcome.failed_runs and not outcome.failed_claims:
         return
     problems = []
     if outcome.failed_runs:
@@ -221,8 +244,8 @@ def warn_of_failures(outcome, results: Results, warn=print_warning) -> None:
         errors = runs.loc[runs["status"] != "ok", "error"].dropna().astype(str) if "error" in runs else []
         first = f" (the first: {shown(errors.iloc[0], 160)})" if len(errors) else ""
         problems.append(f"{outcome.failed_runs} failed run(s){first}")
-    if outcome.failed_expectations:
-        problems.append(f"{outcome.failed_expectations} claim(s) not reproduced")
+    if outcome.failed_claims:
+        problems.append(f"{outcome.failed_claims} claim(s) not reproduced")
     warn(f"{results.folder}: {', '.join(problems)}; results.ok is False (see results.runs['error'] and "
          "results.verdicts)")
 
@@ -318,37 +341,38 @@ def experiment_from_mapping(spec: Mapping[str, Any], overrides: list[str], only:
         raise error.located(file=DICT_SOURCE) from None
 
 
-def run_paths(paths: list[str], *, overrides: list[str] = (), only: list[str] | None = None,
-              out: str | Path = "results", backend: str | None = None, jobs: int | None = None,
-              force: bool = False, reference: str | Path | None = None, executor: str = "local",
-              address: str | None = None, cpus_per_run: float = 1.0, gpus_per_run: float = 0.0,
-              dry_run: bool = False, tensorboard: bool = False, track: str | None = None, experiments=None):
-    """What `seqkeras run` does: every spec validated first, then the runs; returns (outcome, experiments).
+def run_paths(paths: list[str], options: RunOptions, experiments=None):
+    """What `seqkeras run` does: every spec validated first, then the runs; returns (outcome, experiments),
+    outcome None for a dry run.
 
     `experiments`: already loaded ones (a mapping given to `run`) instead of `paths`.
     """
-    out_root = Path(out)
+    out_root = Path(options.out)
     # The specs are read first (a second, and no backend): the backend and how many workers to start
     # depend on them.
     if experiments is None:
-        experiments = sweep.load_all(paths, list(overrides), only or [], tensorboard=tensorboard)
-    sweep.check_out_root(out, paths, experiments)
-    reference = None if reference is None else sweep.check_reference_root(reference, out_root, experiments)
-    chosen, why = sweep.choose_backend(backend, experiments)
+        experiments = sweep.load_all(paths, list(options.overrides), list(options.only),
+                                     tensorboard=options.tensorboard)
+    sweep.check_out_root(options.out, paths, experiments)
+    reference = (None if options.reference is None
+                 else sweep.check_reference_root(options.reference, out_root, experiments))
+    chosen, why = sweep.choose_backend(options.backend, experiments)
     select_backend(chosen, load=False)
-    if dry_run:
-        sweep.plan(experiments, out_root, force=force)
+    if options.dry_run:
+        sweep.plan(experiments, out_root, force=options.force)
         return None, experiments
     tracker = None
-    if track is not None:
-        tracker = MlflowTracker(parse_track(track, out_root), out_root)
+    if options.track is not None:
+        tracker = MlflowTracker(parse_track(options.track, out_root), out_root)
     if why:
         print(f"backend: {chosen} ({why})")
-    runner = make_executor(executor, chosen, max((len(e.runs) for e in experiments), default=1), jobs=jobs,
-                           address=address, cpus_per_run=cpus_per_run, gpus_per_run=gpus_per_run)
+    runner = make_executor(options.executor, chosen, max((len(e.runs) for e in experiments), default=1),
+                           jobs=options.jobs, address=options.address, cpus_per_run=options.cpus_per_run,
+                           gpus_per_run=options.gpus_per_run)
     try:
         runner.start()
-        outcome = sweep.run_all(experiments, out_root, runner, force=force, reference=reference, tracker=tracker)
+        outcome = sweep.run_all(experiments, out_root, runner, force=options.force, reference=reference,
+                                tracker=tracker)
     finally:
         runner.close()  # worker processes serve every experiment, then stop
     return outcome, experiments

@@ -1,7 +1,8 @@
-"""The command line: run, validate, table, list, compare, report, export, predict, evaluate, schema.
+"""The command line: run, validate, table, compare, report, export, predict, evaluate, schema, list.
 
-Exit status: 0 all runs finished and every expectation held; 1 a run failed or
-an expectation did not hold; 2 invalid input (nothing ran).
+Exit status: 0 all runs finished and every claim held; 1 a run failed or
+a claim did not hold; 2 invalid input (nothing ran). Each command's own
+statuses are in COMMANDS.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Callable
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from seqkeras.backends.runtime import AUTO, BACKEND_PACKAGES, QUIET_TF_LOG_LEVEL, TF_LOG_LEVEL_VARIABLE, select_backend
@@ -22,6 +25,7 @@ from seqkeras.spec.runs import saved_decoder_labels
 from seqkeras.spec.sections import TableSpec
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
+BACKEND_CHOICES = [AUTO, *BACKEND_PACKAGES]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -89,148 +93,203 @@ def sigterm_as_ctrl_c():
         signal.signal(signal.SIGTERM, previous)
 
 
+# The parser. Each command's options are added by a function of its own (`run_options`, ...), and
+# COMMANDS, at the end of this module, names each command with its summary, exit status, options and
+# handler. Their help texts are the one description of the command line: `seqkeras COMMAND --help`
+# prints them, and the README's command table and docs/spec.md's option tables are generated from
+# them (seqkeras/generated_files/cli_reference.py; `make generate`). So they are written for both:
+# plain sentences, `code` in backticks, no Markdown links, no % (argparse formats help with it).
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    summary: str  # what it does: `seqkeras --help`'s list, the top of its own --help, the README's table
+    exit_status: str  # its exit statuses, at the end of its --help and in the README's table
+    add_options: Callable[[argparse.ArgumentParser], None]
+    handler: Callable[[argparse.Namespace], int]
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="seqkeras", description="Declarative experiments for sequence models.")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    run = commands.add_parser("run", help="run experiments and write results/<name>/")
-    run.add_argument("paths", nargs="+", metavar="PATH", help="a YAML file or a folder of them")
-    run.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                     help="override a spec value, e.g. --set model.units=32 (repeatable)")
-    run.add_argument("--only", action="append", default=[], metavar="KEY=VALUE",
-                     help="run only the matrix's runs with this value, e.g. --only task.lag=10 (repeatable: "
-                          "one key twice means either value)")
-    run.add_argument("--out", default="results", help="results root (default: results/)")
-    run.add_argument("--backend", choices=[AUTO, *BACKEND_PACKAGES], default=None,
-                     help="Keras backend; auto (the default unless $KERAS_BACKEND is set) picks the fastest "
-                          "installed: torch, else tensorflow")
-    run.add_argument("--reference", default=None, metavar="DIR",
-                     help="then compare each experiment's results with DIR/<name> (same numbers up to rounding; "
-                          "timings left out), one line each; exit 1 when one differs")
-    run.add_argument("--force", action="store_true", help="rerun runs that already have a finished record")
-    run.add_argument("--track", default=None, metavar="mlflow[=URI]",
-                     help="log every run to MLflow: its spec as params, per-epoch and final metrics, its files "
-                          "(default store: sqlite:///<out>/mlflow.db; pip install -r requirements-tracking.txt)")
-    run.add_argument("--tensorboard", action="store_true",
-                     help="write TensorBoard event files into each run's folder (train.tensorboard=true for every "
-                          "experiment that trains); then: tensorboard --logdir results/<name>")
-    run.add_argument("--dry-run", action="store_true",
-                     help="validate and list the runs it would make (and reuse); train and write nothing")
-    run.add_argument("--jobs", type=positive_int, default=None, metavar="N",
-                     help="run N runs at once in separate processes (default: $SEQKERAS_JOBS, else one per "
-                          "core, no more than an experiment's runs or than the memory holds)")
-    run.add_argument("--executor", choices=["local", "ray"], default="local",
-                     help="local processes (default) or Ray tasks (pip install -r requirements-ray.txt)")
-    run.add_argument("--address", default=None, help="Ray cluster address (default: start a local Ray)")
-    run.add_argument("--cpus-per-run", type=float, default=1.0, help="Ray: CPUs reserved per run (default 1)")
-    run.add_argument("--gpus-per-run", type=float, default=0.0, help="Ray: GPUs reserved per run (default 0)")
-    run.set_defaults(handler=command_run)
-
-    validate = commands.add_parser("validate", help="check specs without running anything")
-    validate.add_argument("paths", nargs="+", metavar="PATH")
-    validate.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
-    validate.add_argument("--only", action="append", default=[], metavar="KEY=VALUE",
-                          help="only the matrix's runs with this value (as run --only)")
-    validate.set_defaults(handler=command_validate)
-
-    table = commands.add_parser("table", help="print a pivot table of an experiment's runs")
-    table.add_argument("results_dir", metavar="RESULTS_DIR", help="results/<name> or a runs.csv")
-    table.add_argument("--rows", nargs="+", help="matrix key(s) along the rows")
-    table.add_argument("--columns", nargs="+", help="matrix key(s) along the columns")
-    table.add_argument("--value", help="metric in the cells")
-    table.add_argument("--pool", nargs="+", default=[], metavar="KEY",
-                       help="matrix or decoder key(s) to average over, as over seeds (else a key that varies "
-                            "within a cell is an error)")
-    table.add_argument("--format", choices=["md", "csv"], default="md",
-                       help="md: mean ± std in each cell (default); csv: numbers, a column each for mean, std and n")
-    table.add_argument("--baseline", metavar="KEY=VALUE",
-                       help="mark each cell that differs beyond chance from the cell with KEY=VALUE and the same "
-                            "other keys (e.g. model.cell=lstm): * p < 0.05 (paired t-test over shared seeds, else "
-                            "Welch's), ? too few seeds; csv: p_value, test and verdict columns")
-    table.add_argument("--untuned", metavar="UNTUNED_DIR",
-                       help="RESULTS_DIR is a tuned experiment's: set the same experiment's untuned results (a "
-                            "results folder or its runs.csv) beside it, a tuned and an untuned column per cell "
-                            "(rows matched on the matrix values); --baseline tuning=untuned tests the difference")
-    table.add_argument("--rebuild", action="store_true",
-                       help="rebuild runs.csv from every run folder's metrics.json, then table.md and the plots")
-    table.set_defaults(handler=command_table)
-
-    listing = commands.add_parser("list", help="every section's options, and every task, model kind, cell, decoder, "
-                                               "probe and metric")
-    listing.add_argument("--markdown", action="store_true", help="as Markdown: the page docs/components.md is")
-    listing.set_defaults(handler=command_list)
-
-    compare = commands.add_parser("compare", help="compare two results (folders or runs.csv) run by run and over seeds")
-    compare.add_argument("a", metavar="A",
-                         help="results/<name>, a runs.csv, or a results root (experiments matched by name)")
-    compare.add_argument("b", metavar="B", help="the same for the other side")
-    compare.add_argument("--on", nargs="+", metavar="KEY", help="join columns (default: matrix keys, decoder, seed)")
-    compare.add_argument("--metric", nargs="+", metavar="M", help="metrics to compare (default: all in both)")
-    compare.add_argument("--relative-tolerance", type=float, default=0.0, metavar="R",
-                         help="with --tolerance: allow |B - A| up to T + R·|A| (default 0)")
-    compare.add_argument("--no-timings", dest="timings", action="store_false",
-                         help="leave out timing metrics (seconds_per_sequence, step_ms, ...), "
-                              "which measure the machine")
-    compare.add_argument("--tolerance", type=float, metavar="T",
-                         help="exit 1 when any |B - A| > T, a text differs, or a row is on one side only")
-    compare.add_argument("--unpaired", action="store_true",
-                         help="compare each matrix point's seeds as two samples (Welch's t-test), not seed by seed; "
-                              "automatic when the sides share no seed")
-    compare.add_argument("--common", action="store_true",
-                         help="compare only what both sides have: rows and experiments on one side only are "
-                              "noted, not failures (a partial rerun)")
-    compare.add_argument("--format", choices=["md", "csv"], default="md")
-    compare.set_defaults(handler=command_compare)
-
-    report = commands.add_parser("report", help="write report.html per experiment and an index.html")
-    report.add_argument("results_dirs", nargs="+", metavar="RESULTS_DIR", help="results/<name> or a results root")
-    report.add_argument("--out", default=None, metavar="DIR",
-                        help="write the pages (and copies of the plots) here; default: beside the results")
-    report.set_defaults(handler=command_report)
-
-    export = commands.add_parser("export", help="log results that already exist to a tracker (MLflow)")
-    export.add_argument("results_dirs", nargs="+", metavar="RESULTS_DIR", help="results/<name> or a results root")
-    export.add_argument("--track", default="mlflow", metavar="mlflow[=URI]",
-                        help="the tracking store (default: sqlite:///<results root>/mlflow.db)")
-    export.set_defaults(handler=command_export)
-
-    predict = commands.add_parser("predict", help="predict with a run's kept model: classify, tag, translate, "
-                                                  "continue a prompt or predict a value")
-    predict.add_argument("run_folder", metavar="RUN", help="a run folder: results/<name>/<run_id>")
-    inputs = predict.add_mutually_exclusive_group(required=True)
-    inputs.add_argument("--text", action="append", metavar="TEXT",
-                        help="an input (repeatable); a prompt for a language model, steps of numbers for a regressor "
-                             "('0.3,0 0.9,1')")
-    inputs.add_argument("--file", metavar="FILE", help="a UTF-8 file of inputs, one a line")
-    predict.add_argument("--decoder", default=None, metavar="DECODER",
-                         help="seq2seq and language models: greedy (default), beam(width=5), "
-                              "'{name: sample, temperature: 0.7}': any decoder of `seqkeras list`")
-    predict.add_argument("--length", type=positive_int, default=None, metavar="N",
-                         help="language models: tokens added to each prompt (default: the run's "
-                              "evaluate.generate.length, else 30)")
-    predict.add_argument("--format", choices=["md", "csv", "jsonl"], default="md",
-                         help="md: a table (default); csv; jsonl: one JSON object a line")
-    predict.add_argument("--attention", default=None, metavar="DIR",
-                         help="seq2seq with attention: also write each input's attention map into DIR "
-                              "(attention_<n>.csv and .png, n = the input's number)")
-    predict.set_defaults(handler=command_predict)
-
-    evaluate = commands.add_parser("evaluate", help="evaluate the kept models of results again with more decoders "
-                                                    "or metrics, without training; rebuilds runs.csv and table.md")
-    evaluate.add_argument("results_dirs", nargs="+", metavar="RESULTS_DIR", help="results/<name> or a results root")
-    evaluate.add_argument("--decoders", nargs="+", default=[], metavar="DECODER",
-                          help="decoders to add (seq2seq and language models' generation): greedy, beam(width=5), "
-                               "'{name: sample, temperature: 0.7}': any decoder of `seqkeras list`")
-    evaluate.add_argument("--metrics", nargs="+", default=[], metavar="METRIC",
-                          help="metrics to add to every row (each run's problem's metrics of `seqkeras list`)")
-    evaluate.add_argument("--backend", choices=[AUTO, *BACKEND_PACKAGES], default=None,
-                          help="Keras backend to load the models on (as run --backend)")
-    evaluate.set_defaults(handler=command_evaluate)
-
-    schema = commands.add_parser("schema", help="print the JSON Schema of experiment files (for editors)")
-    schema.add_argument("--out", default=None, metavar="FILE", help="write it to FILE instead of printing it")
-    schema.set_defaults(handler=command_schema)
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for command in COMMANDS:
+        subparser = subparsers.add_parser(command.name, help=command.summary, description=command.summary,
+                                          epilog=f"exit status: {command.exit_status}")
+        command.add_options(subparser)
+        subparser.set_defaults(handler=command.handler)
     return parser
+
+
+def add_spec_options(parser: argparse.ArgumentParser, what: str) -> None:
+    """PATH..., --set and --only: which specs, changed how, and which of their runs (`run` and `validate`)."""
+    parser.add_argument("paths", nargs="+", metavar="PATH",
+                        help="a YAML file, or a folder: every `*.yaml` below it, in sorted order")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="change a spec value before the matrix is expanded, e.g. `--set model.units=32` "
+                             "(repeatable)")
+    parser.add_argument("--only", action="append", default=[], metavar="KEY=VALUE",
+                        help=f"{what} only the matrix's runs with this value, e.g. `--only task.lag=10` "
+                             "(repeatable: one key twice means either value)")
+
+
+def run_options(parser: argparse.ArgumentParser) -> None:
+    add_spec_options(parser, "run")
+    parser.add_argument("--out", default="results", metavar="DIR",
+                        help="the results root (default: `results/`); nothing is written outside it")
+    parser.add_argument("--force", action="store_true", help="rerun runs that already have a finished record")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="plan the runs (which would run, which are already done) and stop: nothing is "
+                             "trained or written")
+    parser.add_argument("--backend", choices=BACKEND_CHOICES, default=None,
+                        help="the Keras backend (default: `$KERAS_BACKEND` when set, else `auto`: the "
+                             "experiments' `backend:`, else torch when installed, else tensorflow); an experiment "
+                             "whose spec names its `backend:` refuses another")
+    parser.add_argument("--jobs", type=positive_int, default=None, metavar="N",
+                        help="run N runs at once in separate processes (default: `$SEQKERAS_JOBS`, else one per "
+                             "core, no more than the largest experiment's runs or than the memory holds)")
+    parser.add_argument("--executor", choices=["local", "ray"], default="local",
+                        help="where the runs run: local processes (default) or Ray tasks "
+                             "(`pip install -r requirements-ray.txt`)")
+    parser.add_argument("--address", default=None, metavar="ADDRESS",
+                        help="Ray: the cluster's address (default: start a local Ray)")
+    parser.add_argument("--cpus-per-run", type=float, default=1.0, metavar="CPUS",
+                        help="Ray: CPUs reserved per run (default 1)")
+    parser.add_argument("--gpus-per-run", type=float, default=0.0, metavar="GPUS",
+                        help="Ray: GPUs reserved per run (default 0)")
+    parser.add_argument("--reference", default=None, metavar="DIR",
+                        help="afterwards check each experiment's results against `DIR/<name>` (computed numbers "
+                             "to float rounding, trained ones within their seed spread, timings left out): one "
+                             "line each, exit status 1 when one differs; `make run` uses it. Checked before "
+                             "anything runs: DIR must hold a readable `<name>/runs.csv` for each experiment "
+                             "(else exit status 2)")
+    parser.add_argument("--tensorboard", action="store_true",
+                        help="write TensorBoard event files into each run's folder (`train.tensorboard=true` "
+                             "for every experiment that trains); then `tensorboard --logdir results/<name>`")
+    parser.add_argument("--track", default=None, metavar="mlflow[=URI]",
+                        help="log every run to MLflow: its spec as parameters, per-epoch and final metrics, its "
+                             "files (default store: `sqlite:///<out>/mlflow.db`; "
+                             "`pip install -r requirements-tracking.txt`)")
+
+
+def validate_options(parser: argparse.ArgumentParser) -> None:
+    add_spec_options(parser, "check")
+
+
+def table_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("results_dir", metavar="RESULTS_DIR", help="`results/<name>`, or a `runs.csv`")
+    parser.add_argument("--rows", nargs="+", metavar="KEY", help="matrix key(s) along the rows")
+    parser.add_argument("--columns", nargs="+", metavar="KEY", help="matrix key(s) along the columns")
+    parser.add_argument("--value", metavar="METRIC", help="the metric in the cells (mean ± std over seeds)")
+    parser.add_argument("--pool", nargs="+", default=[], metavar="KEY",
+                        help="matrix or decoder key(s) to average over, as over seeds (else a key that varies "
+                             "within a cell is an error); also applies to the declared tables")
+    parser.add_argument("--format", choices=["md", "csv"], default="md",
+                        help="md: mean ± std in each cell (default); csv: numbers, a column each for the mean, "
+                             "std and n (`accuracy mean`, `accuracy std`, `accuracy n`; with --columns, "
+                             "`lstm mean` ...)")
+    parser.add_argument("--baseline", metavar="KEY=VALUE",
+                        help="test each cell against its baseline cell, the one with KEY = VALUE and the same "
+                             "other keys (`model.cell=lstm`: the lstm column's cell in the same row, or the lstm "
+                             "row's in the same column): md marks a cell that differs beyond chance with `*` "
+                             "(p < 0.05; a paired t-test over shared seeds, else Welch's) and one with too few "
+                             "seeds with `?`; csv adds `p_value`, `test` and `verdict` columns")
+    parser.add_argument("--untuned", metavar="UNTUNED_DIR",
+                        help="RESULTS_DIR is a tuned experiment's: set the same experiment's untuned results (a "
+                             "results folder or its `runs.csv`) beside it, a tuned and an untuned column per "
+                             "cell (rows matched on the matrix values); `--baseline tuning=untuned` tests the "
+                             "difference")
+    parser.add_argument("--rebuild", action="store_true",
+                        help="rebuild `runs.csv` from every run folder's `metrics.json`, then `table.md` and "
+                             "the plots")
+
+
+def list_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--markdown", action="store_true",
+                        help="print it as Markdown: the page `docs/components.md` is")
+
+
+def compare_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("a", metavar="A",
+                        help="`results/<name>`, a `runs.csv`, or a results root (experiments matched by name)")
+    parser.add_argument("b", metavar="B", help="the same for the other side")
+    parser.add_argument("--on", nargs="+", metavar="KEY",
+                        help="join columns (default: the matrix keys, the decoder columns, `seed`)")
+    parser.add_argument("--metric", nargs="+", metavar="M", help="metrics to compare (default: all in both)")
+    parser.add_argument("--tolerance", type=float, metavar="T",
+                        help="exit status 1 when any |B − A| > T, a text differs, or a row is on one side only")
+    parser.add_argument("--relative-tolerance", type=float, default=0.0, metavar="R",
+                        help="with --tolerance: allow |B − A| up to T + R·|A| (default 0)")
+    parser.add_argument("--no-timings", dest="timings", action="store_false",
+                        help="leave out timing metrics (`seconds_per_sequence`, `step_ms`, `us_per_token`, ...), "
+                             "which measure the machine")
+    parser.add_argument("--unpaired", action="store_true",
+                        help="compare each matrix point's seeds as two samples (Welch's t-test), not seed by "
+                             "seed; automatic when the two sides share no seed")
+    parser.add_argument("--common", action="store_true",
+                        help="compare only what both sides have: rows and experiments on one side only are "
+                             "noted, not failures (a partial rerun)")
+    parser.add_argument("--format", choices=["md", "csv"], default="md",
+                        help="md: Markdown (default); csv: one CSV table")
+
+
+def report_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("results_dirs", nargs="+", metavar="RESULTS_DIR", help="`results/<name>` or a results root")
+    parser.add_argument("--out", default=None, metavar="DIR",
+                        help="write the pages (and copies of the plots) into this folder, not a file (default: "
+                             "beside the results)")
+
+
+def export_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("results_dirs", nargs="+", metavar="RESULTS_DIR", help="`results/<name>` or a results root")
+    parser.add_argument("--track", default="mlflow", metavar="mlflow[=URI]",
+                        help="the tracking store (default: `sqlite:///<results root>/mlflow.db`)")
+
+
+def predict_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_folder", metavar="RUN", help="a training run's folder: `results/<name>/<run_id>`")
+    inputs = parser.add_mutually_exclusive_group(required=True)
+    inputs.add_argument("--text", action="append", metavar="TEXT",
+                        help="an input (repeatable): a prompt for a language model; for a regressor, steps of "
+                             "numbers (`'0.3,0 0.9,1'`: whitespace between steps, commas between a step's "
+                             "features, or a JSON list of steps)")
+    inputs.add_argument("--file", metavar="FILE",
+                        help="a UTF-8 file of inputs, one a line (blank lines left out)")
+    parser.add_argument("--decoder", default=None, metavar="D",
+                        help="seq2seq and language models: any decoder of `seqkeras list`, as a name (`beam`), "
+                             "a label (`beam(width=5, length_penalty=0.6)`) or a spec's mapping "
+                             "(`'{name: sample, temperature: 0.7}'`); greedy by default. Sampling uses the "
+                             "run's seed: the same input gives the same output")
+    parser.add_argument("--length", type=positive_int, default=None, metavar="N",
+                        help="language models: tokens added to each prompt (default: the run's "
+                             "`evaluate.generate.length`, else 30)")
+    parser.add_argument("--format", choices=["md", "csv", "jsonl"], default="md",
+                        help="md: a Markdown table (default), a text's line breaks and pipes escaped so that each "
+                             "input stays one row; csv; jsonl: one JSON object a line")
+    parser.add_argument("--attention", default=None, metavar="DIR",
+                        help="an encoder-decoder with attention: also write each input's attention map into "
+                             "DIR, `attention_<n>.csv` (the long table of a run's `attention.csv`) and "
+                             "`attention_<n>.png` (its heat map, as the run's plot), n being the input's number. "
+                             "The decoder is teacher-forced on the output it decoded, so each output token's row "
+                             "is the attention that produced it")
+
+
+def evaluate_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("results_dirs", nargs="+", metavar="RESULTS_DIR", help="`results/<name>` or a results root")
+    parser.add_argument("--decoders", nargs="+", default=[], metavar="D",
+                        help="decoders to add, for seq2seq models and language models that generate (their spec "
+                             "has `evaluate.generate` or decoders); each as `predict --decoder` takes it "
+                             "(`greedy`, `beam(width=5)`, `'{name: sample, temperature: 0.7}'`). Each new decoder "
+                             "adds a row to the run (its `decoder` columns); one the run has is left as it is")
+    parser.add_argument("--metrics", nargs="+", default=[], metavar="M",
+                        help="metrics to add, of each run's problem (`seqkeras list`); each new one is computed "
+                             "for every row the run has (its decoders are run again for it)")
+    parser.add_argument("--backend", choices=BACKEND_CHOICES, default=None,
+                        help="the Keras backend to load the models on (default: `$KERAS_BACKEND` when set, else "
+                             "the one the runs were trained on, when they agree and it is installed, else `auto`)")
+
+
+def schema_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", default=None, metavar="FILE", help="write it to FILE instead of printing it")
 
 
 def positive_int(text: str) -> int:
@@ -252,19 +311,17 @@ def command_validate(args) -> int:
 
 
 def command_run(args) -> int:
-    from seqkeras.api import run_paths
+    from seqkeras.api import RunOptions, run_paths
 
-    outcome, _ = run_paths(args.paths, overrides=args.overrides, only=args.only, out=args.out, backend=args.backend,
-                           jobs=args.jobs, force=args.force,
-                           reference=args.reference, executor=args.executor, address=args.address,
-                           cpus_per_run=args.cpus_per_run, gpus_per_run=args.gpus_per_run, dry_run=args.dry_run,
-                           tensorboard=args.tensorboard, track=args.track)
+    # Each of RunOptions' fields is the run command's option of the same name (its `dest`).
+    options = RunOptions(**{field.name: getattr(args, field.name) for field in fields(RunOptions)})
+    outcome, _ = run_paths(args.paths, options)
     if outcome is None:  # --dry-run
         return EXIT_OK
-    problems = [f"{outcome.failed_runs} failed run(s)", f"{outcome.failed_expectations} expectation(s) not reproduced"]
+    problems = [f"{outcome.failed_runs} failed run(s)", f"{outcome.failed_claims} expectation(s) not reproduced"]
     if args.reference is not None:
         problems.append(f"{len(outcome.differing)} experiment(s) differ from the reference")
-    if outcome.failed_runs or outcome.failed_expectations or outcome.differing:
+    if outcome.failed_runs or outcome.failed_claims or outcome.differing:
         print(f"\n{', '.join(problems)}", file=sys.stderr)
         return EXIT_FAILED
     return EXIT_OK
@@ -433,13 +490,13 @@ def command_evaluate(args) -> int:
     outcomes = reevaluate(folders, wanted)
     failed = evaluated = 0
     for outcome in outcomes:
-        held = outcome.summary.verdicts if outcome.summary is not None else []
+        verdicts = outcome.summary.verdicts if outcome.summary is not None else []  # one per claim
         print(f"\n{outcome.folder}: {len(outcome.added)} run(s) gained rows or columns, {len(outcome.unchanged)} had "
               f"them, {len(outcome.without_model)} without a kept model, {len(outcome.failed)} failed; "
-              f"expectations: {sum(v.holds for v in held)} of {len(held)} reproduced")
+              f"expectations: {sum(v.holds for v in verdicts)} of {len(verdicts)} reproduced")
         for run_id, why in outcome.without_model.items():
             print(f"  no kept model: {run_id} ({why})")
-        failed += len(outcome.failed) + sum(not v.holds for v in held)
+        failed += len(outcome.failed) + sum(not v.holds for v in verdicts)
         evaluated += len(outcome.added) + len(outcome.unchanged)
     if not evaluated:
         print("nothing was evaluated: no run there kept its model", file=sys.stderr)
@@ -458,6 +515,41 @@ def command_schema(args) -> int:
     else:
         sys.stdout.write(text)
     return EXIT_OK
+
+
+# Every command, in the order `seqkeras --help` and the README list them.
+COMMANDS = (
+    Command("run", "validate every spec, then run each experiment and write `results/<name>/`: its runs, "
+                   "`runs.csv`, `table.md` with the claims' verdicts, and plots",
+            "0 every run finished and every claim held; 1 a run failed, a claim did not hold, or (with "
+            "`--reference`) an experiment differs from its reference; 2 an invalid spec or option, nothing ran",
+            run_options, command_run),
+    Command("validate", "check specs as `run` would, without running anything",
+            "0 valid; 2 invalid", validate_options, command_validate),
+    Command("table", "print an experiment's tables (mean ± std over seeds), or a pivot you choose",
+            "0; 2 missing or damaged results, an unknown key, a key that would be pooled, `--untuned` results of "
+            "another experiment", table_options, command_table),
+    Command("compare", "compare two results of one experiment run by run and over seeds (a paired t-test, or "
+                       "Welch's when seeds cannot be paired), and say what their specs differ in",
+            "0; 1 with `--tolerance`, when a difference exceeds it; 2 bad input or two different experiments",
+            compare_options, command_compare),
+    Command("report", "write static HTML pages: a `report.html` per experiment (tables, the main metric per "
+                      "configuration, verdicts, plots) and an `index.html`",
+            "0; 2 missing results", report_options, command_report),
+    Command("export", "log results that already exist to MLflow, as `run --track` would have logged them",
+            "0; 1 a run could not be logged; 2 bad input", export_options, command_export),
+    Command("predict", "use a run's kept model on new inputs: a label, tags, a translation with any decoder and "
+                       "its attention map, a prompt continued, a value; words outside the vocabulary counted",
+            "0; 2 bad input", predict_options, command_predict),
+    Command("evaluate", "evaluate the kept models of finished runs again with more decoders or metrics, without "
+                        "training: rows and columns added to the records, `runs.csv`, the tables and the "
+                        "claims' verdicts",
+            "0; 1 a run's evaluation failed, a claim did not hold, or no run kept its model; 2 bad input",
+            evaluate_options, command_evaluate),
+    Command("schema", "print the JSON Schema of experiment files, for editors", "0", schema_options, command_schema),
+    Command("list", "list every section's options, and every task, model kind, cell, probe, metric and decoder, "
+                    "with its parameters", "0", list_options, command_list),
+)
 
 
 if __name__ == "__main__":

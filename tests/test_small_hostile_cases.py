@@ -79,7 +79,7 @@ def test_an_empty_path_argument_is_refused_not_read_as_the_current_folder(tmp_pa
 
 def test_the_python_api_refuses_an_empty_out_too(tmp_path, monkeypatch):
     import seqkeras
-    from seqkeras.api import run_paths
+    from seqkeras.api import RunOptions, run_paths
     from seqkeras.execution import sweep
 
     spec = tmp_path / "spec.yaml"
@@ -89,11 +89,11 @@ def test_the_python_api_refuses_an_empty_out_too(tmp_path, monkeypatch):
         with pytest.raises(SpecError, match="empty"):
             seqkeras.run(spec, out=out)
         with pytest.raises(SpecError, match="--out is empty"):
-            run_paths([str(spec)], out=out, dry_run=True)
+            run_paths([str(spec)], RunOptions(out=out, dry_run=True))
         with pytest.raises(SpecError, match="--out is empty"):
             sweep.check_out_root(out, [str(spec)], [])
         with pytest.raises(SpecError, match="--reference is empty"):
-            run_paths([str(spec)], out=tmp_path / "out", reference=out, dry_run=True)
+            run_paths([str(spec)], RunOptions(out=tmp_path / "out", reference=out, dry_run=True))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["spec.yaml"]
 
 

@@ -42,12 +42,12 @@ class Outcome:
         return run_counts(self.runs)[2]
 
     @property
-    def failed_expectations(self) -> int:
+    def failed_claims(self) -> int:
         return sum(not v.holds for v in self.verdicts)
 
     @property
     def ok(self) -> bool:
-        return self.failed_runs == 0 and self.failed_expectations == 0
+        return self.failed_runs == 0 and self.failed_claims == 0
 
 
 def run_experiment(

@@ -165,7 +165,7 @@ class SweepOutcome:
     stopped: str = ""  # why the sweep stopped before its end (a full disk), as it was said; "" when it ran to the end
 
     @property
-    def failed_expectations(self) -> int:
+    def failed_claims(self) -> int:
         return sum(not verdict.holds for _, verdict in self.verdicts)
 
 

@@ -61,17 +61,17 @@ def section_models() -> dict[str, type]:
 def components_markdown(registries: dict) -> str:
     """docs/components.md: every component of every registry, its summary and its parameters.
 
-    `registries` is `catalog.ALL`; the page is regenerated with
-    `seqkeras list --markdown > docs/components.md`, and a test fails when the
-    committed page differs from what the registries say.
+    `registries` is `catalog.ALL`; the page is regenerated with `make generate`
+    (seqkeras.generated_files), and a test fails when the committed page
+    differs from what the registries say.
     """
     lines = [
         "# Components",
         "",
         "Every task, model kind, cell, probe, metric and decoder a spec may name, with its parameters",
-        "(type, default, bounds). Generated from the registries that validate specs:",
-        "`seqkeras list --markdown > docs/components.md`. See [the spec reference](spec.md) for the",
-        "sections they go in.",
+        "(type, default, bounds). Generated from the registries that validate specs by `make generate`",
+        "(`seqkeras list --markdown` prints it). See [the spec reference](spec.md) for the sections",
+        "they go in.",
     ]
     lines += ["", "## Sections", "", "The options of the sections that are not components (`task`, `model` and `probe`",
               "take a component's parameters, below)."]
