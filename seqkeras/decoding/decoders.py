@@ -27,7 +27,7 @@ import numpy as np
 from pydantic import BaseModel, Field, ValidationError, create_model
 
 from seqkeras.decoding.step_model import StepModel
-from seqkeras.errors import SpecError, unknown_choice
+from seqkeras.errors import SpecError, translate_validation_error, unknown_choice
 from seqkeras.registry import Params
 
 # A token whose log-probability is below this has probability 0 in float64
@@ -439,9 +439,7 @@ def build_decoder(name: str, params: BaseModel | dict | None = None) -> Decoder:
         try:
             params = decoder_class.params_class(**params)
         except ValidationError as error:
-            first = error.errors()[0]
-            path = ".".join(str(part) for part in first["loc"]) or None
-            raise SpecError(f"{first['msg']} (received {first.get('input')!r})", path=path) from None
+            raise translate_validation_error(error, decoder_class.params_class, params, path_prefix=None) from None
     elif not isinstance(params, decoder_class.params_class):
         raise TypeError(
             f"decoder {name!r} takes {decoder_class.params_class.__name__}, "

@@ -31,7 +31,7 @@ import pandas as pd
 from pydantic import BaseModel, ValidationError
 
 from seqkeras.decoding.decoders import CHOICES, GreedyChoice, decoder_label, seeded
-from seqkeras.errors import SpecError, shown, unknown_choice
+from seqkeras.errors import SpecError, shown, translate_validation_error, unknown_choice
 from seqkeras.evaluation.generation import generate, text_of
 from seqkeras.evaluation.settings import GenerateSpec
 from seqkeras.user_files import open_regular_file
@@ -61,12 +61,12 @@ def parse_decoder(decoder: Any, what: str = "decoder") -> BaseModel:
     name = mapping.pop("name", None)
     if not isinstance(name, str) or name not in CHOICES:
         raise SpecError(f"{what} {shown(decoder)}: {unknown_choice('decoder', name, CHOICES)}")
+    raw = {"name": name, **{str(key): value for key, value in mapping.items()}}
     try:
-        return CHOICES[name](name=name, **{str(key): value for key, value in mapping.items()})
+        return CHOICES[name](**raw)
     except ValidationError as error:
-        first = error.errors()[0]
-        key = ".".join(str(part) for part in first["loc"])
-        raise SpecError(f"{what} {shown(decoder)}: {key}: {first['msg']} (got {shown(first.get('input'))})") from None
+        problem = translate_validation_error(error, CHOICES[name], raw, path_prefix=None)
+        raise SpecError(f"{what} {shown(decoder)}: {problem}") from None
 
 
 def _decoder_mapping(text: str, what: str) -> dict[str, Any]:
@@ -245,10 +245,11 @@ def continuation(kept, prompts: list[str], choice: BaseModel, seed: int,
         generate_spec = (kept.spec.get("evaluate") or {}).get("generate") or {}
         length = int(generate_spec.get("length", DEFAULT_LENGTH)) if isinstance(generate_spec, dict) \
             else DEFAULT_LENGTH
+    raw = {"prompts": prompts, "length": length}
     try:
-        spec = GenerateSpec(prompts=prompts, length=length)
+        spec = GenerateSpec(**raw)
     except ValidationError as error:
-        raise SpecError(f"length {shown(length)}: {error.errors()[0]['msg']}") from None
+        raise translate_validation_error(error, GenerateSpec, raw, path_prefix=None) from None
     window = kept.preprocessing.document.output.context
     samples = generate(kept.model, kept.preprocessing, choice, spec, window, run_seed=seed,
                        scores_itself=hasattr(kept.model, "next_log_probabilities"))
