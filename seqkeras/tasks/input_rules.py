@@ -58,4 +58,3 @@ def words_pieces_or_characters(level: str, word_pattern: str, lowercase: bool) -
     if level == "wordpiece":  # the words first, then their pieces
         return InputRule(split="wordpiece", pattern=word_pattern, lowercase=case)
     return InputRule(split="characters", lowercase=case)
-
