@@ -37,7 +37,7 @@ import pandas as pd
 from pydantic import ValidationError
 
 from seqkeras.backends.runtime import AUTO, BACKEND_PACKAGES, select_backend
-from seqkeras.errors import SpecError, shown, unknown_choice
+from seqkeras.errors import SpecError, shown, translate_validation_error, unknown_choice
 from seqkeras.execution import sweep
 from seqkeras.execution.executors import make_executor
 from seqkeras.reporting.baseline import Baseline, parse_baseline
@@ -50,7 +50,6 @@ from seqkeras.spec.loader import build_experiment
 from seqkeras.spec.runs import saved_decoder_labels
 from seqkeras.spec.sections import ExpectSpec, TableSpec
 from seqkeras.spec.selection import parse_only, select_runs
-from seqkeras.spec.validation import translate_validation_error
 from seqkeras.tracking.mlflow_store import parse_track
 from seqkeras.tracking.mlflow_tracking import MlflowTracker
 

@@ -6,12 +6,26 @@ instead of a traceback. Bugs in seqkeras itself stay ordinary exceptions.
 The helpers here word such errors the same way everywhere: close matches,
 allowed choices, a received value shown at a bounded length (why a file a user
 named cannot be read is `seqkeras.user_files`).
+
+`translate_validation_error` is the one translator of a pydantic validation
+error into such a line, for a spec and for every file the suite reads back
+(preprocessing.json, model.ngram.json, a saved experiment's tables and claims) or
+value a user passes (a decoder, a length): pydantic knows where a value was
+wrong; users need the dotted key path, the value they wrote, what is allowed, and
+a did-you-mean. It walks the schema along the error's location to find the
+allowed keys or choices.
 """
 
 from __future__ import annotations
 
 import difflib
+import re
+import types
+import typing
 from collections.abc import Iterable
+from typing import Any, Union
+
+from pydantic import BaseModel, ValidationError
 
 MAX_PATH = 200
 
@@ -72,3 +86,152 @@ def shown(value: object, limit: int = 80) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}… ({len(text):,} characters)"
+
+
+# --------------------------------------------------------------------------- pydantic validation errors
+
+# What a field expected, in words, for pydantic's (strict) type errors.
+EXPECTED = {
+    "int_type": "a whole number (integer)",
+    "float_type": "a number",
+    "finite_number": "a finite number",
+    "bool_type": "true or false",
+    "string_type": "text",
+    "list_type": "a list",
+    "dict_type": "a mapping",
+    "model_type": "a mapping",
+    "model_attributes_type": "a mapping",
+}
+
+
+def translate_validation_error(
+    error: ValidationError, model: type[BaseModel], raw: Any, *, path_prefix: str | None
+) -> SpecError:
+    """The first error of a pydantic ValidationError, in our words."""
+    first = _most_useful(error.errors())
+    location = [part for part in first["loc"] if not _is_union_tag(part, first)]
+    kind = first["type"]
+    if kind == "bool_for_number":  # raised by the model (registry.Params), which names the key
+        location.append(first["ctx"]["field"])
+    path = _dotted(([path_prefix] if path_prefix else []) + location)
+    received = first.get("input")
+
+    if kind == "extra_forbidden":
+        allowed = _allowed_keys(model, location[:-1])
+        key = location[-1]
+        hint = did_you_mean(key, allowed)
+        message = f"unknown key {shown(key)}.{hint} Allowed keys here: {listed(allowed) or 'none'}."
+    elif kind == "missing":
+        message = f"missing required key {location[-1]!r}"
+    elif kind == "literal_error":
+        choices = re.findall(r"'([^']*)'|(\d+)", first["ctx"]["expected"])
+        choices = [a or b for a, b in choices]
+        message = f"{shown(received)} is not allowed.{did_you_mean(received, choices)} Allowed: {listed(choices)}."
+    elif kind == "union_tag_invalid":
+        choices = re.findall(r"'([^']*)'", first["ctx"]["expected_tags"])
+        tag = first["ctx"]["tag"]
+        message = f"unknown name {shown(tag)}.{did_you_mean(tag, choices)} Allowed: {listed(choices)}."
+    elif kind in EXPECTED:
+        message = f"expected {EXPECTED[kind]}, got {as_written(received)}"
+    elif kind.startswith("value_error") or kind in ("assertion_error", "bool_for_number"):
+        message = first["msg"].removeprefix("Value error, ")
+    else:
+        message = f"{first['msg'][0].lower()}{first['msg'][1:]} (received {shown(received)})"
+    return SpecError(message, path=path or None)
+
+
+def as_written(value: Any) -> str:
+    """A received value as YAML spells it (true, null), bounded; text says it is text."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if value is None:
+        return "null"
+    if isinstance(value, str):
+        return f"the text {shown(value)}"
+    if isinstance(value, list):
+        return f"a list {shown(value)}"
+    if isinstance(value, dict):
+        return f"a mapping {shown(value)}"
+    return shown(value)
+
+
+def _most_useful(errors: list[dict[str, Any]]) -> dict[str, Any]:
+    """Prefer errors about the user's keys over the noise of Optional/union branches."""
+    order = ["extra_forbidden", "union_tag_invalid", "literal_error", "missing"]
+    for kind in order:
+        for item in errors:
+            if item["type"] == kind:
+                return item
+    return errors[0]
+
+
+def _is_union_tag(part: Any, error: dict[str, Any]) -> bool:
+    # pydantic puts the chosen union member's name in the location
+    # (e.g. ('table', 'TableSpec', 'rows') or ('decoder', 'beam', 'width')); users never wrote it.
+    return isinstance(part, str) and (part[:1].isupper() or part.startswith(("list[", "dict[")) or "-" in part)
+
+
+def _dotted(parts: list[Any]) -> str:
+    text = ""
+    for part in parts:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            part = str(part) if len(str(part)) <= 80 else shown(str(part))  # a key is the user's text too
+            text += f".{part}" if text else part
+    return text
+
+
+def _allowed_keys(model: type[BaseModel], location: list[Any]) -> list[str]:
+    """The field names of the model found by walking `location` through annotations."""
+    node: Any = model
+    for part in location:
+        node = _step(node, part)
+        if node is None:
+            return []
+    node = _unwrap_model(node)
+    return list(node.model_fields) if node else []
+
+
+def _step(annotation: Any, part: Any) -> Any:
+    annotation = _unwrap_optional(annotation)
+    model = _unwrap_model(annotation)
+    if model is not None:
+        if isinstance(part, str) and part in model.model_fields:
+            return model.model_fields[part].annotation
+        return None
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin in (list, tuple) and isinstance(part, int) and args:
+        return args[0]
+    if origin is dict and args:
+        return args[1]
+    if origin in (Union, types.UnionType):
+        for member in args:
+            found = _step(member, part)
+            if found is not None:
+                return found
+    return None
+
+
+def _unwrap_optional(annotation: Any) -> Any:
+    if typing.get_origin(annotation) is typing.Annotated:
+        annotation = typing.get_args(annotation)[0]
+    if typing.get_origin(annotation) in (Union, types.UnionType):
+        members = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if len(members) == 1:
+            return _unwrap_optional(members[0])
+    return annotation
+
+
+def _unwrap_model(annotation: Any) -> type[BaseModel] | None:
+    annotation = _unwrap_optional(annotation)
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    if typing.get_origin(annotation) in (Union, types.UnionType):
+        for member in typing.get_args(annotation):
+            model = _unwrap_model(member)
+            if model is not None:
+                return model
+    return None
+

@@ -10,7 +10,8 @@ Registries are filled explicitly in `seqkeras.catalog`, never as a side effect
 of importing a module.
 
 Each kind of plug-in has one contract, its entry class here: a `Task` declares
-its problem kind (and, through its Params' `input_files()`, the files it
+its problem kind (and, through its Params' `input_rule(data)` and
+`input_files()`, how a text becomes its tokens and the files it
 reads); a `ModelKind` declares its problem, its size estimate (or, deliberately,
 `NoSizeEstimate`), its evaluator and what its models can do beyond a Keras
 softmax model trained by fit (`Abilities`); a `Metric` declares one function per
@@ -161,12 +162,21 @@ class Component:
 class Task(Component):
     """A task: `builder(params, seed)` returns the data (`tasks.base.SequenceData` or `Seq2SeqData`).
 
-    It reads the files its Params' `input_files()` lists (by default its `path` and `*_path` fields).
+    It reads the files its Params' `input_files()` lists (by default its `path` and `*_path` fields). Its Params
+    declare `input_rule(data)`, how a text becomes its tokens (tasks.input_rules), which a kept model reads new
+    text by; an entry whose Params do not is refused when it is made.
     """
 
     # The problem it poses ("classification", "tagging", ...: tasks.base): a spec pairing it with a model kind
     # that solves another problem is refused before anything runs, and its metrics are that problem's.
     problem: str
+
+    def __post_init__(self) -> None:
+        # How a text becomes the task's tokens is the task's own to say (tasks.input_rules): a kept model reads
+        # new text by it, and a task that says nothing must not be read by a guess.
+        if not callable(getattr(self.params, "input_rule", None)):
+            raise TypeError(f"task {self.name!r}: its Params {self.params.__name__} declare no input_rule(data), "
+                            "how a text becomes its tokens (seqkeras.tasks.input_rules)")
 
 
 @dataclass(frozen=True)

@@ -272,7 +272,7 @@ def one_line(error: SpecError) -> str:
     ("model.keras cut short", "model.keras cannot be loaded as a Keras model"),
     ("model.keras a link", "model.keras is a symbolic link"),
     ("preprocessing.json not JSON", "preprocessing.json is not JSON"),
-    ("preprocessing.json of another shape", "preprocessing.json: input.split: Input should be"),
+    ("preprocessing.json of another shape", "preprocessing.json: input.split: 'sentencepiece' is not allowed"),
     ("vocabulary.json a dict", "vocabulary.json is not a vocabulary"),
     ("spec.yaml not YAML", "spec.yaml"),
 ])

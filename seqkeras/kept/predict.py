@@ -31,7 +31,7 @@ import pandas as pd
 from pydantic import BaseModel, ValidationError
 
 from seqkeras.decoding.decoders import GreedyChoice, decoder_label, parse_decoder, seeded
-from seqkeras.errors import SpecError, shown
+from seqkeras.errors import SpecError, shown, translate_validation_error
 from seqkeras.evaluation.generation import generate, text_of
 from seqkeras.evaluation.settings import GenerateSpec
 from seqkeras.user_files import open_regular_file
@@ -196,10 +196,11 @@ def continuation(kept, prompts: list[str], choice: BaseModel, seed: int,
         generate_spec = (kept.spec.get("evaluate") or {}).get("generate") or {}
         length = int(generate_spec.get("length", DEFAULT_LENGTH)) if isinstance(generate_spec, dict) \
             else DEFAULT_LENGTH
+    raw = {"prompts": prompts, "length": length}
     try:
-        spec = GenerateSpec(prompts=prompts, length=length)
+        spec = GenerateSpec(**raw)
     except ValidationError as error:
-        raise SpecError(f"length {shown(length)}: {error.errors()[0]['msg']}") from None
+        raise translate_validation_error(error, GenerateSpec, raw, path_prefix=None) from None
     window = kept.preprocessing.document.output.context
     samples = generate(kept.model, kept.preprocessing, choice, spec, window, run_seed=seed,
                        scores_itself=hasattr(kept.model, "next_log_probabilities"))

@@ -13,6 +13,11 @@ into words, so that a model is usable without rebuilding its task's data:
                 "start": null, "end": null, "context": null, "max_output_length": null,
                 "continuation": null}}
 
+`input` is the rule the run's task declares (its Params' `input_rule(data)`, an
+`InputRule` of seqkeras.tasks.input_rules): this module knows no task. `output`
+follows from the problem the data poses (classification, tagging, ...: the problem
+decides what a model's outputs are), and `problem` is one of tasks.base.PROBLEMS.
+
 input.split: `whitespace` (runs of ASCII whitespace, as Keras's TextVectorization and
 the synthetic tasks split), `characters`, `pattern` (every match of input.pattern, a
 Python regular expression: lm_corpus's words, de_en's words and marks), `wordpiece`
@@ -47,19 +52,18 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from seqkeras.errors import SpecError
-from seqkeras.tasks import char_lm, de_en, lm_corpus, sentence_pairs, subwords
+from seqkeras.errors import SpecError, translate_validation_error
+from seqkeras.tasks import subwords
 from seqkeras.tasks.base import (
-    CLASSIFICATION, LANGUAGE_MODELING, REGRESSION, SEQ2SEQ, TAGGING, UNK, SequenceData, Vocabulary,
+    CLASSIFICATION, LANGUAGE_MODELING, SEQ2SEQ, TAGGING, UNK, Problem, SequenceData, Vocabulary,
 )
-from seqkeras.tasks.seq2seq_data import END, START, LengthRangeParams
-from seqkeras.tasks.text import ClassificationTextParams, TaggingTextParams
+from seqkeras.tasks.input_rules import VOCABULARY_FILE, DeclaresInputRule, InputRule
+from seqkeras.tasks.seq2seq_data import END, START
 
 FORMAT = 1
 FILE = "preprocessing.json"
 KERAS_FILE = "model.keras"
 NGRAM_FILE = "model.ngram.json"
-VOCABULARY_FILE = "vocabulary.json"
 TARGET_VOCABULARY_FILE = "target_vocabulary.json"
 
 ASCII_WHITESPACE = re.compile(r"[ \t\n\v\f\r]+")
@@ -69,16 +73,6 @@ PUNCTUATION = subwords.PUNCTUATION
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class InputRule(_Strict):
-    vocabulary: str | None = VOCABULARY_FILE
-    split: Literal["whitespace", "characters", "pattern", "wordpiece", "features"]
-    lowercase: Literal["none", "ascii", "unicode"] = "none"
-    strip_punctuation: bool = False
-    pattern: str | None = None
-    max_length: int | None = None
-    features: int | None = None
 
 
 class OutputRule(_Strict):
@@ -96,7 +90,7 @@ class OutputRule(_Strict):
 class Document(_Strict):
     format: Literal[1]
     task: str
-    problem: Literal["classification", "tagging", "language_modeling", "seq2seq", "regression"]
+    problem: Problem
     model_kind: str
     model_file: Literal["model.keras", "model.ngram.json"]
     backend: str
@@ -136,10 +130,13 @@ class Preprocessing:
     # ------------------------------------------------------------------ built from a run
 
     @classmethod
-    def of_run(cls, task: str, params: Any, data: SequenceData, model_kind: str, *, backend: str,
+    def of_run(cls, task: str, params: DeclaresInputRule, data: SequenceData, model_kind: str, *, backend: str,
                max_output_length: int | None = None) -> Preprocessing:
-        """What `task` (its name and params) did to make `data`, for the model kind that was trained on it."""
-        inputs = input_rule(params, data)
+        """What `task` (its name and params) did to make `data`, for the model kind that was trained on it.
+
+        The input rule is the task's own (its Params' `input_rule`, tasks.input_rules); the output rule follows
+        from the problem the data poses, which is what decides what a model's outputs are."""
+        inputs = params.input_rule(data)
         joined = "" if inputs.split == "characters" else " "
         # The pieces a language model or a seq2seq decoder writes are shown as the words they spell.
         continuation = subwords.SUFFIX if inputs.split == "wordpiece" else None
@@ -177,10 +174,9 @@ class Preprocessing:
         try:
             document = Document.model_validate(raw)
         except ValidationError as error:
-            problem = error.errors()[0]
-            key = ".".join(str(part) for part in problem["loc"]) or "(the document)"
-            raise SpecError(f"{where}: {key}: {problem['msg']} (got {str(problem.get('input'))[:60]!r}); "
-                            "not a preprocessing.json this version of seqkeras wrote") from None
+            problem = translate_validation_error(error, Document, raw, path_prefix=None)
+            raise SpecError(f"{problem.message.rstrip('.')}; not a preprocessing.json this version of seqkeras "
+                            "wrote", file=where, path=problem.path) from None
         if document.input.split in ("pattern", "wordpiece") and document.input.pattern is not None:
             try:
                 re.compile(document.input.pattern or "")
@@ -290,31 +286,3 @@ class Preprocessing:
             text = text.replace(f" {end} ", f" {end}\n")
         return text
 
-
-def input_rule(params: Any, data: SequenceData) -> InputRule:
-    """How the task that built `data` from `params` turned its text into tokens."""
-    if data.problem == REGRESSION:
-        return InputRule(vocabulary=None, split="features", features=int(data.x_train.shape[-1]))
-    if isinstance(data, lm_corpus.LanguageModelData):
-        lowercase = "unicode" if data.lowercase else "none"
-        if data.level in ("word", "wordpiece"):  # wordpiece: the words, then their pieces
-            split = "pattern" if data.level == "word" else "wordpiece"
-            return InputRule(split=split, pattern=lm_corpus.WORD_PATTERN.pattern, lowercase=lowercase)
-        return InputRule(split="characters", lowercase=lowercase)
-    if isinstance(params, char_lm.Params) or isinstance(params, LengthRangeParams):
-        return InputRule(split="characters")  # char_lm; the synthetic seq2seq tasks, one token per character
-    if isinstance(params, de_en.Params):
-        return InputRule(split="pattern", pattern=de_en.TOKEN.pattern, lowercase="unicode")
-    if isinstance(params, sentence_pairs.Params):  # its tokenize: str.lower, then words and marks or characters
-        lowercase = "unicode" if params.lowercase else "none"
-        if params.level in ("word", "wordpiece"):  # wordpiece: the words, then their pieces
-            split = "pattern" if params.level == "word" else "wordpiece"
-            return InputRule(split=split, pattern=sentence_pairs.WORD.pattern, lowercase=lowercase)
-        return InputRule(split="characters", lowercase=lowercase)
-    if isinstance(params, ClassificationTextParams):  # TextVectorization's standardize, then its level's split
-        split = {"word": "whitespace", "char": "characters", "wordpiece": "wordpiece"}[params.level]
-        return InputRule(split=split, lowercase="ascii" if "lower" in params.standardize else "none",
-                         strip_punctuation="strip_punctuation" in params.standardize, max_length=params.max_length)
-    if isinstance(params, TaggingTextParams):  # already tokens; each lowercased by TextVectorization
-        return InputRule(split="whitespace", lowercase="ascii" if params.lowercase else "none")
-    return InputRule(split="whitespace")  # the synthetic tasks' tokens, as generated

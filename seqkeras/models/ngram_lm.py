@@ -42,6 +42,7 @@ import numpy as np
 import pandas as pd
 from pydantic import Field, ValidationError, model_validator
 
+from seqkeras.errors import translate_validation_error
 from seqkeras.models.ngram_counts import NgramCounts
 from seqkeras.registry import Params
 from seqkeras.tasks.base import UNK, SequenceData
@@ -145,10 +146,11 @@ class NgramLanguageModel:
         if not isinstance(document, dict) or document.get("format") != "seqkeras-ngram" \
                 or document.get("version") != 1:
             raise ValueError("not a seqkeras n-gram model (format seqkeras-ngram, version 1)")
+        raw = document.get("params")
         try:
-            params = NgramParams.model_validate(document.get("params"))
+            params = NgramParams.model_validate(raw)
         except ValidationError as error:
-            raise ValueError(f"params: {error.errors()[0]['msg']}") from None
+            raise ValueError(str(translate_validation_error(error, NgramParams, raw, path_prefix="params"))) from None
         size = document.get("vocab_size")
         if not isinstance(size, int) or isinstance(size, bool) or size < 1:
             raise ValueError(f"vocab_size is {size!r}, not a vocabulary size")

@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 from pydantic import ValidationError
 
-from seqkeras.errors import SpecError
+from seqkeras.errors import SpecError, translate_validation_error
 from seqkeras.reporting import baseline as against
 from seqkeras.reporting.baseline import Baseline
 from seqkeras.reporting.expectations import Verdict
@@ -263,10 +263,13 @@ def declared_tables(spec: dict[str, Any], source: Path, warn: Callable[[str], No
     declared = spec.get("table")
     if not declared:
         return []
-    try:
-        return [TableSpec.model_validate(t) for t in (declared if isinstance(declared, list) else [declared])]
-    except ValidationError as error:
-        first = error.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        warn(f"{source}: its table section cannot be read ({where}: {first['msg']}); showing every run instead")
-        return []
+    tables = []
+    for index, raw in enumerate(declared if isinstance(declared, list) else [declared]):
+        try:
+            tables.append(TableSpec.model_validate(raw))
+        except ValidationError as error:
+            key = f"table[{index}]" if isinstance(declared, list) else "table"
+            problem = translate_validation_error(error, TableSpec, raw, path_prefix=key)
+            warn(f"{source}: its table section cannot be read ({str(problem).rstrip('.')}); showing every run instead")
+            return []
+    return tables

@@ -26,7 +26,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from seqkeras import catalog
-from seqkeras.errors import SpecError, shown, unknown_choice
+from seqkeras.errors import SpecError, shown, translate_validation_error, unknown_choice
 from seqkeras.spec.checks import (
     check_outputs, check_references, check_run, check_sections, check_tune, check_validation,
 )
@@ -34,8 +34,8 @@ from seqkeras.spec.runs import Experiment, ResolvedComponent, RunSpec, make_run_
 from seqkeras.spec.outputs import output_rows
 from seqkeras.spec.selection import parse_only, select_runs, without_set_away
 from seqkeras.spec.sections import SECTIONS_WITH_COMPONENTS, EvaluateSpec, ExperimentSpec
+from seqkeras.tasks.base import LANGUAGE_MODELING
 from seqkeras.training.settings import TrainSpec
-from seqkeras.spec.validation import translate_validation_error
 from seqkeras.yaml_reader import load_spec_yaml, parse_yaml
 
 # --------------------------------------------------------------------------- #
@@ -372,7 +372,7 @@ def resolve_run(spec: ExperimentSpec, run_raw: dict[str, Any]) -> _Resolved:
         if evaluate.diagnostics:  # only when asked for: the runs of specs without it keep their ids
             resolved["evaluate"]["diagnostics"] = list(evaluate.diagnostics)
         if evaluate.generate is not None:
-            if components["task"].component.problem != "language_modeling":
+            if components["task"].component.problem != LANGUAGE_MODELING:
                 raise SpecError("generate applies only to language-modelling tasks", path="evaluate.generate")
             resolved["evaluate"]["generate"] = evaluate.generate.model_dump(mode="json")
     return _Resolved(resolved, components, train, metrics, decoders)

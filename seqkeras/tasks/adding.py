@@ -16,6 +16,7 @@ import numpy as np
 from pydantic import Field
 
 from seqkeras.tasks.base import REGRESSION, SequenceData, SizeParams, Vocabulary
+from seqkeras.tasks.input_rules import InputRule
 
 FEATURES = 2  # the number and its marker
 
@@ -25,6 +26,10 @@ class Params(SizeParams):
 
     def tokens_per_example(self) -> int:
         return FEATURES * self.length
+
+    def input_rule(self, data: SequenceData) -> InputRule:
+        # No text: a kept model reads each step's real-valued features, as many as the data has per step.
+        return InputRule(vocabulary=None, split="features", features=int(data.x_train.shape[-1]))
 
 
 def build(params: Params, seed: int) -> SequenceData:

@@ -16,6 +16,7 @@ import numpy as np
 from pydantic import Field
 
 from seqkeras.tasks.base import SequenceData, SizeParams, classification_data
+from seqkeras.tasks.input_rules import WHITESPACE_TOKENS, InputRule
 
 NOUNS = [
     ("key", "keys"), ("cabinet", "cabinets"), ("hallway", "hallways"), ("dog", "dogs"),
@@ -34,6 +35,9 @@ class Params(SizeParams):
 
     def tokens_per_example(self) -> int:
         return self.distance + 2  # subject, the phrase between, verb
+
+    def input_rule(self, data: SequenceData) -> InputRule:
+        return WHITESPACE_TOKENS  # a text is its tokens, separated by spaces, as generated
 
 
 def build(params: Params, seed: int) -> SequenceData:

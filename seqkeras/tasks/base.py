@@ -1,9 +1,10 @@
 """The data every task hands to the models, the vocabulary that indexes it, and the problem kinds.
 
 A task is one module with its Params (what a spec may set; the files it reads
-are its `input_files()`, registry.Params) and a `build(params, seed)` giving
-`SequenceData` (or `Seq2SeqData`) of one of the problem kinds below; its entry in
-the catalog (`registry.Task`) names its problem.
+are its `input_files()`, registry.Params; how a text becomes its tokens, its
+`input_rule(data)`, tasks.input_rules) and a `build(params, seed)` giving
+`SequenceData` (or `Seq2SeqData`) of one of the problem kinds below (`PROBLEMS`);
+its entry in the catalog (`registry.Task`) names its problem.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 from pydantic import Field, model_validator
@@ -25,6 +27,9 @@ TAGGING = "tagging"
 LANGUAGE_MODELING = "language_modeling"
 SEQ2SEQ = "seq2seq"  # source sequence → target sequence (see seqkeras.tasks.seq2seq_data)
 REGRESSION = "regression"  # a sequence of real-valued features → one number (the adding problem)
+# Every problem kind, the one list of them: a field that holds one is annotated `Problem`.
+PROBLEMS = (CLASSIFICATION, TAGGING, LANGUAGE_MODELING, SEQ2SEQ, REGRESSION)
+Problem = Literal[PROBLEMS]
 
 
 # Each bound alone can be in range while their product is not: 5e6 examples × 1e5 steps

@@ -14,6 +14,7 @@ import numpy as np
 from pydantic import Field
 
 from seqkeras.tasks.base import SequenceData, SizeParams, tagging_data
+from seqkeras.tasks.input_rules import WHITESPACE_TOKENS, InputRule
 
 PEOPLE = [
     ["Ada", "Lovelace"], ["Alan", "Turing"], ["Grace", "Hopper"], ["Marie", "Curie"],
@@ -43,6 +44,9 @@ class Params(SizeParams):
         0.0, ge=0, le=1,
         description="Share of sentences whose first word is a person or a place depending on the NEXT word.",
     )
+
+    def input_rule(self, data: SequenceData) -> InputRule:
+        return WHITESPACE_TOKENS  # a text is its tokens, separated by spaces, as generated
 
 
 def tag_span(words: list[str], kind: str) -> list[str]:

@@ -21,6 +21,7 @@ from seqkeras.tasks.agreement import NOUNS, PREPOSITIONS
 from seqkeras.tasks.base import LANGUAGE_MODELING, SequenceData, SizeParams, Vocabulary, named_files
 from seqkeras.tasks.files import check_data_file
 from seqkeras.tasks.files import read_text as read_file_text
+from seqkeras.tasks.input_rules import CHARACTER_TOKENS, InputRule
 from seqkeras.tasks.validation import ValidationParams, validation_path_field, validation_share_field
 
 VERBS = [("sleeps", "sleep"), ("is red", "are red"), ("waits", "wait"), ("shines", "shine")]
@@ -42,6 +43,9 @@ class Params(SizeParams, ValidationParams):
     def input_files(self) -> dict[str, Path]:
         """The files this task reads, by key: each is part of the run's identity (execution.identity)."""
         return named_files(self, "path", "validation_path")
+
+    def input_rule(self, data: SequenceData) -> InputRule:
+        return CHARACTER_TOKENS  # its tokens are the text's characters, as written
 
 
 def generated_text(rng: np.random.Generator, sentences: int) -> str:

@@ -18,6 +18,7 @@ import numpy as np
 from pydantic import Field
 
 from seqkeras.tasks.base import SequenceData, SizeParams, tagging_data
+from seqkeras.tasks.input_rules import WHITESPACE_TOKENS, InputRule
 
 SYMBOLS = [f"a{i}" for i in range(1, 9)]
 COPIED = 10  # symbols to remember
@@ -29,6 +30,9 @@ class Params(SizeParams):
 
     def tokens_per_example(self) -> int:
         return 2 * (self.lag + 2 * COPIED)  # inputs and targets
+
+    def input_rule(self, data: SequenceData) -> InputRule:
+        return WHITESPACE_TOKENS  # a text is its tokens, separated by spaces, as generated
 
 
 def baseline_cross_entropy(lag: int) -> float:

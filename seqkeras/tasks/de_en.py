@@ -27,6 +27,7 @@ from seqkeras.errors import SpecError
 from seqkeras.registry import Params as BaseParams
 from seqkeras.tasks.base import named_files
 from seqkeras.tasks.files import check_data_file
+from seqkeras.tasks.input_rules import InputRule
 from seqkeras.tasks.seq2seq_data import BUCKET_WIDTH_HELP, Pair, Seq2SeqData, seq2seq_data
 
 DEFAULT_PATH = "/usr/share/trans/de-en"
@@ -58,6 +59,9 @@ class Params(BaseParams):
         if self.max_length < self.min_words:
             raise ValueError(f"max_length {self.max_length} is shorter than min_words {self.min_words}")
         return self
+
+    def input_rule(self, data: Seq2SeqData) -> InputRule:
+        return InputRule(split="pattern", pattern=TOKEN.pattern, lowercase="unicode")  # as `tokenize` reads a side
 
     def input_files(self) -> dict[str, Path]:
         """The files this task reads, by key: each is part of the run's identity (execution.identity)."""

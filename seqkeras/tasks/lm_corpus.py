@@ -64,6 +64,7 @@ from seqkeras.tasks import subwords
 from seqkeras.tasks.base import LANGUAGE_MODELING, PAD, UNK, SequenceData, Vocabulary, named_files
 from seqkeras.tasks.corpora import PackagedFile
 from seqkeras.tasks.files import check_data_file, open_data_file, read_text
+from seqkeras.tasks.input_rules import InputRule, words_pieces_or_characters
 from seqkeras.tasks.validation import (
     ValidationParams, validation_examples, validation_path_field, validation_share_field,
 )
@@ -144,6 +145,9 @@ class Params(ValidationParams):
         if self.corpus == "kjv":  # the installed package's file: a reinstall may change it
             return {"corpus": KJV.locate(used_by=NAME), **named_files(self, "validation_path")}
         return named_files(self, "path", "validation_path")
+
+    def input_rule(self, data: SequenceData) -> InputRule:
+        return words_pieces_or_characters(self.level, WORD_PATTERN.pattern, self.lowercase)  # as `tokenize` reads
 
 
 @dataclass

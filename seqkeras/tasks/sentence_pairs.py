@@ -47,6 +47,7 @@ from seqkeras.errors import SpecError, shown
 from seqkeras.tasks import subwords
 from seqkeras.tasks.base import PAD, UNK, named_files
 from seqkeras.tasks.files import check_data_file, utf8_pieces
+from seqkeras.tasks.input_rules import InputRule, words_pieces_or_characters
 from seqkeras.tasks.seq2seq_data import BUCKET_WIDTH_HELP, END, START, Pair, Seq2SeqData, seq2seq_data
 from seqkeras.tasks.text import split_examples
 from seqkeras.tasks.validation import (
@@ -120,6 +121,9 @@ class Params(ValidationParams):
     @property
     def wordpiece_size(self) -> int:
         return self.vocabulary_size or subwords.DEFAULT_VOCABULARY_SIZE
+
+    def input_rule(self, data: Seq2SeqData) -> InputRule:
+        return words_pieces_or_characters(self.level, WORD.pattern, self.lowercase)  # as `tokenize` reads a side
 
 
 def tokenize(text: str, level: Level, lowercase: bool) -> list[str]:

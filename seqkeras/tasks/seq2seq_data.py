@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pydantic import Field, model_validator
 
 from seqkeras.tasks.base import PAD, SEQ2SEQ, UNK, SequenceData, SizeParams, Vocabulary, pad
+from seqkeras.tasks.input_rules import CHARACTER_TOKENS, InputRule
 from seqkeras.tasks.subwords import join_pieces
 
 START, END = "<s>", "</s>"
@@ -50,6 +51,9 @@ class LengthRangeParams(SizeParams):
         if self.min_length > self.max_length:
             raise ValueError(f"min_length {self.min_length} is larger than max_length {self.max_length}")
         return self
+
+    def input_rule(self, data: SequenceData) -> InputRule:
+        return CHARACTER_TOKENS  # a source is its characters, one token each, as generated
 
 
 @dataclass

@@ -27,6 +27,7 @@ from seqkeras.registry import Params
 from seqkeras.tasks import duplicates, subwords
 from seqkeras.tasks.base import CLASSIFICATION, PAD, TAGGING, UNK, SequenceData, Vocabulary, pad
 from seqkeras.tasks.duplicates import Split
+from seqkeras.tasks.input_rules import InputRule
 
 Standardize = Literal["lower_and_strip_punctuation", "lower", "strip_punctuation", "none"]
 
@@ -52,6 +53,10 @@ class TextSplitParams(VocabularyParams):
 class TaggingTextParams(TextSplitParams):
     lowercase: bool = Field(True, description="Lowercase tokens before looking them up.")
 
+    def input_rule(self, data: SequenceData) -> InputRule:
+        # Already tokens, separated by spaces; each lowercased as TextVectorization's `lower` does.
+        return InputRule(split="whitespace", lowercase="ascii" if self.lowercase else "none")
+
     @model_validator(mode="before")
     @classmethod
     def _words_only(cls, data):
@@ -74,6 +79,12 @@ class ClassificationTextParams(subwords.TokenizerParams, TextSplitParams):
     max_length: int | None = Field(
         None, ge=1, le=1_000_000, description="Keep at most this many tokens per text (default: all)."
     )
+
+    def input_rule(self, data: SequenceData) -> InputRule:
+        # TextVectorization's standardization (subwords: the same, in plain Python), then the level's split.
+        split = {"word": "whitespace", "char": "characters", "wordpiece": "wordpiece"}[self.level]
+        return InputRule(split=split, lowercase="ascii" if "lower" in self.standardize else "none",
+                         strip_punctuation="strip_punctuation" in self.standardize, max_length=self.max_length)
 
 
 def split_examples(examples: Sequence, test_share: float, seed: int, *, what: str) -> Split:

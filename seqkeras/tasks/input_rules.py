@@ -1,0 +1,60 @@
+"""A task's input rule: how a text becomes the tokens its data was made of, for a kept model to read new text.
+
+Every task declares it, as a method of its Params: `input_rule(self, data) -> InputRule`, given the data its
+`build` made (a regression task reads its feature count from it). A kept model's `preprocessing.json` holds
+the rule as its `input` (seqkeras.kept.preprocessing, which documents each field), and `seqkeras predict`
+tokenizes as it says. A task entry whose Params declare none is refused when it is made (`registry.Task`),
+so no task falls back to a rule it never stated.
+
+Plain pydantic, no Keras and nothing of seqkeras.kept: every task module imports it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict
+
+if TYPE_CHECKING:
+    from seqkeras.tasks.base import SequenceData
+
+VOCABULARY_FILE = "vocabulary.json"  # the run folder's input vocabulary, which a kept model's ids index
+
+
+class InputRule(BaseModel):
+    """preprocessing.json's `input` (its fields are told in seqkeras.kept.preprocessing); the field order is the
+    file's, so the files written stay byte for byte what they were."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    vocabulary: str | None = VOCABULARY_FILE
+    split: Literal["whitespace", "characters", "pattern", "wordpiece", "features"]
+    lowercase: Literal["none", "ascii", "unicode"] = "none"
+    strip_punctuation: bool = False
+    pattern: str | None = None
+    max_length: int | None = None
+    features: int | None = None
+
+
+class DeclaresInputRule(Protocol):
+    """What a task's Params provide: the rule for the data `build` made from them."""
+
+    def input_rule(self, data: SequenceData) -> InputRule: ...
+
+
+# The synthetic tasks' texts are their generated tokens separated by spaces (Keras TextVectorization's split).
+WHITESPACE_TOKENS = InputRule(split="whitespace")
+# One token per character, as written (char_lm; the synthetic seq2seq tasks).
+CHARACTER_TOKENS = InputRule(split="characters")
+
+
+def words_pieces_or_characters(level: str, word_pattern: str, lowercase: bool) -> InputRule:
+    """The rule of a task whose `level` tokens are the matches of `word_pattern` (`word`), WordPiece pieces of
+    those words (`wordpiece`) or characters (`char`), after Python's str.lower when `lowercase`
+    (lm_corpus, sentence_pairs)."""
+    case = "unicode" if lowercase else "none"
+    if level == "word":
+        return InputRule(split="pattern", pattern=word_pattern, lowercase=case)
+    if level == "wordpiece":  # the words first, then their pieces
+        return InputRule(split="wordpiece", pattern=word_pattern, lowercase=case)
+    return InputRule(split="characters", lowercase=case)
