@@ -53,11 +53,11 @@ test-fast: $(STAMP) $(VENV)/.tracking lint
 	$(TORCH_TESTS) -m "not slow"
 	$(JAX_TESTS) -m "not slow"
 
-# The tests marked `system` (tests/conftest.py deselects them unless --system is given).
+# The tests marked `system` (tests/conftest.py deselects them unless --system is given). They are all in the
+# main process's tests/ (the torch and JAX folders hold none), one at a time: several start process groups,
+# clusters or a browser and take the cores they find.
 test-system: $(STAMP) $(VENV)/.ray $(VENV)/.tracking browser
 	$(BIN)/python -m pytest -q --system -m system --durations=10
-	$(TORCH_TESTS) --system -m system
-	$(JAX_TESTS) --system -m system
 
 # Ray is optional for users; the tests check the Ray executor, so they install it.
 $(VENV)/.ray: requirements-ray.txt $(STAMP)
