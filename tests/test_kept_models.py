@@ -8,7 +8,6 @@ The torch process has its own check (tests/torch_backend/test_kept_models_torch.
 
 from __future__ import annotations
 
-import ast
 import json
 import math
 import os
@@ -24,7 +23,6 @@ import yaml
 
 import seqkeras
 from seqkeras.errors import SpecError
-from seqkeras.kept import serializable
 from seqkeras.kept.preprocessing import FILE, KERAS_FILE, NGRAM_FILE
 from tests.helpers import run_cli
 from tests.model_kind_specs import CASES, SEQ2SEQ, KindCase
@@ -158,29 +156,6 @@ def test_keras_load_model_works_in_a_fresh_process_once_seqkeras_is_imported(tmp
     loaded = json.loads(lines[-1])
     for folder, values in probes.items():
         np.testing.assert_allclose(loaded[folder], values, rtol=1e-5, atol=1e-6)
-
-
-def test_every_serializable_class_of_the_package_has_a_stand_in():
-    """serializable.SERIALIZABLE names exactly the package's `register_keras_serializable` objects."""
-    found = {}
-    for path in (REPOSITORY / "seqkeras").rglob("*.py"):
-        module = ".".join(path.relative_to(REPOSITORY).with_suffix("").parts)
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, (ast.ClassDef, ast.FunctionDef)) and any(
-                    "register_keras_serializable" in ast.unparse(decorator) for decorator in node.decorator_list):
-                found[node.name] = f"{module}:{node.name}"
-    assert found == serializable.SERIALIZABLE
-
-
-def test_a_stand_in_builds_the_real_class():
-    import keras
-
-    from seqkeras.layers.crf import CRF
-
-    stand_in = serializable._stand_in("CRF", serializable.SERIALIZABLE["CRF"])
-    crf = stand_in.from_config(CRF(3, name="crf").get_config())
-    assert type(crf) is CRF and crf.num_tags == 3
-    assert keras.saving.get_registered_object("seqkeras>CRF") is CRF
 
 
 # --------------------------------------------------------------------------- preprocessing

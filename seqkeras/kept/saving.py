@@ -30,7 +30,7 @@ from keras.src.saving import saving_lib
 
 from seqkeras import catalog
 from seqkeras.errors import SpecError
-from seqkeras.kept import serializable
+from seqkeras.backends import serializable
 from seqkeras.kept.preprocessing import (
     FILE, KERAS_FILE, NGRAM_FILE, TARGET_VOCABULARY_FILE, Encoded, Preprocessing,
 )
