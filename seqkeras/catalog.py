@@ -113,7 +113,7 @@ MODELS = Registry(
         ModelKind("ngram", "Counted n-gram LM (order 1–5, add-k or interpolated Kneser–Ney); no training loop.",
                   ngram_lm.NgramParams, "seqkeras.models.ngram_lm:build", problem=LANGUAGE_MODELING,
                   size=NoSizeEstimate("its parameters are counts of the training text, known only once counted"),
-                  abilities=Abilities(estimated=True, scores=True),
+                  abilities=Abilities(estimated=True, scores=True), model_file=ngram_lm.MODEL_FILE,
                   evaluator="seqkeras.evaluation.language_model:evaluate"),
         ModelKind("nplm", "Bengio et al. 2003: the previous n−1 embeddings concatenated → tanh layer → softmax.",
                   nplm.NplmParams, "seqkeras.models.nplm:build", problem=LANGUAGE_MODELING,

@@ -27,7 +27,7 @@ import typing
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, BinaryIO, ClassVar
 
 from pydantic import BaseModel, ConfigDict, model_validator
 from pydantic_core import PydanticCustomError
@@ -171,6 +171,33 @@ KERAS_MODEL = Abilities()
 
 
 @dataclass(frozen=True)
+class ModelFile:
+    """How a model kind's trained models are kept in a run folder and read back (`kept.saving`).
+
+    `save(model)` gives the file's content: bytes, or a str written as UTF-8. `load(file)` reads the model
+    back from that file, opened for binary reading (it may seek in it: a .keras file is a zip); for content
+    that is not such a model it raises, and the reader says so in one line naming the file. Each is a
+    function or "module:function", imported on first use (Keras's own: their module imports Keras).
+    """
+
+    name: str  # the file in the run folder
+    holds: str  # what it holds, for messages: "a Keras model"
+    save: Callable[[Any], bytes | str] | str
+    load: Callable[[BinaryIO], Any] | str
+
+    def saver(self) -> Callable[[Any], bytes | str]:
+        return self.save if callable(self.save) else load_path(self.save)
+
+    def loader(self) -> Callable[[BinaryIO], Any]:
+        return self.load if callable(self.load) else load_path(self.load)
+
+
+# The default: Keras's native format (config and weights, without the optimizer's state).
+KERAS_NATIVE = ModelFile("model.keras", "a Keras model", save="seqkeras.kept.saving:keras_image",
+                         load="seqkeras.kept.saving:keras_model")
+
+
+@dataclass(frozen=True)
 class NoSizeEstimate:
     """A model kind's declaration that it has no size estimate, and why: its runs are not refused for size."""
 
@@ -201,6 +228,9 @@ class ModelKind(Component):
     abilities: Abilities | str = KERAS_MODEL
     # The `evaluate.diagnostics` its models support (gradient_flow: they have a recurrent layer).
     diagnostics: tuple[str, ...] = ()
+    # How its trained models are kept in the run folder and read back: Keras's native format unless it declares
+    # another `ModelFile` (the `ngram` kind's counts are no Keras model).
+    model_file: ModelFile = KERAS_NATIVE
 
     def load_evaluator(self) -> Callable[..., Any]:
         return load_path(self.evaluator)

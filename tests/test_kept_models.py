@@ -22,8 +22,9 @@ import pytest
 import yaml
 
 import seqkeras
+from seqkeras import catalog
 from seqkeras.errors import SpecError
-from seqkeras.kept.preprocessing import FILE, KERAS_FILE, NGRAM_FILE
+from seqkeras.kept.preprocessing import FILE, KERAS_FILE
 from tests.helpers import run_cli
 from tests.model_kind_specs import CASES, SEQ2SEQ, KindCase
 from tests.test_full_disk import FillingDisk, assert_nothing_half_written, one_line_about_it
@@ -56,7 +57,7 @@ def timing(name: str) -> bool:
 def test_a_kept_model_scores_what_its_run_recorded(case, tmp_path):
     seqkeras.run(case.spec(), out=tmp_path / "out", backend="tensorflow")
     folder = run_folder(tmp_path / "out", f"kind-{case.id}")
-    model_file = NGRAM_FILE if case.kind == "ngram" else KERAS_FILE
+    model_file = catalog.MODELS.get(case.kind).model_file.name  # the file its kind keeps its models in
     assert (folder / model_file).is_file() and (folder / FILE).is_file()
     assert not (folder / ".resume").exists()  # the resume checkpoint is still removed at the end
 
@@ -91,7 +92,7 @@ def test_keeping_is_out_of_the_run_id_unless_turned_off(tiny_spec, capsys, tmp_p
     assert code == 0, output + err
     folder = run_folder(tmp_path, "tiny")
     assert folder.name == off.run_id
-    assert not any((folder / name).exists() for name in (KERAS_FILE, NGRAM_FILE, FILE))
+    assert not any((folder / name).exists() for name in {FILE, *(kind.model_file.name for kind in catalog.MODELS)})
     with pytest.raises(SpecError, match=f"{FILE} is missing: this run kept no model"):
         seqkeras.load_model(folder)
 
@@ -254,6 +255,9 @@ def one_line(error: SpecError) -> str:
     ("model.keras a link", "model.keras is a symbolic link"),
     ("preprocessing.json not JSON", "preprocessing.json is not JSON"),
     ("preprocessing.json of another shape", "preprocessing.json: input.split: Input should be"),
+    ("preprocessing.json of an unknown kind", "preprocessing.json: model_kind 'gone' is not a model kind"),
+    ("preprocessing.json naming another file", "model_file is 'spec.yaml', but model kind 'classifier' keeps its "
+                                               "models in model.keras"),
     ("vocabulary.json a dict", "vocabulary.json is not a vocabulary"),
     ("spec.yaml not YAML", "spec.yaml"),
 ])
@@ -278,6 +282,10 @@ def test_bad_input_is_one_clear_line_naming_the_file(kept_folder, tmp_path, dama
     elif damage == "preprocessing.json of another shape":
         document = json.loads((folder / FILE).read_text())
         document["input"]["split"] = "sentencepiece"
+        (folder / FILE).write_text(json.dumps(document))
+    elif damage.startswith("preprocessing.json"):
+        document = json.loads((folder / FILE).read_text())
+        document.update({"model_kind": "gone"} if "unknown kind" in damage else {"model_file": "spec.yaml"})
         (folder / FILE).write_text(json.dumps(document))
     elif damage == "vocabulary.json a dict":
         (folder / "vocabulary.json").write_text('{"a": 1}')

@@ -47,7 +47,9 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from seqkeras import catalog
 from seqkeras.errors import SpecError
+from seqkeras.registry import KERAS_NATIVE
 from seqkeras.tasks import char_lm, de_en, lm_corpus, sentence_pairs, subwords
 from seqkeras.tasks.base import (
     CLASSIFICATION, LANGUAGE_MODELING, REGRESSION, SEQ2SEQ, TAGGING, UNK, SequenceData, Vocabulary,
@@ -57,8 +59,7 @@ from seqkeras.tasks.text import ClassificationTextParams, TaggingTextParams
 
 FORMAT = 1
 FILE = "preprocessing.json"
-KERAS_FILE = "model.keras"
-NGRAM_FILE = "model.ngram.json"
+KERAS_FILE = KERAS_NATIVE.name  # the default; a model kind may keep its models in another file (ModelKind.model_file)
 VOCABULARY_FILE = "vocabulary.json"
 TARGET_VOCABULARY_FILE = "target_vocabulary.json"
 
@@ -98,7 +99,7 @@ class Document(_Strict):
     task: str
     problem: Literal["classification", "tagging", "language_modeling", "seq2seq", "regression"]
     model_kind: str
-    model_file: Literal["model.keras", "model.ngram.json"]
+    model_file: str  # the file its model kind keeps its models in (ModelKind.model_file)
     backend: str
     input: InputRule
     output: OutputRule
@@ -156,7 +157,7 @@ class Preprocessing:
         else:
             outputs = OutputRule(kind="value")
         document = Document(format=FORMAT, task=task, problem=data.problem, model_kind=model_kind,
-                            model_file=NGRAM_FILE if model_kind == "ngram" else KERAS_FILE, backend=backend,
+                            model_file=catalog.MODELS.get(model_kind).model_file.name, backend=backend,
                             input=inputs, output=outputs)
         labels = data.labels if data.problem in (CLASSIFICATION, TAGGING, SEQ2SEQ) else None
         return cls(document, data.vocabulary, labels)
