@@ -11,8 +11,10 @@ of importing a module.
 Each kind of plug-in has one contract, its entry class here: a `Task` declares
 its problem kind (and, through its Params' `input_files()`, the files it
 reads); a `ModelKind` declares its problem, its size estimate (or, deliberately,
-`NoSizeEstimate`), its evaluator and what its models can do beyond a Keras
-softmax model trained by fit (`Abilities`); a `Metric` declares one function per
+`NoSizeEstimate`), its evaluator, what its models can do beyond a Keras
+softmax model trained by fit (`Abilities`), how they are kept and read back
+(`ModelFile`; Keras's native format by default) and the step model a decoder
+drives (by default the prefix, rerun at each step); a `Metric` declares one function per
 problem kind it applies to, each of that problem's input type; a `Probe`
 declares the metric names it reports. The trainer, the evaluators and the spec
 checks read these declarations, never a model's type. docs/contributing.md shows
@@ -231,6 +233,11 @@ class ModelKind(Component):
     # How its trained models are kept in the run folder and read back: Keras's native format unless it declares
     # another `ModelFile` (the `ngram` kind's counts are no Keras model).
     model_file: ModelFile = KERAS_NATIVE
+    # The step model a decoder drives over its language models, carrying their own state from token to token:
+    # `step_model(model, start_id, end_id, *, context=(), window=None, scores=None)` → a `decoding.StepModel`
+    # (the `lm` kind's recurrent state, the `transformer` kind's key/value cache). None: the decoders rerun the
+    # model on the prefix at every step (`PrefixStepModel`).
+    step_model: Callable[..., Any] | None = None
 
     def load_evaluator(self) -> Callable[..., Any]:
         return load_path(self.evaluator)
