@@ -212,6 +212,7 @@ class KeptModel:
         raw["seeds"] = [self.spec.get("seed", 0)]
         for section, key in SECTIONS_WITH_COMPONENTS.items():
             raw[section] = without_defaults(section, key, raw.get(section))
+        raw = without_default_metrics(raw)
         try:
             (run,) = build_experiment(raw, source=str(self.folder / SPEC_FILE), overrides=list(overrides or [])).runs
         except SpecError as error:
@@ -241,6 +242,19 @@ def without_defaults(section: str, key: str, params: Any) -> Any:
     fields = catalog.REGISTRY_OF_SECTION[section].get(params[key]).params.model_fields
     return {name: value for name, value in params.items()
             if name == key or name not in fields or fields[name].get_default(call_default_factory=True) != value}
+
+
+def without_default_metrics(raw: dict[str, Any]) -> dict[str, Any]:
+    """A resolved spec less its evaluate.metrics where they are its task's problem's defaults: read again, the run
+    names no metrics, and its id hashes them as its own did (`metric_catalog.DEFAULTS_IN_RUN_IDS`), whatever
+    defaults were added since."""
+    task, evaluate = raw.get("task"), raw.get("evaluate")
+    if not isinstance(task, dict) or not isinstance(evaluate, dict) or not isinstance(task.get("name"), str) \
+            or task["name"] not in catalog.TASKS:
+        return raw  # the spec's validation says what is wrong with it
+    if evaluate.get("metrics") != catalog.DEFAULT_METRICS[catalog.TASKS.get(task["name"]).problem]:
+        return raw
+    return {**raw, "evaluate": {key: value for key, value in evaluate.items() if key != "metrics"}}
 
 
 def load_model(folder: str | Path) -> KeptModel:
