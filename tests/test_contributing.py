@@ -25,7 +25,7 @@ import yaml
 from seqkeras import catalog
 from seqkeras.errors import SpecError
 from seqkeras.evaluation import metric_catalog
-from seqkeras.registry import Abilities, Metric, ModelKind, NoSizeEstimate, Params, Task, load_path
+from seqkeras.registry import Abilities, Metric, ModelFile, ModelKind, NoSizeEstimate, Params, Task, load_path
 from seqkeras.spec.json_schema import build_schema
 from seqkeras.spec.loader import build_experiment
 from seqkeras.tasks.base import CLASSIFICATION
@@ -187,6 +187,8 @@ def test_each_model_kind_declares_its_size_abilities_and_evaluator(kind):
     assert isinstance(kind.size, NoSizeEstimate) and kind.size.reason or callable(load_path(kind.size))
     assert isinstance(kind.abilities, Abilities) or callable(load_path(kind.abilities))
     assert callable(kind.load_evaluator())
+    assert isinstance(kind.model_file, ModelFile) and kind.model_file.name and callable(kind.model_file.saver())
+    assert callable(kind.model_file.loader()) and (kind.step_model is None or callable(kind.step_model))
 
 
 def test_a_model_kind_without_a_size_declaration_is_refused():
