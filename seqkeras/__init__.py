@@ -7,11 +7,11 @@
 
 (seqkeras/api.py, seqkeras/kept/saving.py). They are imported on first use, so that `import seqkeras`
 stays cheap: it imports no Keras. It does make the suite's Keras classes findable by
-`keras.saving.load_model` as soon as Keras is imported (seqkeras/kept/serializable.py).
+`keras.saving.load_model` as soon as Keras is imported (seqkeras/backends/serializable.py).
 """
 
 from seqkeras.errors import SpecError
-from seqkeras.kept import serializable
+from seqkeras.backends import serializable
 from seqkeras.version import __version__
 
 __all__ = ["KeptModel", "Results", "SpecError", "__version__", "evaluate", "load", "load_model", "run"]

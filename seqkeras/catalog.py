@@ -11,7 +11,7 @@ exposed here.
 
 from __future__ import annotations
 
-from seqkeras.decoding import decoders
+from seqkeras.decoding import cached_step_models, decoders
 from seqkeras.evaluation import metric_catalog
 from seqkeras.evaluation.gradient_flow import NAME as GRADIENT_FLOW
 from seqkeras.models import ngram_lm, nplm, recurrent, seq2seq_params, transformer
@@ -108,12 +108,12 @@ MODELS = Registry(
                   abilities=recurrent.tagger_abilities),  # a CRF output: own loss, Viterbi tags
         ModelKind("lm", "Embedding → recurrent stack → next-token softmax; reports perplexity.",
                   recurrent.LanguageModelParams, recurrent.build_lm, problem=LANGUAGE_MODELING,
-                  size=RECURRENT_SIZE, diagnostics=(GRADIENT_FLOW,),
+                  size=RECURRENT_SIZE, diagnostics=(GRADIENT_FLOW,), step_model=cached_step_models.RecurrentStepModel,
                   evaluator=Lazy("seqkeras.evaluation.language_model", "evaluate")),
         ModelKind("ngram", "Counted n-gram LM (order 1–5, add-k or interpolated Kneser–Ney); no training loop.",
                   ngram_lm.NgramParams, ngram_lm.build, problem=LANGUAGE_MODELING,
                   size=NoSizeEstimate("its parameters are counts of the training text, known only once counted"),
-                  abilities=Abilities(estimated=True, scores=True),
+                  abilities=Abilities(estimated=True, scores=True), model_file=ngram_lm.MODEL_FILE,
                   evaluator=Lazy("seqkeras.evaluation.language_model", "evaluate")),
         ModelKind("nplm", "Bengio et al. 2003: the previous n−1 embeddings concatenated → tanh layer → softmax.",
                   nplm.NplmParams, nplm.build, problem=LANGUAGE_MODELING,
@@ -122,7 +122,8 @@ MODELS = Registry(
         ModelKind("transformer", "Causal Transformer LM: keras-hub TokenAndPositionEmbedding → TransformerDecoder "
                   "blocks (self-attention only) → softmax.",
                   transformer.TransformerParams, transformer.build_lm, problem=LANGUAGE_MODELING,
-                  size=TRANSFORMER_SIZE, evaluator=Lazy("seqkeras.evaluation.language_model", "evaluate")),
+                  size=TRANSFORMER_SIZE, evaluator=Lazy("seqkeras.evaluation.language_model", "evaluate"),
+                  step_model=cached_step_models.CachedTransformerStepModel),
         ModelKind("transformer_classifier",
                   "keras-hub TransformerEncoder blocks → mean over tokens → softmax over classes.",
                   transformer.TransformerParams, transformer.build_classifier,

@@ -13,8 +13,10 @@ Each kind of plug-in has one contract, its entry class here: a `Task` declares
 its problem kind (and, through its Params' `input_rule(data)` and
 `input_files()`, how a text becomes its tokens and the files it
 reads); a `ModelKind` declares its problem, its size estimate (or, deliberately,
-`NoSizeEstimate`), its evaluator and what its models can do beyond a Keras
-softmax model trained by fit (`Abilities`); a `Metric` declares one function per
+`NoSizeEstimate`), its evaluator, what its models can do beyond a Keras
+softmax model trained by fit (`Abilities`), how they are kept and read back
+(`ModelFile`; Keras's native format by default) and the step model a decoder
+drives (by default the prefix, rerun at each step); a `Metric` declares one function per
 problem kind it applies to, each of that problem's input type; a `Probe`
 declares the metric names it reports. The trainer, the evaluators and the spec
 checks read these declarations, never a model's type. docs/contributing.md shows
@@ -29,7 +31,7 @@ import typing
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, BinaryIO, ClassVar
 
 from pydantic import BaseModel, ConfigDict, model_validator
 from pydantic_core import PydanticCustomError
@@ -206,6 +208,33 @@ KERAS_MODEL = Abilities()
 
 
 @dataclass(frozen=True)
+class ModelFile:
+    """How a model kind's trained models are kept in a run folder and read back (`kept.saving`).
+
+    `save(model)` gives the file's content: bytes, or a str written as UTF-8. `load(file)` reads the model
+    back from that file, opened for binary reading (it may seek in it: a .keras file is a zip); for content
+    that is not such a model it raises, and the reader says so in one line naming the file. Each is a
+    function, or a `Lazy` one where its module imports Keras (Keras's own, below).
+    """
+
+    name: str  # the file in the run folder
+    holds: str  # what it holds, for messages: "a Keras model"
+    save: Callable[[Any], bytes | str] | Lazy
+    load: Callable[[BinaryIO], Any] | Lazy
+
+    def saver(self) -> Callable[[Any], bytes | str]:
+        return loaded(self.save)
+
+    def loader(self) -> Callable[[BinaryIO], Any]:
+        return loaded(self.load)
+
+
+# The default: Keras's native format (config and weights, without the optimizer's state).
+KERAS_NATIVE = ModelFile("model.keras", "a Keras model", save=Lazy("seqkeras.kept.saving", "keras_image"),
+                         load=Lazy("seqkeras.kept.saving", "keras_model"))
+
+
+@dataclass(frozen=True)
 class NoSizeEstimate:
     """A model kind's declaration that it has no size estimate, and why: its runs are not refused for size."""
 
@@ -237,6 +266,14 @@ class ModelKind(Component):
     abilities: Abilities | Callable[[Any], Abilities] = KERAS_MODEL
     # The `evaluate.diagnostics` its models support (gradient_flow: they have a recurrent layer).
     diagnostics: tuple[str, ...] = ()
+    # How its trained models are kept in the run folder and read back: Keras's native format unless it declares
+    # another `ModelFile` (the `ngram` kind's counts are no Keras model).
+    model_file: ModelFile = KERAS_NATIVE
+    # The step model a decoder drives over its language models, carrying their own state from token to token:
+    # `step_model(model, start_id, end_id, *, context=(), window=None, scores=None)` → a `decoding.StepModel`
+    # (the `lm` kind's recurrent state, the `transformer` kind's key/value cache). None: the decoders rerun the
+    # model on the prefix at every step (`PrefixStepModel`).
+    step_model: Callable[..., Any] | None = None
 
     def load_evaluator(self) -> Callable[..., Any]:
         return loaded(self.evaluator)
@@ -291,12 +328,6 @@ class Probe(Component):
 def loaded(reference: Any) -> Any:
     """A catalog reference as the object it names: a `Lazy` one imported now, any other as it is."""
     return reference.load() if isinstance(reference, Lazy) else reference
-
-
-def load_path(path: str) -> Any:
-    """The object named by "module.path:attribute" (a name written down as text, as kept.serializable keeps)."""
-    module_name, _, attribute = path.partition(":")
-    return Lazy(module_name, attribute).load()
 
 
 class Registry:

@@ -93,13 +93,14 @@ def test_past_its_window_the_transformer_sees_what_the_prompt_step_model_sees(po
     model = transformer_lm(positions)
     context = [3, 5, 7, 9]
     prefix = PromptStepModel(model, [*context, 1], VOCABULARY, window=6)
-    cached = prompt_step_model(model, [*context, 1], VOCABULARY, window=6)
+    cached = prompt_step_model(model, [*context, 1], VOCABULARY, window=6, own_step_model=CachedTransformerStepModel)
     assert isinstance(cached, CachedTransformerStepModel) and cached.max_length == 6
     assert largest_difference(prefix, cached, stepped_tokens()) < TOLERANCE
     # A context longer than the window: the first step already sees only the last 6 tokens.
     long_context = list(range(1, 12))
     assert largest_difference(PromptStepModel(model, [*long_context, 1], VOCABULARY, window=6),
-                              prompt_step_model(model, [*long_context, 1], VOCABULARY, window=6),
+                              prompt_step_model(model, [*long_context, 1], VOCABULARY, window=6,
+                                                own_step_model=CachedTransformerStepModel),
                               stepped_tokens()) < TOLERANCE
 
 
@@ -115,16 +116,17 @@ def test_the_learned_position_table_bounds_the_cache():
                               stepped_tokens()) < TOLERANCE
 
 
-@pytest.mark.parametrize(("build", "window"), [(lambda: recurrent_lm("lstm", layers=2), 100),
-                                               (lambda: transformer_lm("learned"), 100),
-                                               (lambda: transformer_lm("learned"), 8)],
+@pytest.mark.parametrize(("build", "own", "window"),
+                         [(lambda: recurrent_lm("lstm", layers=2), RecurrentStepModel, 100),
+                          (lambda: transformer_lm("learned"), CachedTransformerStepModel, 100),
+                          (lambda: transformer_lm("learned"), CachedTransformerStepModel, 8)],
                          ids=["lm", "transformer", "transformer past its window"])
-def test_decoders_continue_a_prompt_as_through_the_prefix(build, window):
+def test_decoders_continue_a_prompt_as_through_the_prefix(build, own, window):
     model = build()
     prompt = [4, 8, 2]
     for decoder in (BeamDecoder(width=3), SampleDecoder(temperature=1.0, seed=3)):
         expected = decoder.decode(PromptStepModel(model, prompt, VOCABULARY, window=window), 1, 12)
-        found = decoder.decode(prompt_step_model(model, prompt, VOCABULARY, window=window), 1, 12)
+        found = decoder.decode(prompt_step_model(model, prompt, VOCABULARY, window=window, own_step_model=own), 1, 12)
         np.testing.assert_array_equal(found.tokens[0], expected.tokens[0])
         np.testing.assert_allclose(found.log_probs, expected.log_probs, atol=TOLERANCE)
 

@@ -3,8 +3,9 @@
 The page shows a task (`parity`), a model kind (`bag`) and a metric (`balanced_accuracy`) as the code a
 contributor writes: new modules, a function added to a module, and one registry entry each. These tests take
 that code from the page, make the modules importable under the names the page gives them, register the
-entries, validate a spec that uses them and train it for one epoch. The `plugged_in` fixture then takes
-everything out again, so no other test sees them.
+entries, validate a spec that uses them and train it for one epoch; the page's use of the model the run kept
+(`seqkeras.load_model`, `predict`) runs on that run's folder. The `plugged_in` fixture then takes everything
+out again, so no other test sees them.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import yaml
 from seqkeras import catalog
 from seqkeras.errors import SpecError
 from seqkeras.evaluation import metric_catalog
-from seqkeras.registry import Abilities, Metric, ModelKind, NoSizeEstimate, Params, Task
+from seqkeras.registry import Abilities, Metric, ModelFile, ModelKind, NoSizeEstimate, Params, Task
 from seqkeras.spec.json_schema import build_schema
 from seqkeras.spec.loader import build_experiment
 from seqkeras.tasks.base import CLASSIFICATION
@@ -39,6 +40,10 @@ REGISTRY_OF_ENTRY = {Task: catalog.TASKS, ModelKind: catalog.MODELS, Metric: cat
 # A ```python block whose first line names the file its code goes in.
 CODE_BLOCK = re.compile(r"^```python\n# (?P<path>seqkeras/[\w/]+\.py)[^\n]*\n(?P<code>.*?)^```",
                         re.MULTILINE | re.DOTALL)
+
+
+# The page's ```python block of plain use (no file named on its first line): the kept model, loaded and used.
+USAGE_BLOCK = re.compile(r"^```python\n(?!# seqkeras/)(?P<code>.*?)^```", re.MULTILINE | re.DOTALL)
 
 
 def code_blocks() -> list[tuple[str, str]]:
@@ -138,6 +143,17 @@ def test_the_examples_train_for_an_epoch_and_report_the_metric(plugged_in, tmp_p
     estimate = run.model.component.estimated_size(run.model.params, vocabulary=len(data.vocabulary),
                                                   outputs=data.num_outputs)
     assert record["params"] == estimate
+    # The run kept its model; the page's use of it runs on the run's folder.
+    (usage,) = USAGE_BLOCK.findall(PAGE.read_text(encoding="utf-8"))
+    namespace = {"folder": tmp_path / "run"}
+    exec(compile(usage, str(PAGE), "exec"), namespace)
+    kept, table = namespace["kept"], namespace["table"]
+    assert kept.kind == "bag" and kept.model_kind.model_file.name == "model.keras"  # the default: Keras's format
+    assert (tmp_path / "run" / "model.keras").is_file()
+    assert list(table.columns) == ["input", "label", "probability", "unknown"]
+    assert set(table["label"]) <= {"even", "odd"} and table["unknown"].tolist() == [0, 0]
+    (again,) = kept.evaluate(tmp_path / "again")  # the loaded model is the trained one: the same scores
+    assert again.metrics["accuracy"] == pytest.approx(record["metrics"]["accuracy"])
 
 
 def test_balanced_accuracy_averages_the_classes(plugged_in):
@@ -171,6 +187,8 @@ def test_each_model_kind_declares_its_size_abilities_and_evaluator(kind):
     assert isinstance(kind.size, NoSizeEstimate) and kind.size.reason or callable(kind.size)
     assert isinstance(kind.abilities, Abilities) or callable(kind.abilities)
     assert callable(kind.load_evaluator())
+    assert isinstance(kind.model_file, ModelFile) and kind.model_file.name and callable(kind.model_file.saver())
+    assert callable(kind.model_file.loader()) and (kind.step_model is None or callable(kind.step_model))
 
 
 def test_a_model_kind_without_a_size_declaration_is_refused():

@@ -9,7 +9,6 @@ The torch process has its own check (tests/torch_backend/test_kept_models_torch.
 
 from __future__ import annotations
 
-import ast
 import json
 import math
 import os
@@ -24,9 +23,9 @@ import pytest
 import yaml
 
 import seqkeras
+from seqkeras import catalog
 from seqkeras.errors import SpecError
-from seqkeras.kept import serializable
-from seqkeras.kept.preprocessing import FILE, KERAS_FILE, NGRAM_FILE
+from seqkeras.kept.preprocessing import FILE, KERAS_FILE
 from tests.helpers import run_cli
 from tests.model_kind_specs import CASES, SEQ2SEQ, KindCase
 from tests.test_full_disk import FillingDisk, assert_nothing_half_written, one_line_about_it
@@ -58,7 +57,7 @@ def timing(name: str) -> bool:
 @pytest.mark.parametrize("case", [pytest.param(case, id=case.id) for case in CASES_HERE])
 def test_a_kept_model_scores_what_its_run_recorded(case, trained_runs, tmp_path):
     folder = trained_runs.run_folder(case)
-    model_file = NGRAM_FILE if case.kind == "ngram" else KERAS_FILE
+    model_file = catalog.MODELS.get(case.kind).model_file.name  # the file its kind keeps its models in
     assert (folder / model_file).is_file() and (folder / FILE).is_file()
     assert not (folder / ".resume").exists()  # the resume checkpoint is still removed at the end
 
@@ -93,7 +92,7 @@ def test_keeping_is_out_of_the_run_id_unless_turned_off(tiny_spec, capsys, tmp_p
     assert code == 0, output + err
     folder = run_folder(tmp_path, "tiny")
     assert folder.name == off.run_id
-    assert not any((folder / name).exists() for name in (KERAS_FILE, NGRAM_FILE, FILE))
+    assert not any((folder / name).exists() for name in {FILE, *(kind.model_file.name for kind in catalog.MODELS)})
     with pytest.raises(SpecError, match=f"{FILE} is missing: this run kept no model"):
         seqkeras.load_model(folder)
 
@@ -155,29 +154,6 @@ def test_keras_load_model_works_in_a_fresh_process_once_seqkeras_is_imported(tra
     loaded = json.loads(lines[-1])
     for folder, values in probes.items():
         np.testing.assert_allclose(loaded[folder], values, rtol=1e-5, atol=1e-6)
-
-
-def test_every_serializable_class_of_the_package_has_a_stand_in():
-    """serializable.SERIALIZABLE names exactly the package's `register_keras_serializable` objects."""
-    found = {}
-    for path in (REPOSITORY / "seqkeras").rglob("*.py"):
-        module = ".".join(path.relative_to(REPOSITORY).with_suffix("").parts)
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, (ast.ClassDef, ast.FunctionDef)) and any(
-                    "register_keras_serializable" in ast.unparse(decorator) for decorator in node.decorator_list):
-                found[node.name] = f"{module}:{node.name}"
-    assert found == serializable.SERIALIZABLE
-
-
-def test_a_stand_in_builds_the_real_class():
-    import keras
-
-    from seqkeras.layers.crf import CRF
-
-    stand_in = serializable._stand_in("CRF", serializable.SERIALIZABLE["CRF"])
-    crf = stand_in.from_config(CRF(3, name="crf").get_config())
-    assert type(crf) is CRF and crf.num_tags == 3
-    assert keras.saving.get_registered_object("seqkeras>CRF") is CRF
 
 
 # --------------------------------------------------------------------------- preprocessing
@@ -273,6 +249,9 @@ def one_line(error: SpecError) -> str:
     ("model.keras a link", "model.keras is a symbolic link"),
     ("preprocessing.json not JSON", "preprocessing.json is not JSON"),
     ("preprocessing.json of another shape", "preprocessing.json: input.split: 'sentencepiece' is not allowed"),
+    ("preprocessing.json of an unknown kind", "preprocessing.json: model_kind 'gone' is not a model kind"),
+    ("preprocessing.json naming another file", "model_file is 'spec.yaml', but model kind 'classifier' keeps its "
+                                               "models in model.keras"),
     ("vocabulary.json a dict", "vocabulary.json is not a vocabulary"),
     ("spec.yaml not YAML", "spec.yaml"),
 ])
@@ -297,6 +276,10 @@ def test_bad_input_is_one_clear_line_naming_the_file(kept_folder, tmp_path, dama
     elif damage == "preprocessing.json of another shape":
         document = json.loads((folder / FILE).read_text())
         document["input"]["split"] = "sentencepiece"
+        (folder / FILE).write_text(json.dumps(document))
+    elif damage.startswith("preprocessing.json"):
+        document = json.loads((folder / FILE).read_text())
+        document.update({"model_kind": "gone"} if "unknown kind" in damage else {"model_file": "spec.yaml"})
         (folder / FILE).write_text(json.dumps(document))
     elif damage == "vocabulary.json a dict":
         (folder / "vocabulary.json").write_text('{"a": 1}')

@@ -9,6 +9,8 @@ stages call:
 - `fitting`: TensorFlow's distribution strategy and build before tracing, torch's lean loop;
 - `layer_classes`: Keras's layer or the torch backend's fused subclass of it;
 - `threads`: each process's and each run's intra-op threads;
+- `serializable`: `@keras_serializable`, with which each Keras class or function a saved
+  model may name is defined, and what makes them findable once `seqkeras` is imported;
 
 and, in `backends/torch/`, every module that imports torch at its top. The
 modules above import TensorFlow, torch, JAX or a torch-importing module inside

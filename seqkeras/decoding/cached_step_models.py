@@ -20,9 +20,17 @@ Both run the trained model's own layers (the same weights, no copies; the step
 itself is `step_graphs`, compiled by Keras) and give the log-probabilities
 `PrefixStepModel` gives on the same model, to float rounding
 (tests/test_cached_step_models.py: every step of 20 tokens, with beams
-reordered). `cached_step_model(model, ...)` recognizes the structures that
+reordered).
+
+Each is declared by its model kind (`ModelKind.step_model` in the catalog: `lm`
+and `transformer`), and built as every kind's step model is,
+`step_model(model, start_id, end_id, context=..., window=..., scores=...)`; a
+model of another structure is refused (ValueError), never decoded another way.
+A kind that declares none is decoded through `PrefixStepModel`.
+`cached_step_model(model, ...)` is for a Keras model whose kind is not at hand
+(a notebook, the tests): it recognizes the structures that
 `models.recurrent.build_lm` and `models.transformer.build_lm` build and returns
-None for any other model, which keeps `PrefixStepModel`.
+None for any other model.
 
 States are NumPy arrays, so `select` is a row gather and `state_size` their
 nbytes. Padding (id 0) fed as a token behaves as in the model's own call: a
@@ -107,7 +115,9 @@ class RecurrentStepModel(CarriedStateStepModel):
     far, whatever its length (a prefix model's window only bounds its rerun).
     """
 
-    def __init__(self, model, start_id: int, end_id: int, *, context: Sequence[int] = (), scores: Scores | None = None):
+    def __init__(self, model, start_id: int, end_id: int, *, context: Sequence[int] = (), window: int | None = None,
+                 scores: Scores | None = None):
+        # window: the state needs none (taken, as every kind's step model takes it, and not used)
         super().__init__(model, graph_of(model, "recurrent"), start_id, end_id, context, scores)
 
     @property
@@ -142,8 +152,9 @@ class CachedTransformerStepModel(CarriedStateStepModel):
     cache (their causal mask hides the free positions). A full cache first
     grows (`grown`), so C stays below twice S plus GROWTH_MINIMUM.
 
-    max_length: the most positions the model sees at once; at most the learned
-    position table (its default), and unlimited without one when not given.
+    window (kept as `max_length`): the most positions the model sees at once; at
+    most the learned position table (its default), and unlimited without one when
+    not given.
     When a token would go past it, the model sees the last max_length tokens from
     position 0, as PromptStepModel's window has it: the model itself reruns on
     that window at every further step (the cached keys' positions would all
@@ -152,12 +163,12 @@ class CachedTransformerStepModel(CarriedStateStepModel):
     """
 
     def __init__(self, model, start_id: int, end_id: int, *, context: Sequence[int] = (),
-                 max_length: int | None = None, scores: Scores | None = None):
+                 window: int | None = None, scores: Scores | None = None):
         super().__init__(model, graph_of(model, "transformer"), start_id, end_id, context, scores)
-        limits = [n for n in (max_length, self.graph.position_table) if n is not None]
+        limits = [n for n in (window, self.graph.position_table) if n is not None]
         self.max_length = min(limits) if limits else None
         if self.max_length is not None and self.max_length < 1:
-            raise ValueError(f"max_length must be at least 1, received {max_length}")
+            raise ValueError(f"window must be at least 1, received {window}")
 
     def start(self, batch_size: int) -> dict:
         context = np.tile(self.context, (batch_size, 1))
@@ -217,6 +228,7 @@ def cached_step_model(model, start_id: int, end_id: int, *, context: Sequence[in
                       scores: Scores | None = None) -> RecurrentStepModel | CachedTransformerStepModel | None:
     """The step model carrying `model`'s own state, or None when it has none that is recognized here.
 
+    For a Keras model whose kind is not at hand; the suite asks the model kind (`ModelKind.step_model`).
     window: the most tokens the model may see at once (a prompt's generation window).
     A recurrent state needs none and ignores it; a Transformer's cache keeps at most
     this many positions (and at most its position table).
@@ -229,5 +241,5 @@ def cached_step_model(model, start_id: int, end_id: int, *, context: Sequence[in
     if isinstance(graph, step_graphs.RecurrentStepGraph):
         return RecurrentStepModel(model, start_id, end_id, context=context, scores=scores)
     if isinstance(graph, step_graphs.TransformerStepGraph):
-        return CachedTransformerStepModel(model, start_id, end_id, context=context, max_length=window, scores=scores)
+        return CachedTransformerStepModel(model, start_id, end_id, context=context, window=window, scores=scores)
     return None

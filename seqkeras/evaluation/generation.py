@@ -10,12 +10,14 @@ Every decoder continues every prompt by `length` tokens (one continuation per
 prompt, so every decoder writes the same number of tokens and the diversity
 numbers compare fairly). The decoders are the suite's own (`seqkeras.decoding`).
 The prompt's last token is the decoder's start token and the tokens before it
-are fed first. A recurrent LM (`lm`) carries its layers' state from token to
-token and a Transformer LM its key/value cache (`decoding.cached_step_models`):
-one position of work per token. Any other model (n-gram counts, the NPLM) is
-seen through `PromptStepModel`, which reruns the model on the prefix at each
-step. Like the training windows, a prefix model and the Transformer see at most
-the last `window` tokens (the task's context), which is also what a
+are fed first. The model kind says how its models are stepped
+(`ModelKind.step_model`): a recurrent LM (`lm`) carries its layers' state from
+token to token and a Transformer LM its key/value cache
+(`decoding.cached_step_models`), one position of work per token. A kind that
+declares no step model (n-gram counts, the NPLM) is seen through
+`PromptStepModel`, which reruns the model on the prefix at each step. Like
+the training windows, a prefix model and the Transformer see at most the last
+`window` tokens (the task's context), which is also what a
 Transformer's position table allows; a recurrent state has no window and
 summarizes the whole prompt and continuation. Padding (id 0) is never
 generated, and no token stops a sample early: the end-of-verse marker is an
@@ -44,12 +46,11 @@ its metric names).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from seqkeras.decoding.cached_step_models import cached_step_model
 from seqkeras.decoding.decoders import build_decoder, seeded
 from seqkeras.decoding.step_model import PrefixStepModel, StepModel
 from seqkeras.errors import SpecError
@@ -115,20 +116,20 @@ class PromptStepModel(PrefixStepModel):
 
 
 def prompt_step_model(model, prompt_ids: Sequence[int], vocab_size: int, window: int,
-                      scores_itself: bool = False) -> StepModel:
-    """The step model continuing one prompt: the model's own state where it has one, else the prefix.
+                      scores_itself: bool = False, own_step_model: Callable[..., StepModel] | None = None) -> StepModel:
+    """The step model continuing one prompt: the model kind's own (`own_step_model`, its `ModelKind.step_model`,
+    carrying the model's state), or for a kind that declares none the prefix (`PromptStepModel`).
 
-    The cached step models see the model's probabilities as PromptStepModel does
+    The kinds' step models see the model's probabilities as PromptStepModel does
     (`log_probabilities`, then the same log-softmax), so either gives the same
     continuations to float rounding, but for a recurrent LM past `window` tokens:
-    its state keeps what a prefix model's window would cut. A model that scores
-    itself (`scores_itself`, the n-gram counts) is no Keras model and has no cached state.
+    its state keeps what a prefix model's window would cut.
     """
     if not prompt_ids:
         raise ValueError("a prompt needs at least one token")
-    cached = None if scores_itself else cached_step_model(
-        model, start_id=prompt_ids[-1], end_id=0, context=prompt_ids[:-1], window=window, scores=log_probabilities)
-    return cached if cached is not None else PromptStepModel(model, prompt_ids, vocab_size, window, scores_itself)
+    if own_step_model is None:
+        return PromptStepModel(model, prompt_ids, vocab_size, window, scores_itself)
+    return own_step_model(model, prompt_ids[-1], 0, context=prompt_ids[:-1], window=window, scores=log_probabilities)
 
 
 @dataclass
@@ -157,17 +158,18 @@ def text_of(data, ids: Sequence[int]) -> str:
 
 
 def generate(model, data, decoder, spec: GenerateSpec, window: int, run_seed: int = 0,
-             scores_itself: bool = False) -> list[Sample]:
+             scores_itself: bool = False, own_step_model: Callable[..., StepModel] | None = None) -> list[Sample]:
     """Continue every prompt with `decoder`, a decoder choice as a spec gives it ({name: sample, ...}).
 
     A sampling decoder draws each prompt's continuation with its own seed
     (`decoders.seeded`: the run's seed and the prompt's index), so prompts do not share random draws.
-    `scores_itself`: the model kind's `Abilities.scores`.
+    `scores_itself`: the model kind's `Abilities.scores`; `own_step_model`: its `ModelKind.step_model`.
     """
     samples = []
     for index, prompt in enumerate(spec.prompts):
         choice = seeded(decoder, run_seed, index)
-        step_model = prompt_step_model(model, prompt_ids(data, prompt), len(data.vocabulary), window, scores_itself)
+        step_model = prompt_step_model(model, prompt_ids(data, prompt), len(data.vocabulary), window, scores_itself,
+                                       own_step_model)
         result = build_decoder(choice.name, choice).decode(step_model, 1, spec.length)
         samples.append(Sample(prompt, [int(t) for t in result.tokens[0]], float(result.log_probs[0])))
     return samples

@@ -91,11 +91,12 @@ def evaluate(model, data, run, folder: Path) -> list[EvaluationRow]:
         return [EvaluationRow(metrics)]
     window = data.x_train.shape[1]
     rows, shown = [], []
-    own = abilities.scores
-    greedy = generate(model, data, GreedyChoice(), spec, window, scores_itself=own)  # the reference of greedy_prefix
+    # How the model kind's models are stepped: through their own scores, their own step model, or the prefix.
+    declared = {"scores_itself": abilities.scores, "own_step_model": run.model.component.step_model}
+    greedy = generate(model, data, GreedyChoice(), spec, window, **declared)  # the reference of greedy_prefix
     for choice in run.decoders or [GreedyChoice()]:
         started = time.perf_counter()
-        samples = generate(model, data, choice, spec, window, run_seed=run.seed, scores_itself=own)
+        samples = generate(model, data, choice, spec, window, run_seed=run.seed, **declared)
         seconds = time.perf_counter() - started
         label = decoder_label(choice)
         row = {**metrics, **sample_metrics(samples, spec, greedy), SECONDS_PER_SAMPLE: seconds / len(samples)}

@@ -6,7 +6,8 @@ makes the input from the trained model and the test set, then computes the
 run's metrics from it with `compute`: no evaluator calls a metric by itself.
 `seqkeras.catalog.METRICS` is this registry (the same object), for
 `seqkeras list`, the schema and spec validation; `DEFAULT_METRICS` are what a
-spec without `evaluate.metrics` reports.
+spec without `evaluate.metrics` reports (and `DEFAULTS_IN_RUN_IDS` what its run
+ids hash in their place, so that a default added leaves every run id as it was).
 
 Each entry names its functions directly: their modules import no Keras (a
 slow library a metric needs, seqeval or sacrebleu, is imported inside its
@@ -45,7 +46,7 @@ METRICS = Registry(
     [
         Metric("accuracy", "Share of test sequences whose label is predicted correctly.",
                computes={CLASSIFICATION: metrics.accuracy}),
-        # Opt-in (not in DEFAULT_METRICS: the defaults are part of every run's hashed spec, hence its run id).
+        # Opt-in: a spec names them (classification reports accuracy by default).
         Metric("macro_f1", "Mean over classes of each class's F1 (classes in the test labels or predictions; "
                "no true positive: F1 0, as scikit-learn's zero_division=0).",
                computes={CLASSIFICATION: classification.macro_f1}),
@@ -118,14 +119,29 @@ DEFAULT_METRICS = {
               "mean_log_prob", "length_ratio", "seconds_per_sequence"],
 }
 
+# What a run that names no metrics is hashed with (its run id: spec.loader), in place of DEFAULT_METRICS: each
+# problem's defaults as they were when run ids began. Never edited: a metric added to (or taken from) a problem's
+# DEFAULT_METRICS is computed by the runs that name none, and listed in their spec.yaml, while their ids stay
+# what they were; otherwise every run of the problem would be a new run, its finished record never found again.
+# Only a new problem gains an entry: its first defaults.
+DEFAULTS_IN_RUN_IDS = {
+    CLASSIFICATION: ("accuracy",),
+    TAGGING: ("entity_f1", "token_accuracy", "invalid_transitions"),
+    LANGUAGE_MODELING: ("perplexity", "token_accuracy"),
+    REGRESSION: ("mse", "baseline_mse"),
+    SEQ2SEQ: ("bleu", "chrf", "exact_match", "teacher_forced_token_accuracy", "free_running_token_accuracy",
+              "mean_log_prob", "length_ratio", "seconds_per_sequence"),
+}
+
 # Checked at import: a metric of a problem without a declared input, or a problem without defaults, is a slip
 # in the line that added it (and this module is what `seqkeras list` loads).
 for _metric in METRICS:
     if not _metric.computes or set(_metric.computes) - set(INPUTS):
         raise ValueError(f"metric {_metric.name!r}: its problems {sorted(_metric.computes)} must be some of "
                          f"{sorted(INPUTS)}")
-if set(DEFAULT_METRICS) != set(INPUTS):
-    raise ValueError(f"DEFAULT_METRICS covers {sorted(DEFAULT_METRICS)}, not every problem {sorted(INPUTS)}")
+for _defaults in (DEFAULT_METRICS, DEFAULTS_IN_RUN_IDS):
+    if set(_defaults) != set(INPUTS):
+        raise ValueError(f"the defaults cover {sorted(_defaults)}, not every problem {sorted(INPUTS)}")
 
 
 def applying_to(problem: str) -> list[Metric]:

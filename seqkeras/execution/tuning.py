@@ -84,7 +84,7 @@ def points_of(experiment: Experiment, runs: list[RunSpec]) -> list[Point]:
 
     points = []
     for members in grouped.values():
-        document = {key: value for key, value in members[0].resolved.items() if key != "seed"}
+        document = {key: value for key, value in members[0].hashed.items() if key != "seed"}
         points.append(Point(members, study_name(point_label(members[0].point), document, experiment.spec.tune)))
     return points
 

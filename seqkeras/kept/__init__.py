@@ -9,11 +9,11 @@ gives a `KeptModel`; `predict` turns new inputs into a table of its outputs
 (`seqkeras predict`), through the evaluators' decoding and generation;
 `reevaluation` evaluates a kept run again with more decoders or metrics
 (`seqkeras evaluate`), adding to its record and files.
-`serializable` makes the suite's Keras classes findable by
-`keras.saving.load_model` once `seqkeras` is imported, without importing Keras
-before it is used; `preprocessing` is plain Python (no Keras). It reads a
+`preprocessing` is plain Python (no Keras). (What makes the suite's Keras
+classes findable by `keras.saving.load_model` is `backends.serializable`.) It reads a
 results folder through results' safe readers and rebuilds a run through the spec
 and the catalog: the stages below execution.
 
-May import: errors, user_files, registry, yaml_reader, tasks, models, decoding, evaluation, results, catalog, spec.
+May import: errors, user_files, registry, yaml_reader, backends, tasks, models, decoding, evaluation, results,
+catalog, spec.
 """

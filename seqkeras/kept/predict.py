@@ -203,7 +203,8 @@ def continuation(kept, prompts: list[str], choice: BaseModel, seed: int,
         raise translate_validation_error(error, GenerateSpec, raw, path_prefix=None) from None
     window = kept.preprocessing.document.output.context
     samples = generate(kept.model, kept.preprocessing, choice, spec, window, run_seed=seed,
-                       scores_itself=hasattr(kept.model, "next_log_probabilities"))
+                       scores_itself=hasattr(kept.model, "next_log_probabilities"),
+                       own_step_model=kept.model_kind.step_model)
     return [text_of(kept.preprocessing, sample.tokens) for sample in samples], [s.log_prob for s in samples]
 
 

@@ -52,7 +52,9 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from seqkeras import catalog
 from seqkeras.errors import SpecError, translate_validation_error
+from seqkeras.registry import KERAS_NATIVE
 from seqkeras.tasks import subwords
 from seqkeras.tasks.base import (
     CLASSIFICATION, LANGUAGE_MODELING, SEQ2SEQ, TAGGING, UNK, Problem, SequenceData, Vocabulary,
@@ -62,8 +64,7 @@ from seqkeras.tasks.seq2seq_data import END, START
 
 FORMAT = 1
 FILE = "preprocessing.json"
-KERAS_FILE = "model.keras"
-NGRAM_FILE = "model.ngram.json"
+KERAS_FILE = KERAS_NATIVE.name  # the default; a model kind may keep its models in another file (ModelKind.model_file)
 TARGET_VOCABULARY_FILE = "target_vocabulary.json"
 
 ASCII_WHITESPACE = re.compile(r"[ \t\n\v\f\r]+")
@@ -92,7 +93,7 @@ class Document(_Strict):
     task: str
     problem: Problem
     model_kind: str
-    model_file: Literal["model.keras", "model.ngram.json"]
+    model_file: str  # the file its model kind keeps its models in (ModelKind.model_file)
     backend: str
     input: InputRule
     output: OutputRule
@@ -153,7 +154,7 @@ class Preprocessing:
         else:
             outputs = OutputRule(kind="value")
         document = Document(format=FORMAT, task=task, problem=data.problem, model_kind=model_kind,
-                            model_file=NGRAM_FILE if model_kind == "ngram" else KERAS_FILE, backend=backend,
+                            model_file=catalog.MODELS.get(model_kind).model_file.name, backend=backend,
                             input=inputs, output=outputs)
         labels = data.labels if data.problem in (CLASSIFICATION, TAGGING, SEQ2SEQ) else None
         return cls(document, data.vocabulary, labels)

@@ -1,7 +1,8 @@
 """A run's model, kept in its folder at the end of training (`keep`) and read back (`load_model` → `KeptModel`).
 
     <run folder>/model.keras          the trained Keras model, Keras's native format (config and weights,
-                                      not the optimizer's state); model.ngram.json for an n-gram model
+                                      not the optimizer's state), unless its model kind declares another
+                                      file (`ModelKind.model_file`: model.ngram.json for an n-gram model)
     <run folder>/preprocessing.json   text → ids → outputs (seqkeras/kept/preprocessing.py)
     <run folder>/vocabulary.json      the input vocabulary (target_vocabulary.json: seq2seq's output)
     <run folder>/spec.yaml            the resolved spec: the task, its seed, the model, the evaluation
@@ -10,6 +11,10 @@ Each file is written through `results.folder.write_atomic` (a temporary name, th
 is `DiskFull`, one line naming the file), the Keras model serialized in memory first (as the resume
 checkpoint is: no HDF5 file half written on a full disk). preprocessing.json is written last: a folder
 that has it has the whole model.
+
+The model kind's entry says how its models are kept and read back (`registry.ModelFile`): the file's
+name, the function that gives its content and the one that reads it; this module only writes and opens
+the files. Keras's native format (`keras_image`, `keras_model`) is the default.
 
 Reading goes through `results.files` (a run folder may be someone else's: regular files inside it, no
 link followed, bounded), and every problem is one `SpecError` naming the file.
@@ -22,7 +27,7 @@ import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import keras
 from keras.src.backend.common import global_state
@@ -30,11 +35,9 @@ from keras.src.saving import saving_lib
 
 from seqkeras import catalog
 from seqkeras.errors import SpecError
-from seqkeras.kept import serializable
-from seqkeras.kept.preprocessing import (
-    FILE, KERAS_FILE, NGRAM_FILE, TARGET_VOCABULARY_FILE, Encoded, Preprocessing,
-)
-from seqkeras.models.ngram_lm import NgramLanguageModel
+from seqkeras.backends import serializable
+from seqkeras.kept.preprocessing import FILE, KERAS_FILE, TARGET_VOCABULARY_FILE, Encoded, Preprocessing
+from seqkeras.registry import ModelFile, ModelKind
 from seqkeras.results import files
 from seqkeras.results.folder import write_atomic
 from seqkeras.spec.sections import SECTIONS_WITH_COMPONENTS
@@ -111,10 +114,8 @@ def keep(model, data: SequenceData, run, folder: Path) -> None:
                                          max_output_length=max_output_length(run, data))
     if data.problem == SEQ2SEQ:
         write_atomic(folder / TARGET_VOCABULARY_FILE, data.target_vocabulary.to_json())
-    if isinstance(model, keras.Model):
-        write_atomic(folder / KERAS_FILE, keras_image(model))
-    else:
-        write_atomic(folder / NGRAM_FILE, model.to_json())
+    stored = run.model.component.model_file  # how the model kind keeps its models (Keras's format by default)
+    write_atomic(folder / stored.name, stored.saver()(model))
     write_atomic(folder / FILE, preprocessing.to_json())
 
 
@@ -125,8 +126,8 @@ def keep(model, data: SequenceData, run, folder: Path) -> None:
 class KeptModel:
     """A run's trained model and everything needed to use it, read from its folder by `load_model`.
 
-    model          the Keras model (`keras.Model`; a `Seq2SeqModel`, a `SequenceCRFTagger`), or for model
-                   kind `ngram` the counted `NgramLanguageModel`
+    model          the Keras model (`keras.Model`; a `Seq2SeqModel`, a `SequenceCRFTagger`), or what its model
+                   kind's `model_file` reads back (for `ngram`, the counted `NgramLanguageModel`)
     preprocessing  `Preprocessing`: how the task turned a text into ids, and the output names
     spec           the run's resolved spec (spec.yaml) as a mapping
     folder         the run folder
@@ -175,7 +176,13 @@ class KeptModel:
 
     @property
     def kind(self) -> str:
+        """The model kind's name."""
         return self.preprocessing.document.model_kind
+
+    @property
+    def model_kind(self) -> ModelKind:
+        """The model kind's catalog entry: what its models are and do (`registry.ModelKind`)."""
+        return catalog.MODELS.get(self.kind)
 
     def encode(self, texts) -> Encoded:
         """Texts (or one text) → ids as the run's task made them; see `Preprocessing.encode`."""
@@ -205,6 +212,7 @@ class KeptModel:
         raw["seeds"] = [self.spec.get("seed", 0)]
         for section, key in SECTIONS_WITH_COMPONENTS.items():
             raw[section] = without_defaults(section, key, raw.get(section))
+        raw = without_default_metrics(raw)
         try:
             (run,) = build_experiment(raw, source=str(self.folder / SPEC_FILE), overrides=list(overrides or [])).runs
         except SpecError as error:
@@ -236,6 +244,19 @@ def without_defaults(section: str, key: str, params: Any) -> Any:
             if name == key or name not in fields or fields[name].get_default(call_default_factory=True) != value}
 
 
+def without_default_metrics(raw: dict[str, Any]) -> dict[str, Any]:
+    """A resolved spec less its evaluate.metrics where they are its task's problem's defaults: read again, the run
+    names no metrics, and its id hashes them as its own did (`metric_catalog.DEFAULTS_IN_RUN_IDS`), whatever
+    defaults were added since."""
+    task, evaluate = raw.get("task"), raw.get("evaluate")
+    if not isinstance(task, dict) or not isinstance(evaluate, dict) or not isinstance(task.get("name"), str) \
+            or task["name"] not in catalog.TASKS:
+        return raw  # the spec's validation says what is wrong with it
+    if evaluate.get("metrics") != catalog.DEFAULT_METRICS[catalog.TASKS.get(task["name"]).problem]:
+        return raw
+    return {**raw, "evaluate": {key: value for key, value in evaluate.items() if key != "metrics"}}
+
+
 def load_model(folder: str | Path) -> KeptModel:
     """The kept model of a run folder (results/<name>/<run_id>); a `SpecError` naming the file when there is none
     or a file is not what it should be."""
@@ -254,34 +275,40 @@ def load_model(folder: str | Path) -> KeptModel:
     spec = parse_yaml(files.read_text(folder, SPEC_FILE), file=str(folder / SPEC_FILE))
     if not isinstance(spec, dict):
         raise SpecError(f"{folder / SPEC_FILE} is not a run's resolved spec (a mapping)")
-    name = preprocessing.document.model_file
-    if not files.present(folder, name):
-        raise SpecError(f"{folder / name} is missing (preprocessing.json names it)")
-    if name == NGRAM_FILE:
+    document = preprocessing.document
+    if document.model_kind not in catalog.MODELS:
+        raise SpecError(f"{folder / FILE}: model_kind {document.model_kind!r} is not a model kind of this "
+                        f"seqkeras ({', '.join(catalog.MODELS.names())})")
+    stored = catalog.MODELS.get(document.model_kind).model_file
+    if document.model_file != stored.name:
+        raise SpecError(f"{folder / FILE}: model_file is {document.model_file!r}, but model kind "
+                        f"{document.model_kind!r} keeps its models in {stored.name}")
+    if not files.present(folder, stored.name):
+        raise SpecError(f"{folder / stored.name} is missing (preprocessing.json names it)")
+    return KeptModel(read_model(folder, stored), preprocessing, spec, folder)
+
+
+def read_model(folder: Path, stored: ModelFile) -> Any:
+    """The model in `folder/stored.name`, opened through `results.files` (regular, no link, bounded) and read
+    from that open file by the kind's loader; a `SpecError` naming the file when it holds no such model."""
+    with files.open_binary(folder, stored.name, limit=MODEL_LIMIT) as image:
         try:
-            model = NgramLanguageModel.from_json(files.read_text(folder, name, limit=MODEL_LIMIT))
-        except ValueError as error:
-            raise SpecError(f"{folder / name}: {error}") from None
-    else:
-        model = load_keras(folder, name)
-    return KeptModel(model, preprocessing, spec, folder)
+            return stored.loader()(image)
+        except Exception as error:  # zipfile, JSON, h5py and Keras raise many types for a damaged or foreign file
+            first = str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
+            raise SpecError(f"{folder / stored.name} cannot be loaded as {stored.holds} ({type(error).__name__}: "
+                            f"{first})") from None
 
 
-def load_keras(folder: Path, name: str = KERAS_FILE) -> keras.Model:
-    """`folder/name`, a .keras file opened through `results.files` (regular, no link, bounded) and loaded from
-    that open file, with Keras's safe_mode on and without compiling (no optimizer: a kept model predicts).
+def keras_model(image: BinaryIO) -> keras.Model:
+    """The model of an open .keras file (the default kinds' `ModelFile.load`), with Keras's safe_mode on and not
+    compiled (no optimizer: a kept model predicts).
 
     Keras's public `keras.saving.load_model` takes a path only, which it would open again itself; its
     saving library loads from an open file (`keras.src.saving.saving_lib.load_model`), as `save` writes to one.
     """
     serializable.register()  # Keras is loaded (this module imports it): the suite's classes are findable
-    with files.open_binary(folder, name, limit=MODEL_LIMIT) as image:
-        try:
-            return saving_lib.load_model(image, compile=False, safe_mode=True)
-        except Exception as error:  # zipfile, JSON, h5py and Keras raise many types for a damaged or foreign file
-            first = str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
-            raise SpecError(f"{folder / name} cannot be loaded as a Keras model ({type(error).__name__}: "
-                            f"{first})") from None
+    return saving_lib.load_model(image, compile=False, safe_mode=True)
 
 
 def read_vocabulary(folder: Path, name: str) -> list[str]:

@@ -22,6 +22,8 @@ from typing import Literal
 import keras
 from keras import ops
 
+from seqkeras.backends.serializable import keras_serializable
+
 # A score that exp() turns into exactly 0 in float32, so masked positions get no weight.
 MASKED_SCORE = -1.0e9
 
@@ -68,7 +70,7 @@ class _SourceAttention(keras.layers.Layer):
         )
 
 
-@keras.saving.register_keras_serializable(package="seqkeras")
+@keras_serializable
 class BahdanauAttention(_SourceAttention):
     """Additive attention (Bahdanau, Cho and Bengio, 2014): score(s, h_j) = vᵀ tanh(W_q s + W_k h_j).
 
@@ -106,7 +108,7 @@ class BahdanauAttention(_SourceAttention):
         return {**super().get_config(), "units": self.units}
 
 
-@keras.saving.register_keras_serializable(package="seqkeras")
+@keras_serializable
 class LuongAttention(_SourceAttention):
     """Multiplicative attention (Luong, Pham and Manning, 2015).
 

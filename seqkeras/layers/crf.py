@@ -53,6 +53,8 @@ import keras
 import numpy as np
 from keras import ops
 
+from seqkeras.backends.serializable import keras_serializable
+
 try:  # not exported as public API; it is what Keras's own losses use to read masks
     from keras.src.backend import get_keras_mask as _get_keras_mask
 except ImportError:  # pragma: no cover - older/newer Keras layouts
@@ -118,7 +120,7 @@ def _bool_array(value, shape: tuple[int, ...], name: str) -> np.ndarray | None:
     return array
 
 
-@keras.saving.register_keras_serializable(package="seqkeras")
+@keras_serializable
 class CRF(keras.layers.Layer):
     """Linear-chain CRF over per-position tag scores.
 
@@ -372,7 +374,7 @@ def _to_list(array):
     return None if array is None else array.tolist()
 
 
-@keras.saving.register_keras_serializable(package="seqkeras")
+@keras_serializable
 class CRFTagger(keras.Model):
     """A sequence tagger: `encoder` (inputs -> emissions [B, T, K]) followed by a `CRF`.
 

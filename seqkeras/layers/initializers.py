@@ -6,6 +6,8 @@ import keras
 import numpy as np
 from keras import ops
 
+from seqkeras.backends.serializable import keras_serializable
+
 
 # Keras stores each cell's gates side by side: recurrent kernels are (units, gates·units)
 # and biases gates·units long, in the order LSTM (input, forget, candidate, output) and
@@ -21,7 +23,7 @@ def _blocks(shape) -> tuple[int, int]:
     return units, width // units
 
 
-@keras.saving.register_keras_serializable(package="seqkeras")
+@keras_serializable
 class SpectralNormal(keras.initializers.Initializer):
     """N(0, 1) entries, each gate's block scaled so that its spectral radius is `spectral_radius`.
 
@@ -48,7 +50,7 @@ class SpectralNormal(keras.initializers.Initializer):
         return {"spectral_radius": self.spectral_radius, "seed": self.seed}
 
 
-@keras.saving.register_keras_serializable(package="seqkeras")
+@keras_serializable
 class BlockIdentity(keras.initializers.Initializer):
     """`scale` times the identity in each gate's block (IRNN: Le, Jaitly & Hinton 2015).
 
@@ -67,7 +69,7 @@ class BlockIdentity(keras.initializers.Initializer):
         return {"scale": self.scale}
 
 
-@keras.saving.register_keras_serializable(package="seqkeras")
+@keras_serializable
 class GateBias(keras.initializers.Initializer):
     """A cell's bias: zeros, except the gates named in `values`, which get a constant or chrono values.
 

@@ -28,6 +28,7 @@ import keras
 import numpy as np
 from keras import ops
 
+from seqkeras.backends.serializable import keras_serializable
 from seqkeras.layers.crf import CRF, CRFTagger, bio_transition_constraints
 from seqkeras.tasks.base import PAD, SequenceData
 
@@ -41,7 +42,7 @@ def crf_marginals(crf: CRF, emissions, mask):
     return crf.marginals(emissions, mask)
 
 
-@keras.saving.register_keras_serializable(package="seqkeras")
+@keras_serializable
 class SequenceCRFTagger(CRFTagger):
     """A `CRFTagger` that predicts like the suite's other taggers (see the module docstring).
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Literal
+from typing import BinaryIO, Literal
 
 import numpy as np
 import pandas as pd
@@ -44,7 +44,7 @@ from pydantic import Field, ValidationError, model_validator
 
 from seqkeras.errors import translate_validation_error
 from seqkeras.models.ngram_counts import NgramCounts
-from seqkeras.registry import Params
+from seqkeras.registry import ModelFile, Params
 from seqkeras.tasks.base import UNK, SequenceData
 
 BOS, EOS = "<s>", "</s>"
@@ -248,3 +248,12 @@ class NgramLanguageModel:
         """log P(next | prefix) for each row of [B, L] ids: [B, V] (for decoders)."""
         with np.errstate(divide="ignore"):
             return np.log(np.stack([self.distribution(prefix) for prefix in np.asarray(prefixes)]))
+
+
+def read_kept(file: BinaryIO) -> NgramLanguageModel:
+    """The model of a kept model.ngram.json, from the open file (`NgramLanguageModel.from_json`)."""
+    return NgramLanguageModel.from_json(file.read().decode("utf-8"))
+
+
+# How the kind keeps its models (its catalog entry's `model_file`): the counts as JSON, no Keras model.
+MODEL_FILE = ModelFile("model.ngram.json", "an n-gram model", save=NgramLanguageModel.to_json, load=read_kept)

@@ -31,6 +31,7 @@ import keras
 import numpy as np
 from keras import ops
 
+from seqkeras.backends.serializable import keras_serializable
 from seqkeras.layers.attention import BahdanauAttention, LuongAttention
 from seqkeras.models.seq2seq_params import Seq2SeqParams
 from seqkeras.tasks.base import PAD
@@ -49,7 +50,7 @@ BLOCKED_LOGIT = -1.0e9
 SCAN_UNROLL = 16
 
 
-@keras.saving.register_keras_serializable(package="seqkeras")
+@keras_serializable
 class Seq2SeqModel(keras.Model):
     """Encoder-decoder. `call({"source", "decoder_input"})` → next-token probabilities [B, T, V] (teacher forcing)."""
 

@@ -55,7 +55,7 @@ import pandas as pd
 from pydantic import Field, model_validator
 
 from seqkeras.backends.autodiff import gradients
-from seqkeras.decoding.cached_step_models import cached_step_model, state_size
+from seqkeras.decoding.cached_step_models import CachedTransformerStepModel, RecurrentStepModel, state_size
 from seqkeras.evaluation import metrics
 from seqkeras.models import recurrent, transformer
 from seqkeras.models.transformer import TransformerParams
@@ -230,6 +230,10 @@ def order_sensitivity(model, inputs: np.ndarray) -> float:
     return float(np.linalg.norm(original - changed) / np.linalg.norm(original))
 
 
+# The step model of each model the probe builds: its kind's (`lm`, `transformer`: ModelKind.step_model).
+STEP_MODELS = {"lstm": RecurrentStepModel, "transformer": CachedTransformerStepModel}
+
+
 def language_model(params: Params, data: SequenceData, max_length: int):
     """The suite's `lm` (LSTM) or `transformer` model kind at the probe's size; positions up to max_length."""
     if params.model == "lstm":
@@ -294,7 +298,7 @@ def generation(params: Params, measure: Generation, seed: int) -> dict[str, floa
     step_models, states, sizes, times = {}, {}, {}, {key: [] for key in lengths}
     for key, length in lengths.items():
         context = random_tokens(rng, measure.vocabulary, length)
-        step_models[key] = cached_step_model(model, start_id=1, end_id=0, context=context, window=longest)
+        step_models[key] = STEP_MODELS[params.model](model, start_id=1, end_id=0, context=context, window=longest)
         states[key] = step_models[key].start(measure.batch_size)
         sizes[key] = state_size(states[key])
     for step in range(steps):

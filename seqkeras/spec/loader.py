@@ -27,6 +27,7 @@ from pydantic import BaseModel, ValidationError
 
 from seqkeras import catalog
 from seqkeras.errors import SpecError, shown, translate_validation_error, unknown_choice
+from seqkeras.evaluation import metric_catalog
 from seqkeras.spec.checks import (
     check_outputs, check_references, check_run, check_sections, check_tune, check_validation,
 )
@@ -338,6 +339,7 @@ UNHASHED_DEFAULTS = {"tensorboard": False, "keep_model": True}
 @dataclass
 class _Resolved:
     resolved: dict[str, Any]
+    hashed: dict[str, Any]  # `resolved` as the run id hashes it (`hashed_spec`)
     components: dict[str, ResolvedComponent]
     train: TrainSpec | None
     metrics: list[str]
@@ -375,7 +377,19 @@ def resolve_run(spec: ExperimentSpec, run_raw: dict[str, Any]) -> _Resolved:
             if components["task"].component.problem != LANGUAGE_MODELING:
                 raise SpecError("generate applies only to language-modelling tasks", path="evaluate.generate")
             resolved["evaluate"]["generate"] = evaluate.generate.model_dump(mode="json")
-    return _Resolved(resolved, components, train, metrics, decoders)
+    defaulted = "task" in components and not evaluate.metrics
+    hashed = hashed_spec(resolved, components["task"].component.problem if defaulted else None)
+    return _Resolved(resolved, hashed, components, train, metrics, decoders)
+
+
+def hashed_spec(resolved: dict[str, Any], default_metrics_of: str | None) -> dict[str, Any]:
+    """The resolved spec as its run id hashes it: the same, but that a run naming no metrics (`default_metrics_of`:
+    its problem) is hashed with `metric_catalog.DEFAULTS_IN_RUN_IDS`, not the DEFAULT_METRICS it computes, so a
+    metric added to a problem's defaults changes no run id."""
+    if default_metrics_of is None:
+        return resolved
+    return {**resolved, "evaluate": {**resolved["evaluate"],
+                                     "metrics": list(metric_catalog.DEFAULTS_IN_RUN_IDS[default_metrics_of])}}
 
 
 def resolve_component(section: str, raw: Any, key: str) -> ResolvedComponent:
@@ -394,13 +408,15 @@ def resolve_component(section: str, raw: Any, key: str) -> ResolvedComponent:
 
 def _make_run(spec: ExperimentSpec, resolved: _Resolved, point: dict[str, Any], seed: int) -> RunSpec:
     document = {**resolved.resolved, "seed": seed}
-    digest = hashlib.sha256(json.dumps(document, sort_keys=True, default=str).encode()).hexdigest()[:8]
+    hashed = {**resolved.hashed, "seed": seed}
+    digest = hashlib.sha256(json.dumps(hashed, sort_keys=True, default=str).encode()).hexdigest()[:8]
     return RunSpec(
         experiment=spec.name,
         run_id=make_run_id(point, seed, digest),
         seed=seed,
         matrix_values={},
         resolved=document,
+        hashed=hashed,
         task=resolved.components.get("task"),
         model=resolved.components.get("model"),
         probe=resolved.components.get("probe"),

@@ -43,6 +43,9 @@ class RunSpec:
     point: dict[str, Any] = field(default_factory=dict)  # matrix axis → value: the point this run is of
     trial: Any = None  # a tuning trial (tuning.pruning.TrialLink): trained on validation data only, not evaluated
     tuned: dict[str, Any] = field(default_factory=dict)  # searched key → the value tuning chose for this point
+    # `resolved` as the run id's digest reads it (spec.loader.hashed_spec): the same, but for the metrics of a
+    # run that names none, hashed as the defaults were when run ids began.
+    hashed: dict[str, Any] = field(default_factory=dict)
 
     @property
     def is_probe(self) -> bool:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import keras
 
 from seqkeras.backends import losses as backend_losses
+from seqkeras.backends.serializable import keras_serializable
 
 
 def loss_and_metrics() -> dict:
@@ -29,7 +30,7 @@ def loss_and_metrics() -> dict:
 
 
 # Registered under the names backends.losses.SUITE_LOSS and SUITE_ACCURACY, by which the torch lean loop finds them.
-@keras.saving.register_keras_serializable(package="seqkeras")
+@keras_serializable
 def softmax_crossentropy(y_true, y_pred, *, reuse_probabilities: bool = False):
     """Keras's sparse categorical crossentropy for a softmax output, via its logits when it kept them.
 
@@ -46,7 +47,7 @@ def softmax_crossentropy(y_true, y_pred, *, reuse_probabilities: bool = False):
     return backend_losses.crossentropy_from_logits(y_true, y_pred, logits, reuse_probabilities=reuse_probabilities)
 
 
-@keras.saving.register_keras_serializable(package="seqkeras")
+@keras_serializable
 def sparse_accuracy(y_true, y_pred):
     """Keras's sparse_categorical_accuracy (argmax == target, ties to the first index), without a full argmax."""
     return backend_losses.sparse_accuracy(y_true, y_pred)

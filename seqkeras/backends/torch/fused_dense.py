@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import keras
 
+from seqkeras.backends.serializable import keras_serializable
 
-@keras.saving.register_keras_serializable(package="seqkeras")
+
+@keras_serializable
 class FusedDense(keras.layers.Dense):
     """keras.layers.Dense whose matmul and bias add are one addmm on the torch backend."""
 

@@ -31,6 +31,7 @@ import keras
 from keras import activations
 
 from seqkeras.backends.runtime import note_once
+from seqkeras.backends.serializable import keras_serializable
 
 
 def _backend_reason() -> str | None:
@@ -131,21 +132,21 @@ class FusedRNNMixin:
         )
 
 
-@keras.saving.register_keras_serializable(package="seqkeras")
+@keras_serializable
 class FusedSimpleRNN(FusedRNNMixin, keras.layers.SimpleRNN):
     """keras.layers.SimpleRNN on PyTorch's fused rnn_tanh kernel where it applies."""
 
     KIND = "simple_rnn"
 
 
-@keras.saving.register_keras_serializable(package="seqkeras")
+@keras_serializable
 class FusedLSTM(FusedRNNMixin, keras.layers.LSTM):
     """keras.layers.LSTM on PyTorch's fused LSTM kernel where it applies."""
 
     KIND = "lstm"
 
 
-@keras.saving.register_keras_serializable(package="seqkeras")
+@keras_serializable
 class FusedGRU(FusedRNNMixin, keras.layers.GRU):
     """keras.layers.GRU (reset_after=True) on PyTorch's fused GRU kernel where it applies."""
 
