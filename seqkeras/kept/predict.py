@@ -125,7 +125,7 @@ def predict(kept, texts, decoder: Any = None, length: int | None = None) -> pd.D
                              "probability": probabilities[np.arange(len(texts)), best].astype(float),
                              "unknown": unknown})
     if problem == TAGGING:
-        if hasattr(kept.model, "predict_tags"):  # a CRF: the Viterbi path, as the trainer decides
+        if kept.abilities.tags:  # a CRF: the Viterbi path, as the trainer decides
             ids = np.asarray(kept.model.predict_tags(encoded.ids))
         else:
             ids = np.asarray(kept.model.predict(encoded.ids, verbose=0)).argmax(-1)
@@ -203,7 +203,7 @@ def continuation(kept, prompts: list[str], choice: BaseModel, seed: int,
         raise translate_validation_error(error, GenerateSpec, raw, path_prefix=None) from None
     window = kept.preprocessing.document.output.context
     samples = generate(kept.model, kept.preprocessing, choice, spec, window, run_seed=seed,
-                       scores_itself=hasattr(kept.model, "next_log_probabilities"),
+                       scores_itself=kept.abilities.scores,
                        own_step_model=kept.model_kind.step_model)
     return [text_of(kept.preprocessing, sample.tokens) for sample in samples], [s.log_prob for s in samples]
 

@@ -30,14 +30,15 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 import keras
+from pydantic import ValidationError
 from keras.src.backend.common import global_state
 from keras.src.saving import saving_lib
 
 from seqkeras import catalog
-from seqkeras.errors import SpecError
+from seqkeras.errors import SpecError, translate_validation_error
 from seqkeras.backends import serializable
 from seqkeras.kept.preprocessing import FILE, KERAS_FILE, TARGET_VOCABULARY_FILE, Encoded, Preprocessing
-from seqkeras.registry import ModelFile, ModelKind
+from seqkeras.registry import Abilities, ModelFile, ModelKind
 from seqkeras.results import files
 from seqkeras.results.folder import write_atomic
 from seqkeras.spec.sections import SECTIONS_WITH_COMPONENTS
@@ -183,6 +184,20 @@ class KeptModel:
     def model_kind(self) -> ModelKind:
         """The model kind's catalog entry: what its models are and do (`registry.ModelKind`)."""
         return catalog.MODELS.get(self.kind)
+
+    @property
+    def abilities(self) -> Abilities:
+        """What the model does beyond a Keras softmax model, as its kind declares for the run's model parameters
+        (spec.yaml's `model:`): a CRF tagger's Viterbi tags, a counted model's own scores."""
+        raw = self.spec.get("model") if isinstance(self.spec, dict) else None
+        params = {key: value for key, value in raw.items() if key != "kind"} if isinstance(raw, dict) else {}
+        try:
+            validated = self.model_kind.params.model_validate(params)
+        except ValidationError as error:
+            where = self.folder / SPEC_FILE
+            raise translate_validation_error(error, self.model_kind.params, params, path_prefix=f"{where}: model") \
+                from None
+        return self.model_kind.abilities_for(validated)
 
     def encode(self, texts) -> Encoded:
         """Texts (or one text) → ids as the run's task made them; see `Preprocessing.encode`."""
