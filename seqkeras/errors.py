@@ -13,7 +13,10 @@ error into such a line, for a spec and for every file the suite reads back
 value a user passes (a decoder, a length): pydantic knows where a value was
 wrong; users need the dotted key path, the value they wrote, what is allowed, and
 a did-you-mean. It walks the schema along the error's location to find the
-allowed keys or choices.
+allowed keys or choices, and through a tagged union (a decoder `{name: beam, ...}`)
+to the member its tag chose: the tag is pydantic's, not part of the user's key path.
+A tagged union's annotation may carry `UnionOf("decoder")`, which names its members
+in the messages of a missing or unknown tag.
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ import re
 import types
 import typing
 from collections.abc import Iterable
-from typing import Any, Union
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ValidationError
 
@@ -104,20 +108,37 @@ EXPECTED = {
 }
 
 
+@dataclass(frozen=True)
+class UnionOf:
+    """Annotated metadata of a tagged union: what its members are, in the words of its messages.
+
+    `Annotated[Union[...], Field(discriminator="name"), UnionOf("decoder")]` makes a wrong tag read
+    "unknown decoder 'bean'. Did you mean 'beam'? ..." and a missing one name the decoders to choose from.
+    """
+
+    what: str
+
+
 def translate_validation_error(
-    error: ValidationError, model: type[BaseModel], raw: Any, *, path_prefix: str | None
+    error: ValidationError, model: Any, raw: Any, *, path_prefix: str | None
 ) -> SpecError:
-    """The first error of a pydantic ValidationError, in our words."""
+    """The first error of a pydantic ValidationError, in our words.
+
+    `model` is what was validated: a model class, or the annotation a TypeAdapter validated with.
+    """
     first = _most_useful(error.errors())
-    location = [part for part in first["loc"] if not _is_union_tag(part, first)]
     kind = first["type"]
+    location, node, _ = _walk(model, first["loc"])
+    received = first.get("input")
+    union = _tagged_union(node) if kind in ("union_tag_invalid", "union_tag_not_found") else None
+    if union:  # the wrong or missing value is the tag's key, within the mapping
+        location.append(union.key)
     if kind == "bool_for_number":  # raised by the model (registry.Params), which names the key
         location.append(first["ctx"]["field"])
     path = _dotted(([path_prefix] if path_prefix else []) + location)
-    received = first.get("input")
 
     if kind == "extra_forbidden":
-        allowed = _allowed_keys(model, location[:-1])
+        allowed = _allowed_keys(model, first["loc"][:-1])
         key = location[-1]
         hint = did_you_mean(key, allowed)
         message = f"unknown key {shown(key)}.{hint} Allowed keys here: {listed(allowed) or 'none'}."
@@ -127,10 +148,15 @@ def translate_validation_error(
         choices = re.findall(r"'([^']*)'|(\d+)", first["ctx"]["expected"])
         choices = [a or b for a, b in choices]
         message = f"{shown(received)} is not allowed.{did_you_mean(received, choices)} Allowed: {listed(choices)}."
+    elif kind == "union_tag_invalid" and union:
+        tag = received.get(union.key) if isinstance(received, dict) else first["ctx"]["tag"]
+        message = unknown_choice(union.what, tag, union.members)
     elif kind == "union_tag_invalid":
         choices = re.findall(r"'([^']*)'", first["ctx"]["expected_tags"])
         tag = first["ctx"]["tag"]
         message = f"unknown name {shown(tag)}.{did_you_mean(tag, choices)} Allowed: {listed(choices)}."
+    elif kind == "union_tag_not_found" and union:
+        message = f"missing required key {union.key!r}: which {union.what}, one of {listed(sorted(union.members))}."
     elif kind in EXPECTED:
         message = f"expected {EXPECTED[kind]}, got {as_written(received)}"
     elif kind.startswith("value_error") or kind in ("assertion_error", "bool_for_number"):
@@ -165,10 +191,64 @@ def _most_useful(errors: list[dict[str, Any]]) -> dict[str, Any]:
     return errors[0]
 
 
-def _is_union_tag(part: Any, error: dict[str, Any]) -> bool:
-    # pydantic puts the chosen union member's name in the location
-    # (e.g. ('table', 'TableSpec', 'rows') or ('decoder', 'beam', 'width')); users never wrote it.
+def _is_union_tag(part: Any) -> bool:
+    # pydantic puts the name of an untagged union's member in the location
+    # (e.g. ('table', 'TableSpec', 'rows') or 'list[...]'); users never wrote it.
     return isinstance(part, str) and (part[:1].isupper() or part.startswith(("list[", "dict[")) or "-" in part)
+
+
+@dataclass(frozen=True)
+class _TaggedUnion:
+    key: str  # the discriminator: the key whose value chooses the member
+    what: str  # what the members are ("decoder"), from UnionOf; the key itself otherwise
+    members: dict[str, type[BaseModel]]  # by tag
+
+
+def _walk(root: Any, location: Iterable[Any]) -> tuple[list[Any], Any, str | None]:
+    """Follow pydantic's error `location` from `root` through the annotations: the user's key path (union
+    members' names and tags left out), the annotation reached (None once lost), and, when that is a member a
+    tag chose, the tag's key (which the user wrote already)."""
+    node, path, tag_key = root, [], None
+    for part in location:
+        union = _tagged_union(node)
+        if union and isinstance(part, str) and part in union.members:
+            node, tag_key = union.members[part], union.key
+            continue
+        if _is_union_tag(part):
+            continue
+        path.append(part)
+        node, tag_key = (_step(node, part) if node is not None else None), None
+    return path, node, tag_key
+
+
+def _tagged_union(annotation: Any) -> _TaggedUnion | None:
+    """The tagged union `annotation` is (Annotated with a discriminator's Field, maybe Optional), or None."""
+    if typing.get_origin(annotation) in (Union, types.UnionType):
+        members = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return _tagged_union(members[0]) if len(members) == 1 else None
+    metadata = _metadata(annotation)
+    key = next((item.discriminator for item in metadata if isinstance(getattr(item, "discriminator", None), str)),
+               None)
+    if key is None:
+        return None
+    members = {}
+    for member in typing.get_args(_unwrap_optional(annotation)):
+        model = _unwrap_model(member)
+        field = model.model_fields.get(key) if model else None
+        if field is not None and typing.get_origin(field.annotation) is Literal:
+            members.update({str(tag): model for tag in typing.get_args(field.annotation)})
+    what = next((item.what for item in metadata if isinstance(item, UnionOf)), key)
+    return _TaggedUnion(key, what, members)
+
+
+def _metadata(annotation: Any) -> list[Any]:
+    """An Annotated's metadata, with that of the pydantic Fields in it (where a model field keeps its own)."""
+    if typing.get_origin(annotation) is not Annotated:
+        return []
+    items = []
+    for item in typing.get_args(annotation)[1:]:
+        items += [item, *getattr(item, "metadata", [])]
+    return items
 
 
 def _dotted(parts: list[Any]) -> str:
@@ -182,15 +262,11 @@ def _dotted(parts: list[Any]) -> str:
     return text
 
 
-def _allowed_keys(model: type[BaseModel], location: list[Any]) -> list[str]:
-    """The field names of the model found by walking `location` through annotations."""
-    node: Any = model
-    for part in location:
-        node = _step(node, part)
-        if node is None:
-            return []
-    node = _unwrap_model(node)
-    return list(node.model_fields) if node else []
+def _allowed_keys(root: Any, location: Iterable[Any]) -> list[str]:
+    """The keys of the model at pydantic's `location`; a union member's tag key, which chose it, is not listed."""
+    _, node, tag_key = _walk(root, location)
+    model = _unwrap_model(node) if node is not None else None
+    return [key for key in model.model_fields if key != tag_key] if model else []
 
 
 def _step(annotation: Any, part: Any) -> Any:
@@ -198,7 +274,9 @@ def _step(annotation: Any, part: Any) -> Any:
     model = _unwrap_model(annotation)
     if model is not None:
         if isinstance(part, str) and part in model.model_fields:
-            return model.model_fields[part].annotation
+            field = model.model_fields[part]
+            # A field keeps its Annotated metadata (a union's discriminator, UnionOf) in its FieldInfo.
+            return Annotated[field.annotation, field] if field.discriminator or field.metadata else field.annotation
         return None
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)

@@ -34,10 +34,10 @@ def test_predict_and_reevaluation_read_decoders_with_the_one_parser():
 @pytest.mark.parametrize("written, message", [
     ("bean", "--decoder 'bean': unknown decoder 'bean'. Did you mean 'beam'? Allowed: beam, greedy, sample."),
     ({"width": 2}, "--decoder {'width': 2}: unknown decoder None. Allowed: beam, greedy, sample."),
-    ("beam(width=0)", "--decoder 'beam(width=0)': width: Input should be greater than or equal to 1 (received 0)"),
+    ("beam(width=0)", "--decoder 'beam(width=0)': width: input should be greater than or equal to 1 (received 0)"),
     ("beam(widht=2)", "--decoder 'beam(widht=2)': widht: unknown key 'widht'. Did you mean 'width'? "
-                      "Allowed keys: width, length_penalty."),
-    ("greedy(width=2)", "--decoder 'greedy(width=2)': width: unknown key 'width'. Allowed keys: none."),
+                      "Allowed keys here: width, length_penalty."),
+    ("greedy(width=2)", "--decoder 'greedy(width=2)': width: unknown key 'width'. Allowed keys here: none."),
     ("beam(width)", "--decoder 'beam(width)': expected name(key=value, ...), got 'width'"),
     ("[1, 2]", "--decoder '[1, 2]': neither a decoder's name, its label nor a mapping"),
     (3, "--decoder 3: a decoder is a name, a label or a mapping, not a value of type int"),

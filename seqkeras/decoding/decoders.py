@@ -28,7 +28,7 @@ import numpy as np
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError, create_model
 
 from seqkeras.decoding.step_model import StepModel
-from seqkeras.errors import SpecError, did_you_mean, listed, shown, unknown_choice
+from seqkeras.errors import SpecError, UnionOf, shown, translate_validation_error, unknown_choice
 from seqkeras.registry import Params
 from seqkeras.yaml_reader import parse_yaml
 
@@ -498,7 +498,7 @@ GreedyChoice, BeamChoice, SampleChoice = CHOICES["greedy"], CHOICES["beam"], CHO
 
 # The spec's field type (evaluate.decoders, the decoding probe's decoder): pydantic validates a spec's mapping
 # with it, and `decoder_choice` validates every other mapping with the same union.
-DecoderChoice = Annotated[Union[tuple(CHOICES.values())], Field(discriminator="name")]
+DecoderChoice = Annotated[Union[tuple(CHOICES.values())], Field(discriminator="name"), UnionOf("decoder")]
 _DECODER_CHOICE: TypeAdapter[Any] = TypeAdapter(DecoderChoice)
 # A decoder's table label, `decoder_label`'s form: beam(width=5, length_penalty=0.6).
 LABEL = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*$", re.DOTALL)
@@ -529,27 +529,7 @@ def decoder_choice(mapping: dict[str, Any]) -> BaseModel:
     try:
         return _DECODER_CHOICE.validate_python({str(key): value for key, value in mapping.items()})
     except ValidationError as error:
-        raise _in_words(error, CHOICES[name]) from None
-
-
-def _in_words(error: ValidationError, choice: type[BaseModel]) -> SpecError:
-    """A decoder's validation error as the suite words it: the key within the decoder, the value, what is
-    allowed. (The one place decoding reads a pydantic error.)"""
-    first = next((item for item in error.errors() if item["type"] == "extra_forbidden"), error.errors()[0])
-    tag = choice.model_fields["name"].default
-    location = [str(part) for part in first["loc"]]
-    location = location[1:] if location[:1] == [tag] else location  # the union's tag: pydantic's, not the user's
-    if first["type"] == "bool_for_number":  # raised by registry.Params, which names the key
-        location.append(first["ctx"]["field"])
-    key = ".".join(location)
-    if first["type"] == "extra_forbidden":
-        allowed = [name for name in choice.model_fields if name != "name"]
-        message = f"unknown key {shown(key)}.{did_you_mean(key, allowed)} Allowed keys: {listed(allowed) or 'none'}."
-    elif first["type"] in ("value_error", "assertion_error", "bool_for_number"):
-        message = first["msg"].removeprefix("Value error, ")
-    else:
-        message = f"{first['msg']} (received {shown(first.get('input'))})"
-    return SpecError(message, path=key or None)
+        raise translate_validation_error(error, DecoderChoice, mapping, path_prefix=None) from None
 
 
 def _written_mapping(decoder: Any) -> dict[str, Any]:

@@ -56,6 +56,7 @@ from pydantic import Field, model_validator
 
 from seqkeras.backends.autodiff import gradients
 from seqkeras.decoding.cached_step_models import CachedTransformerStepModel, RecurrentStepModel, state_size
+from seqkeras.errors import UnionOf
 from seqkeras.evaluation import metrics
 from seqkeras.models import recurrent, transformer
 from seqkeras.models.transformer import TransformerParams
@@ -125,7 +126,9 @@ class Generation(BaseParams):
     )
 
 
-Measure = Annotated[Union[StepTime, GradientPath, Order, Agreement, Generation], Field(discriminator="name")]
+Measure = Annotated[
+    Union[StepTime, GradientPath, Order, Agreement, Generation], Field(discriminator="name"), UnionOf("measure")
+]
 
 
 class Params(BaseParams):

@@ -101,7 +101,10 @@ def record_problem(data: Any) -> str:
 
 
 def _in_words(error: dict[str, Any]) -> str:
-    """One pydantic error of `RunRecord` as the sentence a user reads."""
+    """One pydantic error of `RunRecord` as the sentence a user reads.
+
+    Not `errors.translate_validation_error`: a record is a file the suite wrote, not one the user did, so its
+    sentences say what a field is and should be (its `Expected`), not which key to write or what to type instead."""
     location, value = error["loc"], error["input"]
     if not location:
         return f"not a JSON object ({json_type(value)})"
