@@ -52,7 +52,6 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from seqkeras import catalog
 from seqkeras.errors import SpecError, translate_validation_error
 from seqkeras.registry import KERAS_NATIVE
 from seqkeras.tasks import subwords
@@ -132,8 +131,9 @@ class Preprocessing:
 
     @classmethod
     def of_run(cls, task: str, params: DeclaresInputRule, data: SequenceData, model_kind: str, *, backend: str,
-               max_output_length: int | None = None) -> Preprocessing:
-        """What `task` (its name and params) did to make `data`, for the model kind that was trained on it.
+               max_output_length: int | None = None, model_file: str = KERAS_FILE) -> Preprocessing:
+        """What `task` (its name and params) did to make `data`, for the model kind that was trained on it, whose
+        models are kept in `model_file` (its kind's `ModelFile`: kept.saving passes it).
 
         The input rule is the task's own (its Params' `input_rule`, tasks.input_rules); the output rule follows
         from the problem the data poses, which is what decides what a model's outputs are."""
@@ -154,7 +154,7 @@ class Preprocessing:
         else:
             outputs = OutputRule(kind="value")
         document = Document(format=FORMAT, task=task, problem=data.problem, model_kind=model_kind,
-                            model_file=catalog.MODELS.get(model_kind).model_file.name, backend=backend,
+                            model_file=model_file, backend=backend,
                             input=inputs, output=outputs)
         labels = data.labels if data.problem in (CLASSIFICATION, TAGGING, SEQ2SEQ) else None
         return cls(document, data.vocabulary, labels)

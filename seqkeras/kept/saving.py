@@ -110,12 +110,12 @@ def max_output_length(run, data: SequenceData) -> int | None:
 
 def keep(model, data: SequenceData, run, folder: Path) -> None:
     """Write the trained `model` of `run` into its `folder`, with what is needed to use it (module docstring)."""
+    stored = run.model.component.model_file  # how the model kind keeps its models (Keras's format by default)
     preprocessing = Preprocessing.of_run(run.task.name, run.task.params, data, run.model.name,
                                          backend=keras.backend.backend(),
-                                         max_output_length=max_output_length(run, data))
+                                         max_output_length=max_output_length(run, data), model_file=stored.name)
     if data.problem == SEQ2SEQ:
         write_atomic(folder / TARGET_VOCABULARY_FILE, data.target_vocabulary.to_json())
-    stored = run.model.component.model_file  # how the model kind keeps its models (Keras's format by default)
     write_atomic(folder / stored.name, stored.saver()(model))
     write_atomic(folder / FILE, preprocessing.to_json())
 
