@@ -190,18 +190,25 @@ def test_each_subpackage_states_the_rule_of_the_table():
         assert names == {stage.rstrip("/") for stage in table[f"{init.parent.name}/"]}, init
 
 
-def heavy_when_loaded(module: str, seen: set[str] | None = None) -> bool:
-    """Whether importing `module` imports a HEAVY library, through its module-level imports."""
+def loads_one_of(libraries: set[str], module: str, seen: set[str] | None = None) -> bool:
+    """Whether importing `module` imports one of `libraries` (top-level names), through its module-level imports."""
+    if module.split(".")[0] in libraries:
+        return True
     seen = set() if seen is None else seen
     seen.add(module)
     for imported, _, in_function in imports_of(MODULES[module]):
         if in_function:
             continue
-        if imported.split(".")[0] in HEAVY:
+        if imported.split(".")[0] in libraries:
             return True
-        if imported in MODULES and imported not in seen and heavy_when_loaded(imported, seen):
+        if imported in MODULES and imported not in seen and loads_one_of(libraries, imported, seen):
             return True
     return False
+
+
+def heavy_when_loaded(module: str) -> bool:
+    """Whether importing `module` imports a HEAVY library, through its module-level imports."""
+    return loads_one_of(HEAVY, module)
 
 
 def test_function_level_imports_only_defer_heavy_libraries():

@@ -16,25 +16,14 @@ import pytest
 from seqkeras import catalog
 from seqkeras.registry import Lazy, Registry, loaded
 from tests.conftest import REPO
-from tests.test_architecture import MODULES, catalog_references, imports_of
+from tests.test_architecture import catalog_references, loads_one_of
 
 BACKENDS = {"keras", "keras_hub", "tensorflow", "tensorflow_text", "torch", "jax"}
 
 
-def loads_a_backend(module: str, seen: set[str] | None = None) -> bool:
+def loads_a_backend(module: str) -> bool:
     """Whether importing `module` imports Keras, TensorFlow, torch or JAX, through its module-level imports."""
-    if module.split(".")[0] in BACKENDS:
-        return True
-    seen = set() if seen is None else seen
-    seen.add(module)
-    for imported, _, in_function in imports_of(MODULES[module]):
-        if in_function:
-            continue
-        if imported.split(".")[0] in BACKENDS:
-            return True
-        if imported in MODULES and imported not in seen and loads_a_backend(imported, seen):
-            return True
-    return False
+    return loads_one_of(BACKENDS, module)
 
 
 def test_importing_the_catalog_loads_no_backend():
