@@ -10,6 +10,7 @@ Imports under `if TYPE_CHECKING:` never execute and are left out.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -43,7 +44,8 @@ def _is_type_checking(node: ast.If) -> bool:
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
-def imports_of(path: Path):
+@functools.cache  # each module's source is parsed once: the checks below walk the import graph many times
+def imports_of(path: Path) -> tuple[tuple[str, int, bool], ...]:
     """(imported module, line, written inside a function) for every executable import statement."""
 
     def walk(node, in_function):
@@ -70,7 +72,7 @@ def imports_of(path: Path):
                     yield submodule, child.lineno, in_function
             yield from walk(child, inner)
 
-    yield from walk(ast.parse(path.read_text(encoding="utf-8")), False)
+    return tuple(walk(ast.parse(path.read_text(encoding="utf-8")), False))
 
 
 def internal_graph() -> dict[str, set[str]]:
