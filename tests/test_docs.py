@@ -28,11 +28,14 @@ edit a block by hand. benchmarks/README.md shows each benchmark's newest figures
 newest CSV, then each older CSV's rows of the benchmarks no newer one measured (a
 partial `run_all.py --only` run leaves the others' figures shown).
 
-This file imports neither TensorFlow nor Keras: commands run in subprocesses.
+Shown commands run in this process (`seqkeras.cli.main`, from the repository's root), as a user's shell
+would run them but without a new interpreter each; those that log to MLflow (`--track`, `export`) run in a
+subprocess of their own, so that MLflow's process-wide state stays theirs.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shlex
@@ -360,6 +363,7 @@ def experiment_names(paths: list[str]) -> list[str]:
     return names
 
 
+@functools.cache  # the docs do not change during a session; reading every shown run's specs took a minute per command
 def dry_run_outputs() -> dict[str, list[str]]:
     """The --out folder of each shown run, with the experiments it would write there.
 
@@ -419,11 +423,22 @@ def snapshot() -> dict[str, tuple[int, int]]:
     return {rel(p): (p.stat().st_size, p.stat().st_mtime_ns) for p in files if p.exists()}
 
 
-def run_cli(args: list[str], timeout: int = 300) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "seqkeras", *args], cwd=REPO, capture_output=True, text=True, timeout=timeout,
-        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
-    )
+# Commands that set up MLflow tracking, which keeps process-wide state (its tracking URI, an active run).
+IN_A_SUBPROCESS = ("--track", "export")
+
+
+def run_cli(args: list[str], capsys, monkeypatch):
+    """`seqkeras ARGS...` as the docs show it, from the repository's root: its exit code, stdout and stderr
+    (a `tests.helpers.CliRun`; imported here: `python tests/test_docs.py --update` runs without the package)."""
+    from tests.helpers import CliRun
+    from tests.helpers import run_cli as run_in_process
+
+    if any(arg in IN_A_SUBPROCESS for arg in args):
+        done = subprocess.run([sys.executable, "-m", "seqkeras", *args], cwd=REPO, capture_output=True, text=True,
+                              timeout=300, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+        return CliRun(done.returncode, done.stdout, done.stderr)
+    monkeypatch.chdir(REPO)
+    return run_in_process(capsys, *args)
 
 
 def test_docs_show_commands():
@@ -431,15 +446,15 @@ def test_docs_show_commands():
 
 
 @pytest.mark.parametrize("shown", SHOWN, ids=lambda c: c.label)
-def test_shown_command_runs(shown: Shown, tmp_path: Path):
+def test_shown_command_runs(shown: Shown, tmp_path: Path, capsys, monkeypatch):
     assert shown.argv[0] == "seqkeras" and len(shown.argv) > 1
     args = sandboxed(shown.argv, tmp_path)
     before = snapshot()
-    done = run_cli(args)
+    done = run_cli(args, capsys, monkeypatch)
     changed = sorted(k for k, v in snapshot().items() if before.get(k) != v)
-    assert done.returncode == shown.exit_status, (
-        f"{shown.label}\nran: seqkeras {shlex.join(args)}\nexit status {done.returncode}, "
-        f"the docs say {shown.exit_status}\n--- stdout\n{done.stdout[-3000:]}\n--- stderr\n{done.stderr[-3000:]}"
+    assert done.code == shown.exit_status, (
+        f"{shown.label}\nran: seqkeras {shlex.join(args)}\nexit status {done.code}, "
+        f"the docs say {shown.exit_status}\n--- stdout\n{done.out[-3000:]}\n--- stderr\n{done.err[-3000:]}"
     )
     assert not changed, f"{shown.label} wrote into the repository: {changed[:10]}"
 
@@ -469,11 +484,11 @@ def shown_specs() -> list:
 
 
 @pytest.mark.parametrize("doc, line, text", shown_specs())
-def test_shown_experiment_validates(doc: Path, line: int, text: str, tmp_path: Path):
+def test_shown_experiment_validates(doc: Path, line: int, text: str, tmp_path: Path, capsys, monkeypatch):
     spec = tmp_path / "shown.yaml"
     spec.write_text(text, encoding="utf-8")
-    done = run_cli(["validate", str(spec)])
-    assert done.returncode == 0, f"{rel(doc)}:{line}: the experiment shown does not validate:\n{done.stderr}"
+    done = run_cli(["validate", str(spec)], capsys, monkeypatch)
+    assert done.code == 0, f"{rel(doc)}:{line}: the experiment shown does not validate:\n{done.err}"
 
 
 if __name__ == "__main__":
