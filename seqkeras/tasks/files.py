@@ -57,13 +57,17 @@ UTF16_OR_32 = (b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")  # byte-order mark
 # --------------------------------------------------------------------------- #
 
 
+PATH_SHOWN = 1000  # characters of a data file's path an error shows: more than any real folder's, less than 5 MB
+
+
 def open_data_file(path: str | Path, key: str = "task.path") -> BinaryIO:
     """The file, opened for binary reading, or a `SpecError` at `key` saying why it cannot be."""
     try:
         return open_regular_file(Path(path).expanduser(), limit=MAX_DATA_BYTES)
     except SpecError as error:
-        message = (f"no such file: {shown(str(path))}" if error.message == MISSING
-                   else f"{shown(str(path))} {error.message}")
+        # The whole path, however deep the folder: it is what the user must find (cut only past PATH_SHOWN).
+        message = (f"no such file: {shown(str(path), PATH_SHOWN)}" if error.message == MISSING
+                   else f"{shown(str(path), PATH_SHOWN)} {error.message}")
         raise SpecError(message, path=key) from None
 
 
