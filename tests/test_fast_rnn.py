@@ -37,7 +37,7 @@ def test_tensorflow_backend_keeps_keras_layers_and_says_so(capsys):
     assert layer.fused_blocker() == "on the tensorflow backend"
 
 
-@pytest.mark.slow
+@pytest.mark.system  # a benchmark, run at tiny size
 def test_recurrent_benchmark_runs_end_to_end_at_tiny_size():
     sys.path.insert(0, str(REPO / "benchmarks"))
     import recurrent_throughput

@@ -411,12 +411,13 @@ def test_run_refuses_to_write_through_a_linked_folder_in_its_results(capsys, tmp
 
 
 @pytest.mark.parametrize("planted", ["lock file linked", "lock file a FIFO", "vocabulary.json linked"])
-def test_a_rerun_never_writes_through_a_file_planted_in_its_run_folder(capsys, tmp_path, write_spec, planted):
+def test_a_rerun_never_writes_through_a_file_planted_in_its_run_folder(capsys, tmp_path, write_spec, planted,
+                                                                       trained_runs):
     """The files a run writes into its folder (its lock, its vocabulary) are replaced or refused when someone
     left a link or a FIFO in their place: no file outside --out is created or changed, nothing blocks."""
     spec = write_spec(TINY_TRAINING_SPEC)
     root = tmp_path / "colleague"
-    assert cli(capsys, "run", spec, "--out", root).code == 0
+    trained_runs.copied_experiment(TINY_TRAINING_SPEC, root)  # a colleague's finished results of the spec
     run = sorted(p for p in (root / "tiny").iterdir() if p.is_dir())[0]
     outside = tmp_path / "outside"
     outside.mkdir()

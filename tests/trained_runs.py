@@ -14,8 +14,11 @@ start from a finished run.
 from __future__ import annotations
 
 import shutil
+import textwrap
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 import seqkeras
 from tests.model_kind_specs import KindCase
@@ -32,8 +35,11 @@ class TrainedRuns:
         self.backend = backend
         self._experiments: dict[str, Path] = {}
 
-    def experiment(self, spec: dict[str, Any]) -> Path:
-        """The results folder of `spec` (a mapping, as `seqkeras.run` takes it), trained on first use."""
+    def experiment(self, spec: dict[str, Any] | str) -> Path:
+        """The results folder of `spec` (a mapping, as `seqkeras.run` takes it, or a spec file's text, as
+        tests/conftest.py's TINY_TRAINING_SPEC), trained on first use."""
+        if isinstance(spec, str):
+            spec = yaml.safe_load(textwrap.dedent(spec))
         name = spec["name"]
         if name not in self._experiments:
             seqkeras.run(spec, out=self.root, backend=self.backend)
@@ -44,10 +50,11 @@ class TrainedRuns:
         """The run folder of a model kind's one-run case. Shared: a test must not write into it."""
         return only_run_folder(self.experiment(case.spec()))
 
-    def copied_experiment(self, spec: dict[str, Any], destination: Path) -> Path:
+    def copied_experiment(self, spec: dict[str, Any] | str, destination: Path) -> Path:
         """A copy of the experiment's results folder as `destination/<name>`, for a test that writes into it."""
-        copy = destination / spec["name"]
-        shutil.copytree(self.experiment(spec), copy)
+        trained = self.experiment(spec)
+        copy = destination / trained.name
+        shutil.copytree(trained, copy)
         return copy
 
     def copied_run_folder(self, case: KindCase, destination: Path) -> Path:
