@@ -42,14 +42,16 @@ JAX_TESTS := KERAS_BACKEND=jax $(BIN)/python -m pytest -q tests/jax_backend
 lint: $(STAMP)
 	$(BIN)/ruff check seqkeras tests benchmarks
 
-# `--durations=20` prints the slowest tests: the tier's budget is 8 minutes on 2 idle cores.
+# `--durations=20` prints the slowest tests: the tier's budget is 8 minutes on 2 idle cores. The main process's
+# tests are spread over one pytest worker per core (pytest-xdist; PYTEST_WORKERS=0 runs them in this process).
+PYTEST_WORKERS ?= auto
 test: $(STAMP) $(VENV)/.tracking lint
-	$(BIN)/python -m pytest -q --durations=20
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist worksteal --durations=20
 	$(TORCH_TESTS) --durations=10
 	$(JAX_TESTS) --durations=10
 
 test-fast: $(STAMP) $(VENV)/.tracking lint
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist worksteal -m "not slow"
 	$(TORCH_TESTS) -m "not slow"
 	$(JAX_TESTS) -m "not slow"
 
