@@ -42,7 +42,7 @@ JAX_TESTS := KERAS_BACKEND=jax $(BIN)/python -m pytest -q tests/jax_backend
 lint: $(STAMP)
 	$(BIN)/ruff check seqkeras tests benchmarks
 
-# `--durations=20` prints the slowest tests: the tier's budget is 8 minutes on 2 idle cores. The main process's
+# `--durations=20` prints the slowest tests: the tier's goal is 8 minutes on 2 idle cores. The main process's
 # tests are spread over one pytest worker per core (pytest-xdist; PYTEST_WORKERS=0 runs them in this process).
 PYTEST_WORKERS ?= auto
 test: $(STAMP) $(VENV)/.tracking lint
