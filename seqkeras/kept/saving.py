@@ -30,13 +30,13 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 import keras
-from pydantic import ValidationError
 from keras.src.backend.common import global_state
 from keras.src.saving import saving_lib
+from pydantic import ValidationError
 
 from seqkeras import catalog
-from seqkeras.errors import SpecError, translate_validation_error
 from seqkeras.backends import serializable
+from seqkeras.errors import SpecError, translate_validation_error
 from seqkeras.kept.preprocessing import FILE, KERAS_FILE, TARGET_VOCABULARY_FILE, Encoded, Preprocessing
 from seqkeras.registry import Abilities, ModelFile, ModelKind
 from seqkeras.results import files
@@ -189,8 +189,8 @@ class KeptModel:
     def abilities(self) -> Abilities:
         """What the model does beyond a Keras softmax model, as its kind declares for the run's model parameters
         (spec.yaml's `model:`): a CRF tagger's Viterbi tags, a counted model's own scores."""
-        raw = self.spec.get("model") if isinstance(self.spec, dict) else None
-        params = {key: value for key, value in raw.items() if key != "kind"} if isinstance(raw, dict) else {}
+        raw, key = self.spec.get("model"), SECTIONS_WITH_COMPONENTS["model"]  # the section's `kind:` names the kind
+        params = {name: value for name, value in raw.items() if name != key} if isinstance(raw, dict) else {}
         try:
             validated = self.model_kind.params.model_validate(params)
         except ValidationError as error:
