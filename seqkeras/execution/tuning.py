@@ -35,7 +35,7 @@ import pandas as pd
 
 from seqkeras.errors import SpecError
 from seqkeras.execution.executors import Job
-from seqkeras.execution.progress import duration, track
+from seqkeras.execution.progress import duration, matrix_label, track
 from seqkeras.results.folder import write_csv
 from seqkeras.results.locks import file_lock, try_file_lock
 from seqkeras.results.record import OK, read_record
@@ -65,9 +65,7 @@ class Point:
     @property
     def label(self) -> str:
         """`lag=100, cell=lstm`: the point's matrix values, as the progress lines name it."""
-        values = self.first.matrix_values or self.first.point
-        return ", ".join(f"{key.split('.')[-1]}={value}" for key, value in values.items()
-                         if value is not None) or "the experiment"
+        return matrix_label(self.first.matrix_values or self.first.point) or "the experiment"
 
 
 def tuning_seed(experiment: Experiment) -> int:
@@ -299,7 +297,8 @@ class Trials:
                               self.tune.model_dump(mode="json"))
         run.tuned = dict(values)
         label = f"trial {number + 1} of {point.label}: {folder.name}"
-        return Job(number, run, folder, label)  # its point: by_study[run.trial.study]
+        # its point: by_study[run.trial.study]
+        return Job(number, run, folder, label, f"trial {number + 1} of {point.label}")
 
     def tell(self, point: Point, number: int, record: dict[str, Any]) -> None:
         from optuna.trial import TrialState
