@@ -12,17 +12,11 @@ import pytest
 from seqkeras.execution.progress import Progress, matrix_label, run_label
 from seqkeras.training import progress as training_progress
 from seqkeras.training.progress import EpochProgress, ProgressOutput
+from tests.helpers import FakeTerminal
 
 LOGS = {"accuracy": 0.5, "loss": 1.25}
 # A redraw of the bar after some steps: steps done of the epoch's, then [elapsed<time left, rate].
 BAR_WITH_RATE_AND_TIME_LEFT = re.compile(r"Epoch 1/2:.*\| [1-4]/4 \[\d\d:\d\d<\d\d:\d\d, +[\d.]+(step/s|s/step)\]")
-
-
-class FakeTerminal(io.StringIO):
-    """A stream that says it is a terminal, as stderr is in an interactive shell."""
-
-    def isatty(self) -> bool:
-        return True
 
 
 def said_over_one_epoch(verbose: int, stream, shared: bool = False) -> str:
