@@ -45,7 +45,7 @@ class Progress:
     def seconds_left(self) -> float | None:
         """The estimate, or None when nothing is left or no run has finished ok yet."""
         left = self.total - self.done
-        if not left or not self.durations:
+        if left <= 0 or not self.durations:  # below 0: more finished than planned (a tuning trial drawn again)
             return None
         mean = sum(self.durations) / len(self.durations)
         return mean * left / min(self.slots, left)

@@ -35,7 +35,7 @@ import pandas as pd
 
 from seqkeras.errors import SpecError
 from seqkeras.execution.executors import Job
-from seqkeras.execution.progress import duration, matrix_label, track
+from seqkeras.execution.progress import Progress, duration, matrix_label, track
 from seqkeras.results.folder import write_csv
 from seqkeras.results.locks import file_lock, try_file_lock
 from seqkeras.results.record import OK, read_record
@@ -230,6 +230,7 @@ class Trials:
         self.total = self.tune.trials * len(points)
         self.by_study = {point.study_name: point for point in points}
         self.started = time.monotonic()
+        self.progress = Progress(self.total)  # `run` sets it to the trials this command trains, for their time left
 
     def trial_folder(self, point: Point, number: int) -> Path:
         return self.folder / STUDIES_FOLDER / f"trial-{number + 1:03d}_{point.study_name}"
@@ -262,6 +263,7 @@ class Trials:
                     else "the rest are trained now")
             self.echo(f"{self.experiment.spec.name}: tuning: {done_before} of {self.total} trials done before, "
                       f"reused ({then})")
+        self.progress = Progress(self.total - done_before, executor.slots)
         if done_before < self.total:
             self.echo(f"{self.experiment.spec.name}: tuning {len(self.points)} matrix point(s), {self.tune.trials} "
                       f"trials each ({self.tune.sampler} sampler, pruner {self.tune.pruner}, objective "
@@ -339,8 +341,12 @@ class Trials:
         best = best_trial(point.study)
         best_text = f"; best {best.value:.4g} (trial {best.number + 1})" if best is not None else ""
         elapsed = time.monotonic() - self.started
+        # A pruned trial's time counts as it was: the mix of pruned and whole trials is what the rest will be.
+        self.progress.finished(record.get("status") != OK, None if record.get("reused") else record.get("seconds"))
+        left = self.progress.seconds_left()
+        left_text = f", about {duration(left)} left" if left is not None and done < self.total else ""
         self.echo(f"[tune {done}/{self.total}] {point.label}, trial {job.run.trial.number + 1}: {status} "
-                  f"({record.get('seconds', 0):.1f} s){best_text}; {duration(elapsed)} elapsed")
+                  f"({record.get('seconds', 0):.1f} s){best_text}; {duration(elapsed)} elapsed{left_text}")
 
     def wait_for_others(self) -> None:
         """Trials another process still trains (a shared folder or database): the best setting waits for them."""
