@@ -135,19 +135,19 @@ def fit(
     stopper = EarlyStopper(train.early_stopping, state)
     started = time.perf_counter() - state.seconds
     lean = lean_loop(model)
-    said = EpochProgress(train.verbose, train.epochs, progress or ProgressOutput())
+    shown = EpochProgress(train.verbose, train.epochs, progress or ProgressOutput())
     steps = math.ceil(len(y) / train.batch_size)  # batches per epoch, the last one partial, as both loops cut them
-    on_step = said.step_done if said.shows_steps else None
+    on_step = shown.step_done if shown.shows_steps else None
     for epoch in range(state.epoch, train.epochs):
         order = np.random.default_rng([seed, epoch]).permutation(len(y))
         epoch_data = (take_rows(x, order), y[order], weights[order] if weights is not None else None)
         epoch_started = time.perf_counter()
-        with said.bar(epoch + 1, steps):  # verbose 1 on a terminal; gone when the epoch ends, or fails
+        with shown.bar(epoch + 1, steps):  # verbose 1 on a terminal; gone when the epoch ends, or fails
             if lean is not None:
                 logs = lean_epoch(lean, epoch_data, validation, train, on_step)
             else:
                 logs = keras_epoch(model, epoch_data, validation, train, epoch, on_step)
-        said.epoch_ended(epoch + 1, time.perf_counter() - epoch_started, logs)
+        shown.epoch_ended(epoch + 1, time.perf_counter() - epoch_started, logs)
         if events is not None:
             events.scalars(epoch + 1, logs)
         row = {"epoch": epoch + 1, **logs}
