@@ -1,4 +1,4 @@
-"""A metric added to a problem's DEFAULT_METRICS changes no run id (spec.loader.hashed_spec).
+"""A metric added to a problem's DEFAULT_METRICS, or a new train.verbose default, changes no run id (spec.loader.hashed_spec).
 
 A run that names no metrics computes its problem's DEFAULT_METRICS and lists them in its spec.yaml, but its id
 hashes `metric_catalog.DEFAULTS_IN_RUN_IDS` in their place: the defaults as they were when run ids began.
@@ -64,3 +64,15 @@ def test_a_run_naming_no_metrics_computes_and_lists_the_defaults_of_today_under_
 def test_the_hashed_defaults_are_metrics_of_their_problem(problem):
     assert all(problem in metric_catalog.METRICS.get(name).problems
                for name in metric_catalog.DEFAULTS_IN_RUN_IDS[problem])
+
+
+def test_a_run_leaving_verbose_unset_keeps_the_id_it_had_when_the_default_was_2(tmp_path):
+    (defaulted, _) = build_experiment(SPEC, source="defaults", overrides=[]).runs
+    assert defaulted.train.verbose == 1  # today's default: a bar on a terminal
+    assert "verbose" not in defaulted.resolved["train"]  # spec.yaml leaves it out, as the spec did
+    named_2 = build_experiment({**SPEC, "train": {"verbose": 2}}, source="defaults", overrides=[]).runs[0]
+    named_1 = build_experiment({**SPEC, "train": {"verbose": 1}}, source="defaults", overrides=[]).runs[0]
+    assert defaulted.run_id == named_2.run_id != named_1.run_id
+    # Read again from its spec.yaml, each run keeps its id.
+    for run in (defaulted, named_1, named_2):
+        assert KeptModel(None, None, run.resolved, tmp_path).run_spec().run_id == run.run_id

@@ -363,6 +363,8 @@ def resolve_run(spec: ExperimentSpec, run_raw: dict[str, Any]) -> _Resolved:
         # tensorboard and keep_model only when not their defaults, as diagnostics below: the runs of specs
         # without them keep their ids.
         left_out = {key for key, default in UNHASHED_DEFAULTS.items() if getattr(train, key) == default}
+        if "verbose" not in train.model_fields_set:
+            left_out.add("verbose")  # hashed as VERBOSE_IN_RUN_IDS (hashed_spec)
         resolved["train"] = train.model_dump(mode="json", exclude=left_out or None)
         check_validation(components["task"], train)
     metrics = check_run(components, evaluate)
@@ -382,14 +384,23 @@ def resolve_run(spec: ExperimentSpec, run_raw: dict[str, Any]) -> _Resolved:
     return _Resolved(resolved, hashed, components, train, metrics, decoders)
 
 
+# train.verbose's default when run ids were first hashed. It became 1 (a bar on a terminal) later; a run that
+# leaves it unset is hashed with this value, so that change renamed no run.
+VERBOSE_IN_RUN_IDS = 2
+
+
 def hashed_spec(resolved: dict[str, Any], default_metrics_of: str | None) -> dict[str, Any]:
     """The resolved spec as its run id hashes it: the same, but that a run naming no metrics (`default_metrics_of`:
     its problem) is hashed with `metric_catalog.DEFAULTS_IN_RUN_IDS`, not the DEFAULT_METRICS it computes, so a
-    metric added to a problem's defaults changes no run id."""
-    if default_metrics_of is None:
-        return resolved
-    return {**resolved, "evaluate": {**resolved["evaluate"],
-                                     "metrics": list(metric_catalog.DEFAULTS_IN_RUN_IDS[default_metrics_of])}}
+    metric added to a problem's defaults changes no run id; and a run that leaves train.verbose unset (its
+    spec.yaml leaves it out too) is hashed with VERBOSE_IN_RUN_IDS, whatever today's default."""
+    hashed = dict(resolved)
+    if default_metrics_of is not None:
+        hashed["evaluate"] = {**resolved["evaluate"],
+                              "metrics": list(metric_catalog.DEFAULTS_IN_RUN_IDS[default_metrics_of])}
+    if "train" in resolved and "verbose" not in resolved["train"]:
+        hashed["train"] = {**resolved["train"], "verbose": VERBOSE_IN_RUN_IDS}
+    return hashed
 
 
 def resolve_component(section: str, raw: Any, key: str) -> ResolvedComponent:
