@@ -252,7 +252,7 @@ def predict_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_folder", metavar="RUN",
                         help="a training run's folder, `results/<name>/<run_id>`, or an experiment's results folder, "
                              "`results/<name>`, with `--where`, `--seed` or `--best` choosing one of its runs")
-    add_selection_options(parser, "the run")
+    add_selection_options(parser, one_run=True)
     inputs = parser.add_mutually_exclusive_group(required=True)
     inputs.add_argument("--text", action="extend", nargs="+", metavar="TEXT",
                         help="one input or several (`--text 'A.' 'B.'`, or `--text` again): a prompt for a "
@@ -279,8 +279,12 @@ def predict_options(parser: argparse.ArgumentParser) -> None:
                              "is the attention that produced it")
 
 
-def add_selection_options(parser: argparse.ArgumentParser, what: str) -> None:
-    """--where, --seed and --best: which runs of an experiment's results folder (`predict`, `evaluate`)."""
+def add_selection_options(parser: argparse.ArgumentParser, one_run: bool) -> None:
+    """--where, --seed and --best: which runs of an experiment's results folder; `predict` needs exactly one
+    (`one_run`), `evaluate` takes all that are left."""
+    what = "the run" if one_run else "only the runs"
+    refused = ("A selection that leaves several runs, or a tie, is refused, each candidate on a line" if one_run
+               else "A tie is refused, each run tied on a line")
     parser.add_argument("--where", action="append", default=[], metavar="KEY=VALUE",
                         help=f"{what} with this matrix value, e.g. `--where model.cell=gru` (the key as "
                              "`runs.csv` names it, or its last part, `cell`; repeatable: one key twice means "
@@ -288,16 +292,15 @@ def add_selection_options(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument("--seed", type=non_negative_int, default=None, metavar="N",
                         help=f"{what} trained with this seed")
     parser.add_argument("--best", default=None, metavar="METRIC",
-                        help=f"{what} with the best value of METRIC among those selected: higher or lower is "
-                             "better as the metric catalog says (`accuracy`, `bleu`: higher; `perplexity`, "
-                             "`mse`: lower). A selection that leaves several runs, or a tie, is refused, each "
-                             "candidate on a line")
+                        help=f"{'the run' if one_run else 'only the run'} with the best value of METRIC among "
+                             "those selected: higher or lower is better as the metric catalog says (`accuracy`, "
+                             f"`bleu`: higher; `perplexity`, `mse`: lower). {refused}")
 
 
 def evaluate_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("results_dirs", nargs="+", metavar="RESULTS_DIR",
                         help="`results/<name>`, a results root, or one run's folder, `results/<name>/<run_id>`")
-    add_selection_options(parser, "only the runs")
+    add_selection_options(parser, one_run=False)
     parser.add_argument("--decoders", nargs="+", default=[], metavar="D",
                         help="decoders to add, for seq2seq models and language models that generate (their spec "
                              "has `evaluate.generate` or decoders); each as `predict --decoder` takes it "
