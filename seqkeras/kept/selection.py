@@ -129,7 +129,10 @@ def selected(path: Path, wanted: Selection) -> pd.DataFrame:
         chosen = chosen[chosen[key].map(lambda value, values=values: any(same_value(value, v) for v in values))]
     if wanted.seed is not None:
         chosen = chosen[chosen["seed"].map(lambda value: same_value(value, wanted.seed))]
-    shown_columns = [column for column in runs.columns if is_matrix_column(column)] + ["seed"]
+    # A run is told apart by the matrix keys that vary in its experiment (each run of cells-long-range has a dozen
+    # matrix columns, most of them the same for every run).
+    shown_columns = [column for column in runs.columns if is_matrix_column(column) and varies(runs[column])]
+    shown_columns.append("seed")
     if wanted.best is not None:
         chosen = best_of(chosen, wanted.best, path)
         shown_columns.append(wanted.best)
@@ -181,11 +184,17 @@ def ambiguous(path: Path, wanted: Selection, candidates: pd.DataFrame) -> str:
                 f"({candidates[wanted.best].iloc[0]:.6g})")
     narrow = "narrow it with --where KEY=VALUE, --seed N or --best METRIC, or give one run's folder"
     lines = [f"{path}: {len(candidates)} finished runs{what}; {narrow}:"]
+    shown_columns = [column for column in candidates.attrs.get("shown", ["seed"])
+                     if column in ("seed", wanted.best) or varies(candidates[column])]
     for _, row in candidates.head(SHOWN_CANDIDATES).iterrows():
-        lines.append(f"  {row['run_id']}  ({describe_run(row, candidates.attrs.get('shown', ['seed']))})")
+        lines.append(f"  {row['run_id']}  ({describe_run(row, shown_columns)})")
     if len(candidates) > SHOWN_CANDIDATES:
         lines.append(f"  … and {len(candidates) - SHOWN_CANDIDATES} more")
     return "\n".join(lines)
+
+
+def varies(column: pd.Series) -> bool:
+    return column.nunique(dropna=False) > 1
 
 
 def describe_run(row: pd.Series, columns: list[str]) -> str:
