@@ -1,7 +1,9 @@
 """The metric registry: every metric a spec may name, and the one input type each problem kind's metrics read.
 
 A metric is one function per problem kind it applies to, each a function of
-that problem's input (`INPUTS`) returning one number. A problem's evaluator
+that problem's input (`INPUTS`) returning one number, and the way it is better
+(`direction`: higher, lower, or neither for a number that scores no model), which
+`predict --best` and `evaluate --best` rank runs by. A problem's evaluator
 makes the input from the trained model and the test set, then computes the
 run's metrics from it with `compute`: no evaluator calls a metric by itself.
 `seqkeras.catalog.METRICS` is this registry (the same object), for

@@ -18,6 +18,7 @@ candidate on a line of its own, so that the user can narrow it. `evaluate` takes
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ from seqkeras.evaluation.metric_catalog import METRICS
 from seqkeras.results import files
 from seqkeras.results.folder import OK, is_matrix_column, one_row_per_run, read_runs
 from seqkeras.spec.outputs import same_value
-from seqkeras.spec.selection import parse_only
+from seqkeras.spec.selection import KEY, parse_only
 
 RUNS_CSV = "runs.csv"
 RECORD = "metrics.json"
@@ -59,13 +60,18 @@ class Selection:
 def selection(where: Any = None, seed: Any = None, best: Any = None,
               names: tuple[str, str, str] = ("--where", "--seed", "--best")) -> Selection:
     """A Selection from the command's options or the API's arguments; a SpecError naming the option (`names`) and
-    the value. `where`: KEY=VALUE texts, or (from Python) a mapping of key → value."""
+    the value. `where`: KEY=VALUE texts (each value read as YAML, as `--only` reads it), or (from Python) a mapping
+    of key → value or list of values."""
     if where is None:
-        items: list[str] = []
-    elif isinstance(where, dict):
-        items = [f"{key}={value}" for key, value in where.items()]
+        values: dict[str, list[Any]] = {}
+    elif isinstance(where, dict):  # from Python: the values as given (a list: any of them), not read as YAML
+        values = {str(key): list(value) if isinstance(value, (list, tuple)) else [value]
+                  for key, value in where.items()}
+        for key in values:
+            if not re.fullmatch(KEY, key):
+                raise SpecError(f"{names[0]} {shown(key)}: not a matrix key such as task.lag or model.cell")
     elif isinstance(where, (list, tuple)):
-        items = list(where)
+        values = parse_only(list(where), names[0])
     else:
         raise SpecError(f"{names[0]} takes KEY=VALUE texts or a mapping, not {shown(where)}")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
@@ -77,7 +83,7 @@ def selection(where: Any = None, seed: Any = None, best: Any = None,
                             f"better), so it ranks no runs; metrics that do: {listed(sorted(ranked))}")
         if not isinstance(best, str) or best not in ranked:
             raise SpecError(f"{names[2]} {shown(best)}: {unknown_choice('metric', best, ranked)}")
-    return Selection(parse_only(items, names[0]), seed, best)
+    return Selection(values, seed, best)
 
 
 def is_run_folder(path: Path) -> bool:
