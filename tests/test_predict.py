@@ -347,3 +347,16 @@ def test_version_prints_the_package_version(capsys):
         run_cli(capsys, "--version")
     assert exited.value.code == 0
     assert capsys.readouterr().out.strip() == f"seqkeras {seqkeras.__version__}"
+
+
+def test_evaluate_takes_every_run_a_selection_leaves_but_one_best(tiny_experiment, tmp_path):
+    from seqkeras.execution.reevaluation import selected_runs, selection
+
+    copy = ranked_copy(tiny_experiment, tmp_path, accuracy=[0.2, 0.9, 0.5, 0.9], cross_entropy=[1.1, 1.3, 0.4, 0.9])
+    assert selected_runs([copy], selection(["cell=lstm"])) == {
+        copy: [run_of(copy, "lstm", 0).name, run_of(copy, "lstm", 1).name]}
+    assert selected_runs([copy], selection(best="cross_entropy")) == {copy: [run_of(copy, "lstm", 0).name]}
+    assert selected_runs([copy], selection()) == {copy: None}  # every run
+    assert selected_runs([run_of(copy, "lstm", 1)], selection()) == {copy: [run_of(copy, "lstm", 1).name]}
+    with pytest.raises(SpecError, match="tied at the best accuracy"):
+        selected_runs([copy], selection(best="accuracy"))
