@@ -27,13 +27,15 @@ from seqkeras.results.folder import (
 from seqkeras.spec.checks import check_model_size
 from seqkeras.spec.runs import RunSpec
 from seqkeras.tasks import data_card
+from seqkeras.training.progress import ProgressOutput
 from seqkeras.tracking import tensorboard
 from seqkeras.tuning.pruning import TrialReporter, best_epoch_value
 
 
 
-def execute(run: RunSpec, folder: Path) -> dict[str, Any]:
-    """Run one run and write its folder; never raises for a failing run."""
+def execute(run: RunSpec, folder: Path, progress: ProgressOutput | None = None) -> dict[str, Any]:
+    """Run one run and write its folder; never raises for a failing run. progress: how its training names it on
+    stderr (training.progress; None: by nothing, as a run alone on its output)."""
     import keras
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -46,7 +48,7 @@ def execute(run: RunSpec, folder: Path) -> dict[str, Any]:
         if run.is_probe:
             run_probe(run, folder, record)
         else:
-            run_training(run, folder, record)
+            run_training(run, folder, record, progress)
     except Exception as error:  # a failing run is a result, not a crash of the sweep
         record.update(failure(error, folder))
     record["seconds"] = time.perf_counter() - started
@@ -102,13 +104,13 @@ def run_probe(run: RunSpec, folder: Path, record: dict[str, Any]) -> None:
         write_csv(folder / f"{name}.csv", curve)
 
 
-def run_training(run: RunSpec, folder: Path, record: dict[str, Any]) -> None:
+def run_training(run: RunSpec, folder: Path, record: dict[str, Any], progress: ProgressOutput | None = None) -> None:
     from seqkeras.backends import fitting
     from seqkeras.training import trainer
 
     data = run.task.component.load()(run.task.params, run.seed)
     if run.trial is not None:  # a tuning trial: trained and judged on validation data, never tested or kept
-        return run_trial(run, data, folder, record)
+        return run_trial(run, data, folder, record, progress)
     write_atomic(folder / "vocabulary.json", data.vocabulary.to_json())
     if data.notes:  # what the task says of its data: the pairs in each part, those left out as too long, ...
         record["data"] = dict(data.notes)
@@ -126,7 +128,8 @@ def run_training(run: RunSpec, folder: Path, record: dict[str, Any]) -> None:
             # Measured before fit and without drawing a random number, so training runs as it would without it.
             at_init = gradient_flow.measure(model, data) if measures_gradient_flow else None
             history, seconds = trainer.fit(model, data, run.train, seed=run.seed, checkpoint_dir=folder / ".resume",
-                                           events=events, abilities=run.model.component.abilities_for(run.model.params))
+                                           events=events, abilities=run.model.component.abilities_for(run.model.params),
+                                           progress=progress)
             trained = gradient_flow.measure(model, data) if measures_gradient_flow else None
         # After fitting: a count-based model (n-gram) has its parameters (counts) only then.
         record["params"] = int(model.count_params())
@@ -150,7 +153,7 @@ def run_training(run: RunSpec, folder: Path, record: dict[str, Any]) -> None:
         record["rows"] = [{"keys": row.keys, "metrics": row.metrics} for row in rows]
 
 
-def run_trial(run: RunSpec, data, folder: Path, record: dict[str, Any]) -> None:
+def run_trial(run: RunSpec, data, folder: Path, record: dict[str, Any], progress: ProgressOutput | None = None) -> None:
     """One tuning trial: fit with each epoch reported to its study (which may stop it), and record its objective,
     the best epoch's value on validation data. Its test set is never read."""
     from seqkeras.backends import fitting
@@ -165,7 +168,7 @@ def run_trial(run: RunSpec, data, folder: Path, record: dict[str, Any]) -> None:
         # No checkpoint: a trial cut short is drawn again as a new trial (execution.tuning), never resumed.
         history, seconds = trainer.fit(model, data, run.train, seed=run.seed, events=events,
                                        abilities=run.model.component.abilities_for(run.model.params),
-                                       after_epoch=reporter)
+                                       after_epoch=reporter, progress=progress)
     record["params"] = int(model.count_params())
     record["train_seconds"] = seconds
     write_csv(folder / "history.csv", history)
