@@ -131,21 +131,27 @@ def load(folder: str | Path) -> Results:
 
 
 def evaluate(folder: str | Path, *, decoders: list[Any] = (), metrics: list[str] = (),
-             backend: str | None = None) -> Results:
+             backend: str | None = None, where: Mapping[str, Any] | None = None, seed: int | None = None,
+             best: str | None = None) -> Results:
     """`seqkeras evaluate`'s twin for one experiment's results folder: its kept models evaluated again with more
     `decoders` (["beam(width=5)", {"name": "sample", "temperature": 0.7}]) and `metrics`, without training; the
-    folder's `Results` after. Runs that could not be evaluated are said on stderr, as `run` says failed runs."""
-    from seqkeras.execution.reevaluation import additions, choose_backend, reevaluate
+    folder's `Results` after. `where` (matrix key → value), `seed` and `best` (a metric) evaluate only the runs
+    they select, as `evaluate --where/--seed/--best`. Runs that could not be evaluated are said on stderr, as `run`
+    says failed runs."""
+    from seqkeras.execution.reevaluation import additions, choose_backend, reevaluate, selected_runs, selection
 
     path = Path(checked_path(folder, "folder"))
     wanted = additions(list(decoders) if isinstance(decoders, tuple) else decoders,
                        list(metrics) if isinstance(metrics, tuple) else metrics, names=("decoders", "metrics"))
+    chosen = selection(dict(where) if isinstance(where, Mapping) else where, seed, best,
+                       names=("where", "seed", "best"))
     if not (path / "runs.csv").is_file():
         raise SpecError(f"{path}: not an experiment's results folder (expected results/<name>, with its runs.csv)")
     if backend is not None and backend not in (AUTO, *BACKEND_PACKAGES):
         raise SpecError(unknown_choice("backend", backend, [AUTO, *BACKEND_PACKAGES]))
+    runs = selected_runs([path], chosen)
     select_backend(choose_backend(backend, [path]), load=True)
-    (outcome,) = reevaluate([path], wanted, echo=lambda line: None)
+    (outcome,) = reevaluate([path], wanted, runs=runs, echo=lambda line: None)
     for run_id, why in outcome.failed.items():
         print_warning(f"{run_id}: could not be evaluated again: {why}")
     if not outcome.added and not outcome.unchanged:

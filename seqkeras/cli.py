@@ -23,6 +23,7 @@ from seqkeras.execution import sweep
 from seqkeras.spec.reference import components_markdown, describe_params, section_models
 from seqkeras.spec.runs import saved_decoder_labels
 from seqkeras.spec.sections import TableSpec
+from seqkeras.version import __version__
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
 BACKEND_CHOICES = [AUTO, *BACKEND_PACKAGES]
@@ -111,6 +112,8 @@ class Command:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="seqkeras", description="Declarative experiments for sequence models.")
+    parser.add_argument("--version", action="version", version=f"seqkeras {__version__}",
+                        help="print the package version and exit")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:
         subparser = subparsers.add_parser(command.name, help=command.summary, description=command.summary,
@@ -246,12 +249,15 @@ def export_options(parser: argparse.ArgumentParser) -> None:
 
 
 def predict_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run_folder", metavar="RUN", help="a training run's folder: `results/<name>/<run_id>`")
+    parser.add_argument("run_folder", metavar="RUN",
+                        help="a training run's folder, `results/<name>/<run_id>`, or an experiment's results folder, "
+                             "`results/<name>`, with `--where`, `--seed` or `--best` choosing one of its runs")
+    add_selection_options(parser, one_run=True)
     inputs = parser.add_mutually_exclusive_group(required=True)
-    inputs.add_argument("--text", action="append", metavar="TEXT",
-                        help="an input (repeatable): a prompt for a language model; for a regressor, steps of "
-                             "numbers (`'0.3,0 0.9,1'`: whitespace between steps, commas between a step's "
-                             "features, or a JSON list of steps)")
+    inputs.add_argument("--text", action="extend", nargs="+", metavar="TEXT",
+                        help="one input or several (`--text 'A.' 'B.'`, or `--text` again): a prompt for a "
+                             "language model; for a regressor, steps of numbers (`'0.3,0 0.9,1'`: whitespace "
+                             "between steps, commas between a step's features, or a JSON list of steps)")
     inputs.add_argument("--file", metavar="FILE",
                         help="a UTF-8 file of inputs, one a line (blank lines left out)")
     parser.add_argument("--decoder", default=None, metavar="D",
@@ -273,8 +279,28 @@ def predict_options(parser: argparse.ArgumentParser) -> None:
                              "is the attention that produced it")
 
 
+def add_selection_options(parser: argparse.ArgumentParser, one_run: bool) -> None:
+    """--where, --seed and --best: which runs of an experiment's results folder; `predict` needs exactly one
+    (`one_run`), `evaluate` takes all that are left."""
+    what = "the run" if one_run else "only the runs"
+    refused = ("A selection that leaves several runs, or a tie, is refused, each candidate on a line" if one_run
+               else "A tie is refused, each run tied on a line")
+    parser.add_argument("--where", action="append", default=[], metavar="KEY=VALUE",
+                        help=f"{what} with this matrix value, e.g. `--where model.cell=gru` (the key as "
+                             "`runs.csv` names it, or its last part, `cell`; repeatable: one key twice means "
+                             "either value)")
+    parser.add_argument("--seed", type=non_negative_int, default=None, metavar="N",
+                        help=f"{what} trained with this seed")
+    parser.add_argument("--best", default=None, metavar="METRIC",
+                        help=f"{'the run' if one_run else 'only the run'} with the best value of METRIC among "
+                             "those selected: higher or lower is better as the metric catalog says (`accuracy`, "
+                             f"`bleu`: higher; `perplexity`, `mse`: lower). {refused}")
+
+
 def evaluate_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("results_dirs", nargs="+", metavar="RESULTS_DIR", help="`results/<name>` or a results root")
+    parser.add_argument("results_dirs", nargs="+", metavar="RESULTS_DIR",
+                        help="`results/<name>`, a results root, or one run's folder, `results/<name>/<run_id>`")
+    add_selection_options(parser, one_run=False)
     parser.add_argument("--decoders", nargs="+", default=[], metavar="D",
                         help="decoders to add, for seq2seq models and language models that generate (their spec "
                              "has `evaluate.generate` or decoders); each as `predict --decoder` takes it "
@@ -299,6 +325,16 @@ def positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
     return value
 
 
@@ -434,12 +470,17 @@ def command_export(args) -> int:
 def command_predict(args) -> int:
     from seqkeras.kept.predict import parse_decoder, read_inputs
 
+    from seqkeras.kept.selection import chosen_run, selection
+
+    wanted = selection(args.where, args.seed, args.best)
     texts = read_inputs(args.file) if args.file is not None else args.text
     decoder = parse_decoder(args.decoder, "--decoder") if args.decoder is not None else None
+    # Said on stderr: stdout stays the table.
+    run_folder = chosen_run(Path(args.run_folder), wanted, echo=lambda line: print(line, file=sys.stderr))
     select_backend(load=True)
     from seqkeras.kept.saving import load_model
 
-    kept = load_model(args.run_folder)
+    kept = load_model(run_folder)
     frame = kept.predict(texts, decoder=decoder, length=args.length)
     if args.attention is not None:
         write_attention_maps(Path(args.attention), texts, kept.attention(texts, decoder))
@@ -481,13 +522,13 @@ def write_attention_maps(folder: Path, texts: list[str], maps: list) -> None:
 
 
 def command_evaluate(args) -> int:
-    from seqkeras.execution.reevaluation import additions, choose_backend, reevaluate
-    from seqkeras.results.folder import named_experiment_folders
+    from seqkeras.execution.reevaluation import additions, choose_backend, reevaluate, selected_runs, selection
 
     wanted = additions(args.decoders, args.metrics)
-    folders = named_experiment_folders([Path(p) for p in args.results_dirs])
+    chosen = selected_runs([Path(p) for p in args.results_dirs], selection(args.where, args.seed, args.best))
+    folders = list(chosen)
     select_backend(choose_backend(args.backend, folders), load=True)
-    outcomes = reevaluate(folders, wanted)
+    outcomes = reevaluate(folders, wanted, runs=chosen)
     failed = evaluated = 0
     for outcome in outcomes:
         verdicts = outcome.summary.verdicts if outcome.summary is not None else []  # one per claim

@@ -31,7 +31,7 @@ import typing
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, ClassVar
+from typing import Any, BinaryIO, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, model_validator
 from pydantic_core import PydanticCustomError
@@ -303,6 +303,9 @@ class Metric(Component):
     builder: Callable[..., Any] | None = None
     # problem → its function, `function(inputs) -> float`; the problems in the order they are listed.
     computes: Mapping[str, Callable[[Any], Any]]
+    # Which way is better: "maximize" or "minimize" (`predict --best`, `evaluate --best` read it), or None for a
+    # number that is no score of the model (a ratio, the data's own baseline, a diversity).
+    direction: Literal["maximize", "minimize"] | None = None
 
     @property
     def problems(self) -> tuple[str, ...]:

@@ -221,3 +221,142 @@ def test_bad_input_is_one_line_naming_it_and_exit_2(folders, capsys, tmp_path, c
     assert out == "" and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
     assert err.startswith("error: ") and expected in err, err
     assert (listing(tmp_path), listing(classifier.parent.parent)) == before  # nothing written anywhere
+
+
+# --------------------------------------------------------------------------- a run chosen by what it is
+
+
+@pytest.fixture(scope="module")
+def tiny_experiment(trained_runs):
+    """Four classifier runs (model.cell simple_rnn and lstm, seeds 0 and 1), trained once; read only."""
+    from tests.conftest import TINY_TRAINING_SPEC
+
+    return trained_runs.experiment(TINY_TRAINING_SPEC)
+
+
+def ranked_copy(tiny_experiment, tmp_path, accuracy: list[float], cross_entropy: list[float]) -> Path:
+    """A copy of the tiny experiment whose runs.csv gives its four runs (simple_rnn 0, 1, lstm 0, 1) these
+    metrics, so that which run is best is known."""
+    copy = tmp_path / "tiny"
+    shutil.copytree(tiny_experiment, copy)
+    runs = pd.read_csv(copy / "runs.csv").sort_values(["model.cell", "seed"], ascending=[False, True])
+    runs["accuracy"], runs["cross_entropy"] = accuracy, cross_entropy
+    runs.to_csv(copy / "runs.csv", index=False)
+    return copy
+
+
+def run_of(folder: Path, cell: str, seed: int) -> Path:
+    (found,) = folder.glob(f"cell={cell}_seed={seed}_*")
+    return found
+
+
+def test_an_experiment_folder_and_a_selection_name_the_run_they_mean(tiny_experiment, capsys):
+    direct = predict_cli(capsys, run_of(tiny_experiment, "lstm", 1), "--text", "SA n1 n2", "n3 SB", fmt="csv")
+    for selection in (["--where", "model.cell=lstm", "--seed", "1"], ["--where", "cell=lstm", "--seed", "1"],
+                      ["--seed", "1", "--where", "cell=lstm", "--where", "cell=gru"]):  # a key twice: either value
+        code, out, err = run_cli(capsys, "predict", tiny_experiment, *selection, "--text", "SA n1 n2", "n3 SB",
+                                 "--format", "csv")
+        assert code == 0, err
+        pd.testing.assert_frame_equal(parsed(out, "csv"), direct)
+        assert err.strip() == f"run: {run_of(tiny_experiment, 'lstm', 1)} (model.cell=lstm, seed=1)"
+    kept = seqkeras.load_model(tiny_experiment, where={"model.cell": "lstm"}, seed=1)
+    assert kept.folder == run_of(tiny_experiment, "lstm", 1)
+
+
+def test_the_best_run_is_the_metric_catalogs_best_direction(tiny_experiment, tmp_path, capsys):
+    from seqkeras.kept.selection import chosen_run, selection
+
+    copy = ranked_copy(tiny_experiment, tmp_path, accuracy=[0.2, 0.9, 0.5, 0.7], cross_entropy=[1.1, 1.3, 0.4, 0.9])
+    assert chosen_run(copy, selection(best="accuracy")) == copy / run_of(copy, "simple_rnn", 1).name  # higher
+    assert chosen_run(copy, selection(best="cross_entropy")) == copy / run_of(copy, "lstm", 0).name  # lower
+    assert chosen_run(copy, selection(["cell=lstm"], best="accuracy")) == copy / run_of(copy, "lstm", 1).name
+    code, out, err = run_cli(capsys, "predict", copy, "--where", "cell=lstm", "--best", "accuracy", "--text", "SA")
+    assert code == 0 and "| input" in out, err
+    assert err.strip() == f"run: {run_of(copy, 'lstm', 1)} (model.cell=lstm, seed=1, accuracy=0.7)"
+
+
+def test_an_ambiguous_selection_is_refused_with_each_candidate_on_a_line(tiny_experiment, tmp_path, capsys):
+    code, out, err = run_cli(capsys, "predict", tiny_experiment, "--where", "cell=lstm", "--text", "SA")
+    assert code == 2 and out == "" and "Traceback" not in err
+    first, *candidates = err.strip().splitlines()
+    assert first.startswith(f"error: {tiny_experiment}: 2 finished runs with cell=lstm; narrow it with --where")
+    # Each candidate is told apart by what differs between them (not model.cell: both are lstm).
+    assert candidates == [f"  {run_of(tiny_experiment, 'lstm', seed).name}  (seed={seed})" for seed in (0, 1)]
+    # A tie at the best value is as ambiguous: the tied runs are listed, with their value.
+    copy = ranked_copy(tiny_experiment, tmp_path, accuracy=[0.9, 0.2, 0.5, 0.9], cross_entropy=[1.0] * 4)
+    code, out, err = run_cli(capsys, "predict", copy, "--best", "accuracy", "--text", "SA")
+    first, *candidates = err.strip().splitlines()
+    assert code == 2 and "2 finished runs tied at the best accuracy (0.9)" in first
+    assert [line.split()[0] for line in candidates] == [run_of(copy, "simple_rnn", 0).name,
+                                                        run_of(copy, "lstm", 1).name]
+
+
+@pytest.mark.parametrize("case", ["an unknown key", "a value no run has", "a metric that ranks nothing",
+                                  "an unknown metric", "a metric the runs lack", "a selection of one run's folder"])
+def test_a_selection_that_cannot_be_met_is_one_line_naming_it(tiny_experiment, capsys, case):
+    args, expected = {
+        "an unknown key": (["--where", "cel=lstm"], "--where cel: unknown matrix key 'cel'"),
+        "a value no run has": (["--where", "cell=gru"], "no finished run with cell=gru"),
+        "a metric that ranks nothing": (["--best", "length_ratio"], "length_ratio is no score"),
+        "an unknown metric": (["--best", "acuracy"], "Did you mean 'accuracy'?"),
+        "a metric the runs lack": (["--best", "bleu"], "measured no bleu (they measured: accuracy)"),
+        "a selection of one run's folder": (["--seed", "0"], "is one run's folder: seed 0 selects among"),
+    }[case]
+    folder = run_of(tiny_experiment, "lstm", 0) if case == "a selection of one run's folder" else tiny_experiment
+    code, out, err = run_cli(capsys, "predict", folder, *args, "--text", "SA")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert err.startswith("error: ") and expected in err, err
+
+
+def test_text_takes_several_values_and_may_be_given_again(folders, capsys):
+    frame = predict_cli(capsys, folders["classifier"], "--text", "a b", "c d", "--text", "e", fmt="jsonl")
+    assert frame["input"].tolist() == ["a b", "c d", "e"]
+
+
+def test_many_inputs_are_predicted_one_model_call_per_batch_as_each_alone(tiny_experiment, monkeypatch):
+    from seqkeras.kept.predict import PREDICT_BATCH
+
+    kept = seqkeras.load_model(run_of(tiny_experiment, "lstm", 0))
+    words = kept.preprocessing.vocabulary.tokens[2:12]
+    texts = [" ".join(words[: 1 + index % len(words)]) for index in range(2 * PREDICT_BATCH + 10)]
+    alone = [kept.predict([text]).iloc[0] for text in texts[:12]]
+    calls = []
+    batch = kept.model.predict_on_batch
+    monkeypatch.setattr(kept.model, "predict_on_batch", lambda ids: calls.append(ids.shape) or batch(ids))
+    frame = kept.predict(texts)
+    assert len(calls) == 3 and sum(shape[0] for shape in calls) == len(texts)
+    assert frame["input"].tolist() == texts  # in the inputs' order, whatever the batches' order
+    assert frame["label"].tolist()[:12] == [row["label"] for row in alone]
+    np.testing.assert_allclose(frame["probability"][:12], [row["probability"] for row in alone], rtol=1e-5)
+
+
+def test_a_regressors_inputs_are_batched_by_length(folders, monkeypatch):
+    kept = seqkeras.load_model(folders["regressor"])
+    texts = ["0.5,1 0.25,0", "0.1,0 0.2,1 0.3,0", "0.75,1 0.5,0", "0.9,1"]
+    alone = [float(kept.predict([text])["value"].iloc[0]) for text in texts]
+    calls = []
+    batch = kept.model.predict_on_batch
+    monkeypatch.setattr(kept.model, "predict_on_batch", lambda steps: calls.append(steps.shape) or batch(steps))
+    values = kept.predict(texts)["value"]
+    assert sorted(calls) == [(1, 1, 2), (1, 3, 2), (2, 2, 2)]  # one call per length
+    np.testing.assert_allclose(values, alone, rtol=1e-5)
+
+
+def test_version_prints_the_package_version(capsys):
+    with pytest.raises(SystemExit) as exited:
+        run_cli(capsys, "--version")
+    assert exited.value.code == 0
+    assert capsys.readouterr().out.strip() == f"seqkeras {seqkeras.__version__}"
+
+
+def test_evaluate_takes_every_run_a_selection_leaves_but_one_best(tiny_experiment, tmp_path):
+    from seqkeras.execution.reevaluation import selected_runs, selection
+
+    copy = ranked_copy(tiny_experiment, tmp_path, accuracy=[0.2, 0.9, 0.5, 0.9], cross_entropy=[1.1, 1.3, 0.4, 0.9])
+    assert selected_runs([copy], selection(["cell=lstm"])) == {
+        copy: [run_of(copy, "lstm", 0).name, run_of(copy, "lstm", 1).name]}
+    assert selected_runs([copy], selection(best="cross_entropy")) == {copy: [run_of(copy, "lstm", 0).name]}
+    assert selected_runs([copy], selection()) == {copy: None}  # every run
+    assert selected_runs([run_of(copy, "lstm", 1)], selection()) == {copy: [run_of(copy, "lstm", 1).name]}
+    with pytest.raises(SpecError, match="tied at the best accuracy"):
+        selected_runs([copy], selection(best="accuracy"))

@@ -178,3 +178,22 @@ def test_the_python_twin_adds_the_same_and_returns_the_results(results, capsys):
         seqkeras.evaluate(results)
     with pytest.raises(seqkeras.SpecError, match="not an experiment's results folder"):
         seqkeras.evaluate(results.parent, metrics=["bleu"])
+
+
+def test_a_selection_evaluates_only_the_runs_it_names(results, capsys):
+    def gained() -> dict[int, bool]:
+        return {record["seed"]: "mean_log_prob" in json.dumps(record["rows"] if "rows" in record
+                                                              else record["metrics"])
+                for record in records(results).values()}
+
+    code, out, err = run_cli(capsys, "evaluate", results, "--seed", "1", "--metrics", "mean_log_prob")
+    assert code == 0, err
+    assert gained() == {0: False, 1: True} and "1 run(s) gained rows or columns" in out
+    (seed_0,) = [path.parent for path in results.glob("*/metrics.json") if "seed=0" in path.parent.name]
+    code, out, err = run_cli(capsys, "evaluate", seed_0, "--metrics", "mean_log_prob")  # one run's folder
+    assert code == 0, err
+    assert gained() == {0: True, 1: True}
+    grown = seqkeras.evaluate(results, metrics=["log_prob_per_token"], seed=0)
+    assert grown.runs.set_index("seed")["log_prob_per_token"].notna().to_dict() == {0: True, 1: False}
+    code, out, err = run_cli(capsys, "evaluate", results, "--seed", "5", "--metrics", "chrf")
+    assert code == 2 and f"{results}: no finished run with seed 5" in err and len(err.strip().splitlines()) == 1

@@ -8,6 +8,7 @@ which learning rate wins.
 from __future__ import annotations
 
 import json
+import re
 
 import optuna
 import pandas as pd
@@ -136,7 +137,7 @@ def test_each_point_gets_the_budget_then_its_best_setting_on_every_seed(write_sp
     trials = trials_of(folder)
     assert trials.groupby("model.cell").size().to_dict() == {"gru": 3, "simple_rnn": 3}
     assert set(trials.state) <= {"complete", "pruned"}
-    assert "[tune 6/6]" in out and "trial 3" in out
+    assert "[tune 6/6]" in out and "trial 2" in out and "trial 3" not in out  # Optuna's numbers, from 0
     said = [line for line in out.splitlines() if line.startswith("[tune ")]  # time left from trials' durations
     assert said[0].endswith(" left") and " elapsed, about " in said[0] and not said[-1].endswith(" left")
     best = pd.read_csv(folder / "tuning" / "best.csv").set_index("model.cell")
@@ -168,7 +169,7 @@ def test_each_point_gets_the_budget_then_its_best_setting_on_every_seed(write_sp
     code, out, _ = run_cli(capsys, "run", spec, "--out", tmp_path / "r", "--jobs", "1", "--set", "tune.trials=4")
     assert code == 0, out
     assert trials_of(folder).groupby("model.cell").size().to_dict() == {"gru": 4, "simple_rnn": 4}
-    assert out.count("started trial 4 of") == 2
+    assert out.count("started trial 3 of") == 2
 
     # table --rebuild reads the chosen runs back (not the untuned ones the spec alone gives).
     before = pd.read_csv(folder / "runs.csv")
@@ -192,7 +193,7 @@ def test_a_trial_left_running_by_a_killed_command_is_trained_again_and_not_count
     assert left.number == 2  # as a command killed while training its third trial leaves it: running
     code, out, err = run_cli(capsys, "run", spec, "--out", out_root, "--jobs", "1", "--set", "tune.trials=3")
     assert code == 0, out + err
-    assert "trial 3 was interrupted; its values are trained again" in out
+    assert "trial 2 was interrupted; its values are trained again" in out
     assert "2 of 3 trials done before, reused (the rest are trained now)" in out
     trials = optuna.load_study(study_name=name, storage=storage).get_trials()
     assert trials[2].state == optuna.trial.TrialState.FAIL and trials[2].user_attrs[INTERRUPTED]
@@ -337,7 +338,7 @@ def test_a_trial_already_finished_in_the_study_is_not_told_twice(tmp_path):
     from seqkeras.tuning.study import open_study
 
     tune = TuneSpec.model_validate({"search": {"model.units": {"integer": [2, 8]}}, "trials": 2})
-    study = open_study(f"sqlite:///{tmp_path / 'studies.db'}", "point", tune, seed=0)
+    study, named = open_study(f"sqlite:///{tmp_path / 'studies.db'}", "tuned", "point", {}, "0" * 64, tune, seed=0)
     trial = study.ask({"model.units": optuna.distributions.IntDistribution(2, 8)})
     study.tell(trial.number, state=optuna.trial.TrialState.FAIL)
     said = []
@@ -345,7 +346,8 @@ def test_a_trial_already_finished_in_the_study_is_not_told_twice(tmp_path):
     trials.echo = said.append
     from types import SimpleNamespace
 
-    point = Point([SimpleNamespace(matrix_values={"model.cell": "gru"}, point={})], "point", study)
+    point = Point([SimpleNamespace(matrix_values={"model.cell": "gru"}, point={})], "point", "0" * 64, named.name,
+                  study)
     trials.tell(point, trial.number, {"status": "ok", "trial": {"number": trial.number, "value": 0.5}})
     assert study.trials[0].state == optuna.trial.TrialState.FAIL
     assert said and "already marked finished" in said[0]
@@ -371,3 +373,104 @@ def test_trials_run_as_ray_tasks_as_many_at_once_as_the_cluster_holds(write_spec
     trials = trials_of(tmp_path / "r" / "tuned")
     assert trials.groupby("model.cell").size().to_dict() == {"gru": 2, "simple_rnn": 2}
     assert set(trials.state) <= {"complete", "pruned"} and trials.epochs.notna().all()
+
+
+# --------------------------------------------------------------------------- named studies
+
+ONE_POINT = TUNED.replace("model.cell: [simple_rnn, gru]", "model.cell: [gru]").replace(
+    "trials: 3", "trials: 2").replace("epochs: 3", "epochs: 1").replace("seeds: [0, 1]", "seeds: [0]")
+
+
+def dashboard_get(app, path: str) -> dict:
+    """GET `path` of optuna-dashboard's WSGI app, in this process (no server, no browser)."""
+    from wsgiref.util import setup_testing_defaults
+
+    environ = {"PATH_INFO": path, "REQUEST_METHOD": "GET"}
+    setup_testing_defaults(environ)
+    status = []
+    body = b"".join(app(environ, lambda code, headers, *rest: status.append(code)))
+    assert status[0].startswith("200"), (status, body[:300])
+    return json.loads(body)
+
+
+def tuned_study(folder):
+    storage = f"sqlite:///{folder / 'tuning' / 'studies.db'}"
+    (name,) = optuna.get_all_study_names(storage)
+    return storage, optuna.load_study(study_name=name, storage=storage)
+
+
+def test_a_study_is_named_after_its_experiment_and_point_and_numbers_its_trials_as_optuna(write_spec, tmp_path,
+                                                                                          capsys):
+    wsgi = pytest.importorskip("optuna_dashboard", reason="pip install -r requirements-tracking.txt").wsgi
+    code, out, err = run_cli(capsys, "run", write_spec(ONE_POINT), "--out", tmp_path / "r", "--jobs", "1")
+    assert code == 0, out + err
+    folder = tmp_path / "r" / "tuned"
+    storage, study = tuned_study(folder)
+    experiment, _, key = study.study_name.partition("/")
+    assert experiment == "tuned" and re.fullmatch(r"cell=gru_[0-9a-f]{8}", key), study.study_name
+    assert study.metric_names == ["val_loss"] and study.direction == optuna.study.StudyDirection.MINIMIZE
+    attributes = study.user_attrs
+    assert {name: attributes[name] for name in ("experiment", "point", "metric", "direction", "first_trial_folder")} \
+        == {"experiment": "tuned", "point": {"model.cell": "gru"}, "metric": "val_loss", "direction": "minimize",
+            "first_trial_folder": 0}
+    assert re.fullmatch(r"[0-9a-f]{64}", attributes["spec_identity"]) and key.endswith(attributes["spec_identity"][:8])
+
+    # One number for a trial: Optuna's, its folder's, its record's, trials.csv's and the progress lines'.
+    trials = study.get_trials()
+    assert [trial.number for trial in trials] == [0, 1]
+    folders = sorted(path.name for path in (folder / "tuning").glob("trial-*"))
+    assert folders == [f"trial-000_{key}", f"trial-001_{key}"]
+    for trial in trials:
+        assert trial.user_attrs["run_id"] == f"trial-{trial.number:03d}_{key}"
+        record = json.loads((folder / "tuning" / trial.user_attrs["run_id"] / "metrics.json").read_text())
+        assert record["trial"]["number"] == trial.number
+    assert trials_of(folder)["trial"].tolist() == [0, 1]
+    assert "gru, trial 0:" in out and "gru, trial 1:" in out
+    best = pd.read_csv(folder / "tuning" / "best.csv")
+    assert best["best_trial"].tolist() == [study.best_trial.number]
+
+    # The dashboard shows the study by its name, its objective by its metric, and the suite's trial numbers.
+    app = wsgi(storage)
+    (summary,) = dashboard_get(app, "/api/studies")["study_summaries"]
+    assert summary["study_name"] == study.study_name
+    detail = dashboard_get(app, f"/api/studies/{summary['study_id']}")
+    assert detail["name"] == study.study_name and detail["objective_names"] == ["val_loss"]
+    assert {"key": "experiment", "value": "tuned"} in detail["user_attrs"]
+    assert [trial["number"] for trial in detail["trials"]] == [0, 1]
+    assert [next(a["value"] for a in trial["user_attrs"] if a["key"] == "run_id") for trial in detail["trials"]] \
+        == folders
+
+
+def test_a_study_from_before_studies_were_named_is_read_and_continued_as_it_was_numbered(write_spec, tmp_path,
+                                                                                          capsys):
+    """A results folder of seqkeras 0.1.0: each study named by its point key alone, its folders numbered from 1.
+    Made here from a fresh one (the study copied to its former name, the folders renumbered)."""
+    spec = write_spec(ONE_POINT)
+    assert run_cli(capsys, "run", spec, "--out", tmp_path / "r", "--jobs", "1").code == 0
+    folder = tmp_path / "r" / "tuned"
+    storage, study = tuned_study(folder)
+    key = study.study_name.partition("/")[2]
+    former = optuna.create_study(storage=storage, study_name=key, direction="minimize")  # no attributes, no metric
+    for trial in study.get_trials():
+        trial.set_user_attr("run_id", f"trial-{trial.number + 1:03d}_{key}")
+        former.add_trial(trial)
+    optuna.delete_study(study_name=study.study_name, storage=storage)
+    for number in reversed(range(len(former.trials))):
+        (folder / "tuning" / f"trial-{number:03d}_{key}").rename(folder / "tuning" / f"trial-{number + 1:03d}_{key}")
+    runs_before = pd.read_csv(folder / "runs.csv")
+
+    # Read: table --rebuild finds the chosen runs through the study's former name.
+    code, out, err = run_cli(capsys, "table", folder, "--rebuild")
+    assert code == 0, out + err
+    pd.testing.assert_frame_equal(pd.read_csv(folder / "runs.csv"), runs_before)
+    # Continued: a raised budget adds trial 2 to the same study, in folder trial-003 (its numbering), and names it.
+    code, out, err = run_cli(capsys, "run", spec, "--out", tmp_path / "r", "--jobs", "1", "--set", "tune.trials=3")
+    assert code == 0, out + err
+    assert optuna.get_all_study_names(storage) == [key]
+    continued = optuna.load_study(study_name=key, storage=storage)
+    assert len(continued.trials) == 3 and continued.user_attrs["first_trial_folder"] == 1
+    assert continued.metric_names == ["val_loss"] and continued.user_attrs["experiment"] == "tuned"
+    assert sorted(path.name for path in (folder / "tuning").glob("trial-*")) == [
+        f"trial-{number:03d}_{key}" for number in (1, 2, 3)]
+    assert trials_of(folder)["trial"].tolist() == [1, 2, 3]
+    assert "gru, trial 3:" in out

@@ -25,12 +25,15 @@ from seqkeras.errors import SpecError
 from seqkeras.execution.identity import code_version
 from seqkeras.execution.sweep import rebuild
 from seqkeras.kept.reevaluation import RECORD, Additions, additions, reevaluate_run
+from seqkeras.kept.selection import Selection, is_run_folder, selected_run_ids, selection
 from seqkeras.results import files
+from seqkeras.results.folder import named_experiment_folders
 from seqkeras.results.locks import file_lock
 from seqkeras.results.record import read_record
 
-# `additions` is kept's; the API reads it here, the stage it may import.
-__all__ = ["FolderOutcome", "additions", "choose_backend", "recorded_backend", "reevaluate"]
+# `additions` and `selection` are kept's; the API reads them here, the stage it may import.
+__all__ = ["FolderOutcome", "additions", "choose_backend", "recorded_backend", "reevaluate", "selected_runs",
+           "selection"]
 
 
 @dataclass
@@ -65,14 +68,37 @@ def choose_backend(requested: str | None, folders: list[Path]) -> str | None:
     return requested or os.environ.get("KERAS_BACKEND") or recorded_backend(folders)
 
 
-def reevaluate(folders: list[Path], additions: Additions, *,
+def selected_runs(paths: list[Path], wanted: Selection) -> dict[Path, list[str] | None]:
+    """The experiment folders the command names, each with the run ids `wanted` selects in it (None: all of them).
+    A run folder named on its own stands for its experiment folder and that one run."""
+    chosen: dict[Path, list[str] | None] = {}
+    for path in paths:
+        if is_run_folder(path):
+            if wanted:
+                raise SpecError(f"{path} is one run's folder: {wanted.describe()} selects among an experiment's "
+                                f"runs; give its results folder ({path.parent})")
+            if not files.present(path.parent, "runs.csv"):
+                raise SpecError(f"{path}: a run folder outside an experiment's results folder (no runs.csv beside it)")
+            ids = chosen.get(path.parent, [])
+            chosen[path.parent] = None if ids is None else [*ids, path.name]
+            continue
+        for folder in named_experiment_folders([path]):
+            chosen[folder] = selected_run_ids(folder, wanted) if wanted else None
+    return chosen
+
+
+def reevaluate(folders: list[Path], additions: Additions, *, runs: dict[Path, list[str] | None] | None = None,
                echo: Callable[[str], None] = print) -> list[FolderOutcome]:
-    """Each experiment folder's kept models evaluated again with `additions` (module docstring)."""
+    """Each experiment folder's kept models evaluated again with `additions` (module docstring); `runs`: the run ids
+    to evaluate in each folder (`selected_runs`), every run of a folder it leaves out or maps to None."""
     stamp = {"backend": runtime.running_backend(), "seqkeras": code_version()}
     outcomes = []
     for folder in folders:
         outcome = FolderOutcome(folder)
         run_folders = list(files.subfolders_with(folder, RECORD))
+        only = (runs or {}).get(folder)
+        if only is not None:
+            run_folders = [run_folder for run_folder in run_folders if run_folder.name in only]
         echo(f"{folder}: {len(run_folders)} run folder(s)")
         for index, run_folder in enumerate(run_folders, start=1):
             started = time.perf_counter()

@@ -55,12 +55,24 @@ class Point:
     """One matrix point: its runs (one per seed), its study, and the trials this command started."""
 
     runs: list[RunSpec]
-    study_name: str
+    key: str  # `cell=lstm_1a2b3c4d` (tuning.study.point_key): its study's name after the experiment's, its folders'
+    identity: str  # what its study is of (tuning.study.spec_identity)
+    study_name: str  # its study's name in the database (a study from before studies were named: the key alone)
     study: Any = None  # optuna.Study, opened in `tune`
+    first_number: int = 0  # the folder number of the study's trial 0 (tuning.study.Named)
 
     @property
     def first(self) -> RunSpec:
         return self.runs[0]
+
+    def shown(self, number: int) -> int:
+        """Optuna's trial number as the suite shows it: the same, but in a study from before studies were named,
+        whose folders were numbered from 1."""
+        return number + self.first_number
+
+    def found(self, study, named) -> Point:
+        self.study, self.study_name, self.first_number = study, named.name, named.first_number
+        return self
 
     @property
     def label(self) -> str:
@@ -78,12 +90,14 @@ def points_of(experiment: Experiment, runs: list[RunSpec]) -> list[Point]:
     grouped: dict[str, list[RunSpec]] = {}
     for run in runs:
         grouped.setdefault(json.dumps(run.point, sort_keys=True, default=str), []).append(run)
-    from seqkeras.tuning.study import study_name
+    from seqkeras.tuning.study import point_key, spec_identity, study_name
 
     points = []
     for members in grouped.values():
         document = {key: value for key, value in members[0].hashed.items() if key != "seed"}
-        points.append(Point(members, study_name(point_label(members[0].point), document, experiment.spec.tune)))
+        identity = spec_identity(document, experiment.spec.tune)
+        key = point_key(point_label(members[0].point), identity)
+        points.append(Point(members, key, identity, study_name(experiment.spec.name, key)))
     return points
 
 
@@ -100,7 +114,8 @@ def tune(experiment: Experiment, folder: Path, executor, *, echo: Callable[[str]
     points = points_of(experiment, experiment.runs)
     check_studies_file(spec_tune, folder)
     for point in points:
-        point.study = study_or_error(lambda point=point: open_study(url, point.study_name, spec_tune, seed), url)
+        point.found(*study_or_error(lambda point=point: open_study(
+            url, experiment.spec.name, point.key, point_values(point), point.identity, spec_tune, seed), url))
     trials = Trials(experiment, folder, points, url, seed, echo, tracker)
     trials.recover()
     trials.run(executor)
@@ -161,7 +176,7 @@ def tuned_experiment(experiment: Experiment, folder: Path) -> Experiment:
 def chosen_runs(experiment: Experiment, runs: list[RunSpec], url: str) -> list[RunSpec]:
     """These runs' points, each as its study (in the database at `url`) chose it, without training anything."""
     return [run for point in points_of(experiment, runs)
-            for run in best_runs(experiment, reopened(point, url, experiment.spec.tune))]
+            for run in best_runs(experiment, reopened(point, url, experiment.spec.tune, experiment.spec.name))]
 
 
 def tuning_plan(experiment: Experiment, folder: Path) -> str:
@@ -172,7 +187,7 @@ def tuning_plan(experiment: Experiment, folder: Path) -> str:
     tune_spec = experiment.spec.tune
     url = storage_url(tune_spec, folder)
     seed = tuning_seed(experiment)
-    points = [reopened(point, url, tune_spec) for point in points_of(experiment, experiment.runs)]
+    points = [reopened(point, url, tune_spec, experiment.spec.name) for point in points_of(experiment, experiment.runs)]
     done = sum(min(spent(point.study), tune_spec.trials) for point in points if point.study is not None)
     total = tune_spec.trials * len(points)
     return (f"tune: {len(points)} matrix point(s) × {tune_spec.trials} trials on seed {seed} ({done} of {total} done; "
@@ -180,19 +195,26 @@ def tuning_plan(experiment: Experiment, folder: Path) -> str:
             "values', which tuning replaces)")
 
 
-def reopened(point: Point, url: str, tune_spec: TuneSpec) -> Point:
-    """The point with its study, when the database has it (read only: nothing is created)."""
+def reopened(point: Point, url: str, tune_spec: TuneSpec, experiment: str) -> Point:
+    """The point with its study, when the database has it under its name or its former one (read only: nothing is
+    created)."""
     import optuna
 
-    from seqkeras.tuning.study import storage
+    from seqkeras.tuning.study import found_study, storage
 
     if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).is_file():
         return point
     check_studies_file(tune_spec, Path(url.removeprefix("sqlite:///")).parent.parent)
     names = study_or_error(lambda: optuna.get_all_study_names(storage(url)), url)
-    if point.study_name in names:
-        point.study = study_or_error(lambda: optuna.load_study(study_name=point.study_name, storage=storage(url)), url)
+    named = found_study(names, experiment, point.key)
+    if named is not None:
+        point.found(study_or_error(lambda: optuna.load_study(study_name=named.name, storage=storage(url)), url), named)
     return point
+
+
+def point_values(point: Point) -> dict[str, Any]:
+    """The point's matrix values (dotted key → value), as its study's `point` attribute names them."""
+    return dict(point.first.matrix_values or point.first.point)
 
 
 def best_runs(experiment: Experiment, point: Point) -> list[RunSpec]:
@@ -233,7 +255,7 @@ class Trials:
         self.progress = Progress(self.total)  # `run` sets it to the trials this command trains, for their time left
 
     def trial_folder(self, point: Point, number: int) -> Path:
-        return self.folder / STUDIES_FOLDER / f"trial-{number + 1:03d}_{point.study_name}"
+        return self.folder / STUDIES_FOLDER / f"trial-{point.shown(number):03d}_{point.key}"
 
     def recover(self) -> None:
         """Trials left running by a killed command (their folder's lock is free): told from their record when they
@@ -251,7 +273,7 @@ class Trials:
                         self.tell(point, trial.number, record)
                     else:
                         mark_interrupted(point.study, trial)
-                        self.echo(f"{point.label}: trial {trial.number + 1} was interrupted; its values are "
+                        self.echo(f"{point.label}: trial {point.shown(trial.number)} was interrupted; its values are "
                                   "trained again")
 
     def run(self, executor) -> None:
@@ -298,9 +320,9 @@ class Trials:
         run.trial = TrialLink(self.url, point.study_name, number, self.tune.objective, self.tune.goal,
                               self.tune.model_dump(mode="json"))
         run.tuned = dict(values)
-        label = f"trial {number + 1} of {point.label}: {folder.name}"
+        label = f"trial {point.shown(number)} of {point.label}: {folder.name}"
         # its point: by_study[run.trial.study]
-        return Job(number, run, folder, label, f"trial {number + 1} of {point.label}")
+        return Job(number, run, folder, label, f"trial {point.shown(number)} of {point.label}")
 
     def tell(self, point: Point, number: int, record: dict[str, Any]) -> None:
         from optuna.trial import TrialState
@@ -311,8 +333,8 @@ class Trials:
         if study._storage.get_trial(trial_id).state.is_finished():
             # Another command sharing the database took it for interrupted before this one had locked its folder,
             # and queued its values again: the study keeps that verdict (at worst, one trial trained twice).
-            self.echo(f"{point.label}: trial {number + 1} was already marked finished in the study; its result is "
-                      "kept in its folder only")
+            self.echo(f"{point.label}: trial {point.shown(number)} was already marked finished in the study; its "
+                      "result is kept in its folder only")
             return
         study._storage.set_trial_user_attr(trial_id, "run_id", record.get("run_id"))
         study._storage.set_trial_user_attr(trial_id, "seconds", record.get("seconds"))
@@ -339,13 +361,13 @@ class Trials:
         else:
             status = f"{self.tune.objective} {outcome.get('value'):.4g}"
         best = best_trial(point.study)
-        best_text = f"; best {best.value:.4g} (trial {best.number + 1})" if best is not None else ""
+        best_text = f"; best {best.value:.4g} (trial {point.shown(best.number)})" if best is not None else ""
         elapsed = time.monotonic() - self.started
         # A pruned trial's time counts as it was: the mix of pruned and whole trials is what the rest will be.
         self.progress.finished(record.get("status") != OK, None if record.get("reused") else record.get("seconds"))
         left = self.progress.seconds_left()
         left_text = f", about {duration(left)} left" if left is not None and done < self.total else ""
-        self.echo(f"[tune {done}/{self.total}] {point.label}, trial {job.run.trial.number + 1}: {status} "
+        self.echo(f"[tune {done}/{self.total}] {point.label}, trial {point.shown(job.run.trial.number)}: {status} "
                   f"({record.get('seconds', 0):.1f} s){best_text}; {duration(elapsed)} elapsed{left_text}")
 
     def wait_for_others(self) -> None:
@@ -385,7 +407,7 @@ def trial_rows(point: Point, experiment: Experiment) -> list[dict[str, Any]]:
         rows.append({
             **point_columns(point, experiment),
             "study": point.study_name,
-            "trial": trial.number + 1,
+            "trial": point.shown(trial.number),
             "state": trial.state.name.lower() + (" (interrupted)" if trial.user_attrs.get("interrupted") else ""),
             "objective": trial.value if trial.value is not None else (
                 trial.intermediate_values[epochs] if epochs is not None else None),
@@ -414,7 +436,7 @@ def best_row(point: Point, experiment: Experiment, tune_spec: TuneSpec) -> dict[
         "objective": tune_spec.objective,
         "direction": tune_spec.goal,
         "best": best.value if best else None,
-        "best_trial": best.number + 1 if best else None,
+        "best_trial": point.shown(best.number) if best else None,
         **{f"best.{key}": (best.params.get(key) if best else None) for key in tune_spec.search},
         "median": median,
         "best_minus_median": (best.value - median) if best and median is not None else None,

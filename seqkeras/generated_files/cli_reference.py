@@ -82,8 +82,9 @@ def option_synopsis(action: argparse.Action) -> str:
 
 
 def repeats(action: argparse.Action) -> str:
-    """... after an option that may be given again (`--set KEY=VALUE`...), as a usage line writes it."""
-    return "..." if isinstance(action, argparse._AppendAction) else ""
+    """... after an option that may be given again (`--set KEY=VALUE`...), as a usage line writes it; one that takes
+    several values (`--text TEXT...`, given again or not) has its ... already."""
+    return "..." if isinstance(action, argparse._AppendAction) and action.nargs not in ("+", "*") else ""
 
 
 def synopsis(action: argparse.Action) -> str:

@@ -8,7 +8,9 @@ count-based n-gram model, which is not a Keras model) and `preprocessing.json`
 gives a `KeptModel`; `predict` turns new inputs into a table of its outputs
 (`seqkeras predict`), through the evaluators' decoding and generation;
 `reevaluation` evaluates a kept run again with more decoders or metrics
-(`seqkeras evaluate`), adding to its record and files.
+(`seqkeras evaluate`), adding to its record and files; `selection` says which
+runs of an experiment's results folder a user means (matrix values, a seed, the
+best by a metric), for `predict`, `evaluate` and `load_model`.
 `preprocessing` is plain Python (no Keras). (What makes the suite's Keras
 classes findable by `keras.saving.load_model` is `backends.serializable`.) It reads a
 results folder through results' safe readers and rebuilds a run through the spec

@@ -11,6 +11,10 @@ One row per input, as a pandas DataFrame, per problem:
 
 `unknown` counts the input's words outside the vocabulary: each became `<unk>`.
 
+Many inputs are predicted in batches (`PREDICT_BATCH`, shortest first, each padded to its own longest): one model
+call per batch. A seq2seq model decodes a batch at a time too (the evaluator's `decode_sources`); a language model
+continues one prompt at a time, as its run's generation did, each with its own sampling seed.
+
 Decoding reuses the suite's own paths: the seq2seq evaluator's `decode_sources` and the language models'
 `generation.generate`, with the run's seed for sampling (`decoders.seeded`), so a sampled output is the same
 every time. A decoder is written as a spec writes it (`{name: beam, width: 5}`, in YAML or JSON), as a name
@@ -40,6 +44,9 @@ from seqkeras.tasks.base import CLASSIFICATION, LANGUAGE_MODELING, REGRESSION, S
 
 DECODING = (SEQ2SEQ, LANGUAGE_MODELING)
 DEFAULT_LENGTH = 30  # tokens a language model adds to a prompt (evaluate.generate's default)
+# Inputs per model call: one call per batch, not per input (Keras's `predict` costs a few milliseconds a call
+# before any arithmetic); big enough that a file of inputs is a few calls, small enough for any model's memory.
+PREDICT_BATCH = 256
 
 
 # --------------------------------------------------------------------------- inputs
@@ -118,18 +125,19 @@ def predict(kept, texts, decoder: Any = None, length: int | None = None) -> pd.D
         if not tokens:
             raise SpecError(f"input {index + 1} ({shown(texts[index])}) has no tokens once standardized as the "
                             "task did: give a text with words in it")
+    lengths = [len(tokens) for tokens in encoded.tokens]
     if problem == CLASSIFICATION:
-        probabilities = np.asarray(kept.model.predict(encoded.ids, verbose=0))
+        probabilities = np.stack(per_input(kept.model.predict_on_batch, encoded.ids, lengths))
         best = probabilities.argmax(-1)
         return pd.DataFrame({"input": texts, "label": kept.preprocessing.labels_of(best),
                              "probability": probabilities[np.arange(len(texts)), best].astype(float),
                              "unknown": unknown})
     if problem == TAGGING:
         if kept.abilities.tags:  # a CRF: the Viterbi path, as the trainer decides
-            ids = np.asarray(kept.model.predict_tags(encoded.ids))
+            ids = per_input(kept.model.predict_tags, encoded.ids, lengths)
         else:
-            ids = np.asarray(kept.model.predict(encoded.ids, verbose=0)).argmax(-1)
-        tags = [" ".join(kept.preprocessing.labels_of(ids[row, : len(tokens)]))
+            ids = [row.argmax(-1) for row in per_input(kept.model.predict_on_batch, encoded.ids, lengths)]
+        tags = [" ".join(kept.preprocessing.labels_of(ids[row][: len(tokens)]))
                 for row, tokens in enumerate(encoded.tokens)]
         return pd.DataFrame({"input": texts, "tokens": [" ".join(t) for t in encoded.tokens], "tags": tags,
                              "unknown": unknown})
@@ -211,6 +219,35 @@ def continuation(kept, prompts: list[str], choice: BaseModel, seed: int,
 def regression(kept, texts: list[str]) -> pd.DataFrame:
     features = kept.preprocessing.document.input.features or 1
     steps = [features_of(text, features, index) for index, text in enumerate(texts)]
-    # One input at a time: padding would be read as steps.
-    values = [float(np.asarray(kept.model.predict(array[None], verbose=0)).reshape(-1)[0]) for array in steps]
-    return pd.DataFrame({"input": texts, "value": values})
+    # A regressor reads every step (no padding mask: padding would be read as steps), so a batch holds inputs of
+    # one length only: the batches of each length in turn.
+    values = np.zeros(len(steps))
+    for length in sorted({len(array) for array in steps}):
+        same = np.asarray([index for index, array in enumerate(steps) if len(array) == length])
+        for start in range(0, len(same), PREDICT_BATCH):
+            chunk = same[start : start + PREDICT_BATCH]
+            predicted = np.asarray(kept.model.predict_on_batch(np.stack([steps[i] for i in chunk])))
+            values[chunk] = predicted.reshape(len(chunk), -1)[:, 0]
+    return pd.DataFrame({"input": texts, "value": values.astype(float)})
+
+
+# --------------------------------------------------------------------------- batches
+
+
+def batches(lengths: list[int], size: int = PREDICT_BATCH) -> list[np.ndarray]:
+    """The inputs' indices in batches of `size`, shortest inputs first, so that a batch pads little beyond its own
+    longest input."""
+    order = np.argsort(np.asarray(lengths), kind="stable")
+    return [order[start : start + size] for start in range(0, len(order), size)]
+
+
+def per_input(call, ids: np.ndarray, lengths: list[int]) -> list[np.ndarray]:
+    """`call` (the model, one batch of ids → one output per row) over every input, one call per batch, each batch
+    cut to its longest input; the outputs back in the inputs' order. The models mask id 0, so how much padding a
+    batch has does not change an input's output."""
+    outputs: list[Any] = [None] * len(lengths)
+    for chunk in batches(lengths):
+        predicted = np.asarray(call(ids[chunk, : max(lengths[index] for index in chunk)]))
+        for position, index in enumerate(chunk):
+            outputs[index] = predicted[position]
+    return outputs

@@ -272,12 +272,20 @@ def without_default_metrics(raw: dict[str, Any]) -> dict[str, Any]:
     return {**raw, "evaluate": {key: value for key, value in evaluate.items() if key != "metrics"}}
 
 
-def load_model(folder: str | Path) -> KeptModel:
-    """The kept model of a run folder (results/<name>/<run_id>); a `SpecError` naming the file when there is none
-    or a file is not what it should be."""
+def load_model(folder: str | Path, *, where: dict[str, Any] | None = None, seed: int | None = None,
+               best: str | None = None) -> KeptModel:
+    """The kept model of a run folder (results/<name>/<run_id>), or of the run of an experiment's results folder
+    (results/<name>) that `where` (matrix key → value), `seed` and `best` (a metric: the best run by it) select
+    (`kept.selection`); a `SpecError` naming the file when there is none or a file is not what it should be, or
+    listing the candidates when the selection leaves several runs."""
     if not isinstance(folder, (str, Path)):
         raise SpecError(f"load_model takes a run folder's path (str or Path), not a {type(folder).__name__}")
     folder = Path(folder)
+    wanted = where is not None or seed is not None or best is not None
+    if wanted or (folder.is_dir() and files.present(folder, "runs.csv")):
+        from seqkeras.kept.selection import chosen_run, selection
+
+        folder = chosen_run(folder, selection(where, seed, best, names=("where", "seed", "best")))
     if not folder.is_dir():
         raise SpecError(f"{folder}: not a run folder (expected results/<name>/<run_id>, which `run` writes)")
     if not files.present(folder, FILE):

@@ -378,7 +378,7 @@ def draw_key_chart(found: Found, key: str) -> "Figure":
 
 
 def _best_trial_numbers(found: Found) -> dict[str, int | None]:
-    """Each point's best trial number (1-based), as best.csv names it."""
+    """Each point's best trial number, as best.csv names it (as trials.csv does)."""
     if found.best is None or "best_trial" not in found.best:
         return {}
     return {point: _whole(trial) for point, trial in zip(found.best["point"], found.best["best_trial"])}

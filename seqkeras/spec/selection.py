@@ -24,18 +24,19 @@ from seqkeras.spec.sections import ExperimentSpec
 KEY = r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*"
 
 
-def parse_only(items: list[str]) -> dict[str, list[Any]]:
-    """`["task.lag=10", "task.lag=25", "seed=0"]` → `{"task.lag": [10, 25], "seed": [0]}`."""
+def parse_only(items: list[str], option: str = "--only") -> dict[str, list[Any]]:
+    """`["task.lag=10", "task.lag=25", "seed=0"]` → `{"task.lag": [10, 25], "seed": [0]}`; errors name `option`
+    (`predict --where` reads its values the same way)."""
     wanted: dict[str, list[Any]] = {}
     for item in items:
-        key, sep, text = item.partition("=")
+        key, sep, text = item.partition("=") if isinstance(item, str) else ("", "", "")
         key = key.strip()
         if not sep or not re.fullmatch(KEY, key):
-            raise SpecError(f"--only expects KEY=VALUE with a matrix key such as task.lag=10, got {shown(item)}")
+            raise SpecError(f"{option} expects KEY=VALUE with a matrix key such as task.lag=10, got {shown(item)}")
         try:
             value = yaml.safe_load(text)
         except yaml.YAMLError:
-            raise SpecError(f"--only {key}: cannot read {shown(text)} as a value") from None
+            raise SpecError(f"{option} {key}: cannot read {shown(text)} as a value") from None
         wanted.setdefault(key, []).append(value)
     return wanted
 

@@ -3,19 +3,35 @@
 One study per matrix point, all in one database: by default the SQLite file
 `tuning/studies.db` in the experiment's results folder (`optuna-dashboard
 sqlite:///…/studies.db` opens it), else the URL `tune.storage` names, which
-workers on several machines share. A study's name is the point's readable
-values and a digest of what the study is of (the point's resolved spec and the
-tune section less its budget): a changed search space starts a new study, a
-raised budget continues the old one.
+workers on several machines share.
+
+A study is named `<experiment>/<point key>`; the point key is the point's
+readable values and a digest of what the study is of (the point's resolved spec
+and the tune section less its budget), `cell=lstm_1a2b3c4d`: a changed search
+space starts a new study, a raised budget continues the old one. The study
+names its objective (`set_metric_names`: the dashboard plots `val_loss`, not
+"Objective 0") and says in its user attributes what it is of, for whoever opens
+the database with Optuna or its dashboard: `experiment`, `point` (its matrix
+values), `spec_identity` (the sha256 its name's digest starts), `metric`,
+`direction` and `first_trial_folder`.
+
+A trial's number is Optuna's, from 0, everywhere the suite shows one: its
+folder `tuning/trial-000_<point key>`, trials.csv, best.csv, the progress lines.
+A study made before studies were named (seqkeras 0.1.0's: named by its point
+key alone, its folders numbered from `trial-001`) is still found under that
+former name and continued as it was numbered: its user attribute
+`first_trial_folder` says 1 (`Named.first_number`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
 import math
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -72,11 +88,41 @@ def _file_identity(url: str) -> tuple[int, int] | None:
     return found.st_dev, found.st_ino
 
 
-def study_name(point_label: str, point_document: dict[str, Any], tune: TuneSpec) -> str:
-    """`cell=lstm_lag=100_1a2b3c4d`: the point, and a digest of what its study searches."""
+def spec_identity(point_document: dict[str, Any], tune: TuneSpec) -> str:
+    """The sha256 of what a study is of: the point's resolved spec (less its seed) and the tune section less its
+    budget and storage."""
     text = json.dumps({"point": point_document, "tune": tune.study_document()}, sort_keys=True, default=str)
-    digest = hashlib.sha256(text.encode()).hexdigest()[:8]
-    return f"{point_label}_{digest}" if point_label else digest
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def point_key(point_label: str, identity: str) -> str:
+    """`cell=lstm_lag=100_1a2b3c4d`: the point, and the start of its study's identity; the study's name after its
+    experiment's, and its trial folders' suffix (the whole name, before studies were named)."""
+    return f"{point_label}_{identity[:8]}" if point_label else identity[:8]
+
+
+def study_name(experiment: str, key: str) -> str:
+    """`cells-long-range/cell=lstm_lag=100_1a2b3c4d`: the experiment, then the point key."""
+    return f"{experiment}/{key}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Named:
+    """A study as this suite names it: its name in the database, and the number its first trial's folder has (0:
+    Optuna's own numbers; 1: a study from before studies were named)."""
+
+    name: str
+    first_number: int = 0
+
+
+def found_study(names: list[str], experiment: str, key: str) -> Named | None:
+    """The point's study among the database's study names: under its name, else under its former one (its key
+    alone); None when there is neither."""
+    if study_name(experiment, key) in names:
+        return Named(study_name(experiment, key))
+    if key in names:
+        return Named(key, first_number=1)
+    return None
 
 
 def distributions(tune: TuneSpec) -> dict[str, Any]:
@@ -109,13 +155,26 @@ def pruner(tune: TuneSpec) -> optuna.pruners.BasePruner:
     return optuna.pruners.MedianPruner(n_startup_trials=tune.startup_trials, n_warmup_steps=tune.warmup_epochs + 1)
 
 
-def open_study(url: str, name: str, tune: TuneSpec, seed: int) -> optuna.Study:
-    """The study, created the first time."""
-    study = optuna.create_study(storage=storage(url), study_name=name, direction=tune.goal, load_if_exists=True,
-                                sampler=sampler(tune, seed, 0), pruner=pruner(tune))
+def open_study(url: str, experiment: str, key: str, point: dict[str, Any], identity: str, tune: TuneSpec,
+               seed: int) -> tuple[optuna.Study, Named]:
+    """The point's study, created the first time (or found under its former name), with its objective's name and
+    its user attributes (module docstring) set."""
+    named = found_study(optuna.get_all_study_names(storage(url)), experiment, key) or Named(study_name(experiment,
+                                                                                                      key))
+    study = optuna.create_study(storage=storage(url), study_name=named.name, direction=tune.goal,
+                                load_if_exists=True, sampler=sampler(tune, seed, 0), pruner=pruner(tune))
     if study.direction.name.lower() != tune.goal:
-        raise ValueError(f"study {name} in {url} {study.direction.name.lower()}s; this spec {tune.goal}s")
-    return study
+        raise ValueError(f"study {named.name} in {url} {study.direction.name.lower()}s; this spec {tune.goal}s")
+    if study.metric_names != [tune.objective]:
+        with warnings.catch_warnings():  # experimental since Optuna 3.2, and what its dashboard reads
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            study.set_metric_names([tune.objective])
+    attributes = {"experiment": experiment, "point": point, "spec_identity": identity, "metric": tune.objective,
+                  "direction": tune.goal, "first_trial_folder": named.first_number}
+    for name, value in attributes.items():
+        if study.user_attrs.get(name) != value:  # each write is a transaction another process may wait for
+            study.set_user_attr(name, value)
+    return study, named
 
 
 def counted(trial: optuna.trial.FrozenTrial) -> bool:
