@@ -32,6 +32,7 @@ from seqkeras.results.record import OK, read_record  # pydantic, not pandas: eve
 
 if TYPE_CHECKING:
     from seqkeras.spec.runs import RunSpec
+    from seqkeras.tracking.mlflow_live import LiveTracking
 
 
 class Reuse(NamedTuple):
@@ -58,9 +59,11 @@ def reusable_record(folder: Path, run: RunSpec, *, force: bool = False) -> Reuse
     return Reuse(record, None)
 
 
-def execute_once(run: RunSpec, folder: Path, force: bool, label: str = "") -> dict[str, Any]:
+def execute_once(run: RunSpec, folder: Path, force: bool, label: str = "",
+                 tracking: LiveTracking | None = None) -> dict[str, Any]:
     """The run, under its folder's lock; `label` ("run 3 of 18: <run id>") is said when it starts, in
-    the process that runs it, so that the training lines that follow can be told apart."""
+    the process that runs it, so that the training lines that follow can be told apart; `tracking`: the
+    MLflow store it is logged to while it runs (`run --track`), from that process."""
     from seqkeras.execution.single_run import execute, failure, new_record
     from seqkeras.results.folder import disk_full
 
@@ -71,7 +74,7 @@ def execute_once(run: RunSpec, folder: Path, force: bool, label: str = "") -> di
                 return {**previous, "reused": True}
             if label:
                 print(f"started {label}", flush=True)  # flushed: a worker's output is a pipe's, not a terminal's
-            return execute(run, folder)
+            return execute(run, folder, tracking)
     except OSError as error:  # its folder cannot be written (read-only, a file in the way, disk full)
         if disk_full(error) is None:
             error = OSError(f"cannot write the run folder {folder}: {error.strerror or error}")
@@ -162,6 +165,7 @@ class Job:
     run: RunSpec
     folder: Path
     label: str = ""  # said when the run starts (execute_once)
+    tracking: LiveTracking | None = None  # the MLflow store it is logged to while it runs (run --track)
 
 
 # Draws the next job, or None when there is none left (Executor.stream).
@@ -188,7 +192,7 @@ class SerialExecutor:
 
     def stream(self, next_job: NextJob, force: bool) -> Iterator[tuple[Job, dict[str, Any]]]:
         while (job := next_job()) is not None:
-            yield job, execute_once(job.run, job.folder, force, job.label)
+            yield job, execute_once(job.run, job.folder, force, job.label, job.tracking)
 
     def describe(self) -> str:
         return f"in this process ({self.reason})" if self.reason else "in this process"
@@ -248,7 +252,7 @@ class ProcessExecutor:
         try:
             while True:
                 while len(futures) < self.jobs and (job := next_job()) is not None:
-                    futures[self.pool.submit(execute_once, job.run, job.folder, force, job.label)] = job
+                    futures[self.pool.submit(execute_once, job.run, job.folder, force, job.label, job.tracking)] = job
                 if not futures:
                     return
                 done, _ = wait(futures, return_when=FIRST_COMPLETED)
@@ -342,7 +346,7 @@ class RayExecutor:
         pending: dict[Any, Job] = {}
         while True:
             while len(pending) < width and (job := next_job()) is not None:
-                pending[remote.remote(job.run, str(job.folder), force, self.backend, threads)] = job
+                pending[remote.remote(job.run, str(job.folder), force, self.backend, threads, job.tracking)] = job
             if not pending:
                 return
             done, _ = ray.wait(list(pending), num_returns=1)
@@ -369,6 +373,7 @@ def _result_or_failure(get, job: Job) -> dict[str, Any]:
         return record
 
 
-def _ray_task(run: RunSpec, folder: str, force: bool, backend: str, threads: int) -> dict[str, Any]:
+def _ray_task(run: RunSpec, folder: str, force: bool, backend: str, threads: int,
+              tracking: LiveTracking | None = None) -> dict[str, Any]:
     setup_worker(backend, threads)
-    return execute_once(run, Path(folder), force)
+    return execute_once(run, Path(folder), force, tracking=tracking)

@@ -299,7 +299,8 @@ class Trials:
                               self.tune.model_dump(mode="json"))
         run.tuned = dict(values)
         label = f"trial {number + 1} of {point.label}: {folder.name}"
-        return Job(number, run, folder, label)  # its point: by_study[run.trial.study]
+        tracking = self.tracker.live(self.folder) if self.tracker is not None else None
+        return Job(number, run, folder, label, tracking)  # its point: by_study[run.trial.study]
 
     def tell(self, point: Point, number: int, record: dict[str, Any]) -> None:
         from optuna.trial import TrialState

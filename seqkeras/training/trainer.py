@@ -8,7 +8,7 @@ import math
 import shutil
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -73,6 +73,7 @@ def fit(
     events: EventWriter | None = None,
     abilities: Abilities = KERAS_MODEL,
     after_epoch: Callable[[int, dict[str, float]], bool] | None = None,
+    callbacks: Sequence[keras.callbacks.Callback] = (),
 ) -> tuple[pd.DataFrame, float]:
     """Train one epoch at a time; returns the per-epoch history and the training seconds.
 
@@ -91,6 +92,11 @@ def fit(
 
     `after_epoch(epoch, history row)` is called after each epoch; True stops training there (a tuning trial
     that its pruner stopped, tuning.pruning).
+
+    `callbacks` are Keras callbacks told of the training by this loop, not by Keras's fit (each epoch is a fit
+    of its own, and the lean loop has none): `set_model`, `on_train_begin`, `on_epoch_end(epoch, logs)` with
+    Keras's 0-based epoch and the epoch's history values, and `on_train_end` (a live MLflow run's epochs,
+    tracking.mlflow_epochs). A counted model has no epochs: they are not called.
     """
     if abilities.estimated:
         started = time.perf_counter()
@@ -130,6 +136,9 @@ def fit(
     stopper = EarlyStopper(train.early_stopping, state)
     started = time.perf_counter() - state.seconds
     lean = lean_loop(model)
+    for callback in callbacks:
+        callback.set_model(model)
+        callback.on_train_begin()
     for epoch in range(state.epoch, train.epochs):
         order = np.random.default_rng([seed, epoch]).permutation(len(y))
         epoch_data = (take_rows(x, order), y[order], weights[order] if weights is not None else None)
@@ -164,6 +173,8 @@ def fit(
             )
         state.history.append(row)
         state.epoch = epoch + 1
+        for callback in callbacks:
+            callback.on_epoch_end(epoch, dict(logs))
         stop = stopper.update(row, model)
         if after_epoch is not None and after_epoch(epoch + 1, row):
             stop = True
@@ -173,6 +184,8 @@ def fit(
         if stop:
             break
     stopper.restore_best(model)
+    for callback in callbacks:
+        callback.on_train_end()
     seconds = time.perf_counter() - started
     if checkpoint:
         checkpoint.clear()
