@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import time
+import warnings
 from datetime import datetime
 
 import pandas as pd
@@ -146,18 +147,38 @@ def test_metric_names_of_evaluation_rows():
 
 def test_a_tracking_failure_is_said_and_the_run_is_still_recorded(tiny_spec, tmp_path, capsys, monkeypatch):
     pytest.importorskip("mlflow")
-    from seqkeras.tracking.mlflow_tracking import MlflowTracker
+    from seqkeras.tracking import mlflow_live, mlflow_tracking
 
     def fails(*_):  # a store that worked when checked (a bad one is refused before training) fails later
         raise RuntimeError("the store went away")
 
-    monkeypatch.setattr(MlflowTracker, "_log", fails)
+    for module in (mlflow_live, mlflow_tracking):  # while the run trains, and when the command logs its record
+        monkeypatch.setattr(module, "store_write", fails)
     code = main(["run", str(tiny_spec), "--out", str(tmp_path), "--only", "seed=0", "--only", "model.cell=lstm",
                  "--track", "mlflow"])
-    out = capsys.readouterr().out
-    assert code == 0, out
-    assert "not logged to the tracker" in out and "its folder and runs.csv have it" in out
+    captured = capsys.readouterr()
+    assert code == 0, captured
+    assert "live logging to the tracker stopped (RuntimeError: the store went away)" in captured.err
+    assert "not logged to the tracker" in captured.out and "its folder and runs.csv have it" in captured.out
     assert list(pd.read_csv(tmp_path / "tiny" / "runs.csv")["status"]) == ["ok"]
+
+
+def test_a_run_whose_live_logging_failed_is_logged_whole_when_it_ends(tiny_spec, tmp_path, capsys, monkeypatch):
+    pytest.importorskip("mlflow")
+    from seqkeras.tracking import mlflow_live
+
+    def fails(*_):
+        raise RuntimeError("the server hiccuped")
+
+    monkeypatch.setattr(mlflow_live, "log_metrics", fails)  # the first epoch's write fails, in the live run only
+    code = main(["run", str(tiny_spec), "--out", str(tmp_path), "--only", "seed=0", "--only", "model.cell=lstm",
+                 "--set", "train.epochs=2", "--track", "mlflow"])
+    captured = capsys.readouterr()
+    assert code == 0, captured
+    assert captured.err.count("live logging to the tracker stopped (RuntimeError: the server hiccuped)") == 1
+    client, (run,) = mlflow_runs(f"sqlite:///{tmp_path / 'mlflow.db'}", "tiny")  # the half-logged one is gone
+    assert run.info.status == "FINISHED"
+    assert [m.step for m in client.get_metric_history(run.info.run_id, "epoch/loss")] == [1, 2]
 
 
 @pytest.mark.parametrize("option, message", [
@@ -185,6 +206,8 @@ def test_a_run_is_logged_while_it_trains_and_its_model_is_an_mlflow_logged_model
     pytest.importorskip("mlflow")
     import mlflow
     import numpy as np
+
+    from mlflow.entities import LoggedModelStatus
 
     from seqkeras.tracking.mlflow_live import LiveRun
 
@@ -227,10 +250,13 @@ def test_a_run_is_logged_while_it_trains_and_its_model_is_an_mlflow_logged_model
     mlflow.set_tracking_uri(uri)
     try:
         (model,) = mlflow.search_logged_models(experiment_ids=[run.info.experiment_id], output_format="list")
-        assert model.source_run_id == run.info.run_id and model.status.to_string() == "READY"
+        assert model.source_run_id == run.info.run_id and model.status == LoggedModelStatus.READY
         assert model.tags["seqkeras.run_id"] == folder.name
-        loaded = mlflow.keras.load_model(f"models:/{model.model_id}")
-        as_pyfunc = mlflow.pyfunc.load_model(f"models:/{model.model_id}")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            loaded = mlflow.keras.load_model(f"models:/{model.model_id}")
+            as_pyfunc = mlflow.pyfunc.load_model(f"models:/{model.model_id}")
+        assert [str(w.message) for w in caught if "keras" in w.filename] == []  # e.g. skipped optimizer variables
     finally:
         mlflow.set_tracking_uri(None)
     kept = seqkeras.load_model(folder)

@@ -8,8 +8,10 @@ it among the run's outputs. Both go through an explicit `MlflowClient`: MLflow's
 would set this process's tracking URI and active run, which a notebook calling
 `seqkeras.run` owns.
 
-The model is saved as the run keeps it (kept.saving): without its optimizer's state. It is
-read back by MLflow's own loaders, `mlflow.keras.load_model("models:/<id>")` and
+The model is saved as `mlflow.keras.log_model` saves one, with its optimizer's state (which
+model.keras leaves out, kept.saving): MLflow's loaders compile the model they read, and a
+compiled model without that state loads with Keras's warning that it skipped the optimizer's
+variables. It is read back by MLflow's own loaders, `mlflow.keras.load_model("models:/<id>")` and
 `mlflow.pyfunc.load_model`, in a process that has imported `seqkeras` where the model holds
 the suite's own layers; `mlflow.search_logged_models` finds it (its `source_run_id` is the
 MLflow run, its tag `seqkeras.run_id` the seqkeras run).
@@ -30,12 +32,7 @@ def save_keras_model(model, staging: Path, requirements: list[str]) -> Path:
     import mlflow.keras
 
     folder = staging / MODEL_NAME
-    optimizer = getattr(model, "optimizer", None)
-    model.optimizer = None  # as kept.saving keeps it: the optimizer's state doubles the file and is never used
-    try:
-        mlflow.keras.save_model(model, str(folder), signature=input_signature(model), pip_requirements=requirements)
-    finally:
-        model.optimizer = optimizer
+    mlflow.keras.save_model(model, str(folder), signature=input_signature(model), pip_requirements=requirements)
     return folder
 
 
