@@ -44,9 +44,11 @@ def execute(run: RunSpec, folder: Path, tracking: LiveTracking | None = None) ->
 
     folder.mkdir(parents=True, exist_ok=True)
     write_yaml(folder / "spec.yaml", run.resolved)  # before the MLflow run opens: its params
+    if tracking is not None:
+        tracking.prepare()  # MLflow's import, in a fresh worker, before the run's start is taken
+    started = time.perf_counter()  # from the record's start: its seconds and the MLflow run's duration agree
     record = new_record(run)
     live = tracking.open(record, folder) if tracking is not None else None
-    started = time.perf_counter()
     try:
         keras.backend.clear_session()
         runtime.set_random_seed(run.seed)

@@ -34,9 +34,18 @@ from seqkeras.tracking.mlflow_models import save_keras_model, upload_model
 from seqkeras.tracking.mlflow_records import final_metrics, history_metrics, is_number, metric_name
 from seqkeras.tracking.mlflow_store import first_line, open_client, store_write
 from seqkeras.tracking.mlflow_runs import (
-    close_run, experiment_id, log_metrics, log_params, opening_tags, record_key, record_name_problem,
+    close_run, experiment_id, log_metrics, log_params, opening_tags, record_key, record_name_problem, started_ms,
     upload_run_files,
 )
+
+
+_CLIENTS: dict[str, Any] = {}  # one MlflowClient per store and process: a worker logs many runs
+
+
+def client_for(uri: str):
+    if uri not in _CLIENTS:
+        _CLIENTS[uri] = open_client(uri)
+    return _CLIENTS[uri]
 
 
 @dataclass(frozen=True)
@@ -47,6 +56,12 @@ class LiveTracking:
     lock: Path | None       # the store's inter-process lock (a SQLite or folder store), None for a server
     artifacts: Path         # a SQLite store's artifact root
     experiment: str         # the MLflow experiment: the seqkeras experiment's folder name
+
+    def prepare(self) -> None:
+        """Import MLflow and connect, once per process, before the run's clock starts: seconds in a fresh worker,
+        which are not the run's. A store that cannot be reached is said when the run opens."""
+        with contextlib.suppress(Exception):
+            client_for(self.uri)
 
     def open(self, record: dict[str, Any], run_folder: Path, *,
              warn: Callable[[str], None] = print_warning) -> LiveRun | None:
@@ -79,11 +94,12 @@ class LiveRun:
         self.logged_epochs: set[int] = set()
 
     def start(self, record: dict[str, Any]) -> None:
-        self.client = open_client(self.target.uri)
+        self.client = client_for(self.target.uri)
         self.experiment_id = experiment_id(self.client, self.target.experiment, self.target.uri,
                                            self.target.artifacts)
+        # The record's start: the MLflow run and metrics.json say the same moment.
         run = self.client.create_run(self.experiment_id, run_name=self.run_folder.name,
-                                     start_time=int(time.time() * 1000),
+                                     start_time=started_ms(record) or int(time.time() * 1000),
                                      tags=opening_tags(record, self.run_folder, self.target.experiment))
         self.run_id = run.info.run_id
         log_params(self.client, self.run_id, self.run_folder, self.warn)
@@ -113,6 +129,7 @@ class LiveRun:
     def close(self, record: dict[str, Any]) -> None:
         """The record's metrics, the epochs not logged live (those before a resume), the folder's files, the
         status and the end; or, once a write failed, the MLflow run deleted for the command to log it whole."""
+        ended = int(time.time() * 1000)  # the run's end, not that of the uploads below
         history = history_metrics(self.run_folder, self.warn)
         missing = [entry for entry in history if entry[2] not in self.logged_epochs]
         final = final_metrics(record, int(history[-1][2]) if history else 0)
@@ -120,8 +137,7 @@ class LiveRun:
         def finish() -> None:
             log_metrics(self.client, self.run_id, missing + final)
             upload_run_files(self.client, self.run_id, self.run_folder, self.label, self.warn)
-            close_run(self.client, self.run_id, record, record_key(record, self.run_folder.name),
-                      int(time.time() * 1000))
+            close_run(self.client, self.run_id, record, record_key(record, self.run_folder.name), ended)
 
         if not self._write(finish):
             self.discard()

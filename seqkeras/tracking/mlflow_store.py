@@ -239,7 +239,8 @@ def check_store(uri: str, out_root: Path) -> tuple[Path | None, Any]:
 
     _quiet_mlflow()
     try:
-        with file_lock(lock, timeout=120):
+        # A server's store (no lock of ours) is created by the server.
+        with file_lock(lock, timeout=120) if lock else contextlib.nullcontext():
             if database is not None:
                 problem = check_sqlite(database)
                 if problem:
