@@ -57,12 +57,12 @@ def started_ms(record: dict[str, Any]) -> int | None:
 
 
 def opening_tags(record: dict[str, Any], run_folder: Path, experiment_name: str) -> dict[str, str]:
-    """The tags an MLflow run of `record` opens with (its status is said when it closes)."""
+    """The tags an MLflow run of `record` opens with (its status, and whether it is a tuning trial, are said when
+    it closes)."""
     run_name = run_folder.name
     return {"seqkeras.experiment": experiment_name, "seqkeras.run_id": run_name,
             "seqkeras.seed": str(record["seed"]), "seqkeras.backend": str(record.get("backend", ""))[:1000],
-            "mlflow.runName": run_name, "seqkeras.folder": str(run_folder), FOLDER_TAG: digest(str(run_folder)),
-            **({"seqkeras.tuning_trial": "true"} if record.get("trial") else {})}
+            "mlflow.runName": run_name, "seqkeras.folder": str(run_folder), FOLDER_TAG: digest(str(run_folder))}
 
 
 def log_params(client, run_id: str, run_folder: Path, warn: Callable[[str], None]) -> None:
@@ -88,6 +88,8 @@ def close_run(client, run_id: str, record: dict[str, Any], key: str, end_time: i
     from mlflow.entities import RunTag
 
     client.set_tag(run_id, "seqkeras.status", str(record["status"]))
+    if record.get("trial"):  # a tuning trial's record says so once it has run
+        client.set_tag(run_id, "seqkeras.tuning_trial", "true")
     client.set_terminated(run_id, status="FINISHED" if record["status"] == "ok" else "FAILED", end_time=end_time)
     client.log_batch(run_id, tags=[RunTag("seqkeras.record", key), RunTag(DIGEST_TAG, digest(key))])
 
