@@ -1,7 +1,9 @@
-"""Helpers the test modules share: the command line in-process, and a layer's config round trip."""
+"""Helpers the test modules share: the command line in-process, a layer's config round trip, and a fake
+terminal."""
 
 from __future__ import annotations
 
+import io
 import json
 from typing import NamedTuple
 
@@ -100,3 +102,10 @@ def run_with_and_without_gradient_flow(write_spec, capsys, out, *, cell: str, la
     (plain,) = (out / "plain").glob("seed=0_*")
     (diagnosed,) = (out / "diagnosed").glob("seed=0_*")
     return plain, diagnosed
+
+
+class FakeTerminal(io.StringIO):
+    """A stream that says it is a terminal, as stderr is in an interactive shell: what training draws there."""
+
+    def isatty(self) -> bool:
+        return True

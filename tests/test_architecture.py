@@ -17,12 +17,12 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "seqkeras"
 
-# What a function may defer importing: libraries that take from a few tenths of a second
-# (pandas, scipy, seqeval with scikit-learn, sacrebleu) to seconds (TensorFlow, Keras,
-# torch) to import, which `seqkeras validate` and a worker's start must not pay for,
-# and seqkeras modules that import one of them when they load.
+# What a function may defer importing: libraries that take from a tenth of a second (tqdm, which
+# draws the training bar) or a few tenths (pandas, scipy, seqeval with scikit-learn, sacrebleu)
+# to seconds (TensorFlow, Keras, torch) to import, which `seqkeras validate` and a worker's start
+# must not pay for, and seqkeras modules that import one of them when they load.
 HEAVY = {"tensorflow", "tensorflow_text", "keras", "keras_hub", "torch", "matplotlib", "ray", "jax", "mlflow",
-         "tensorboard", "pandas", "scipy", "seqeval", "sacrebleu", "optuna"}
+         "tensorboard", "pandas", "scipy", "seqeval", "sacrebleu", "optuna", "tqdm"}
 
 # What the top level keeps: the entry points (docs/architecture.md); everything else is in a stage's subpackage.
 # Entry points, and the foundations every stage may import (errors, user_files, registry, version).

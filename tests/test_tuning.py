@@ -137,6 +137,8 @@ def test_each_point_gets_the_budget_then_its_best_setting_on_every_seed(write_sp
     assert trials.groupby("model.cell").size().to_dict() == {"gru": 3, "simple_rnn": 3}
     assert set(trials.state) <= {"complete", "pruned"}
     assert "[tune 6/6]" in out and "trial 3" in out
+    said = [line for line in out.splitlines() if line.startswith("[tune ")]  # time left from trials' durations
+    assert said[0].endswith(" left") and " elapsed, about " in said[0] and not said[-1].endswith(" left")
     best = pd.read_csv(folder / "tuning" / "best.csv").set_index("model.cell")
     runs = pd.read_csv(folder / "runs.csv")
     assert len(runs) == 4 and set(runs.status) == {"ok"}

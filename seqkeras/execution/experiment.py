@@ -19,7 +19,7 @@ import pandas as pd
 
 from seqkeras.execution.executors import Job, SerialExecutor, reusable_record
 from seqkeras.execution.identity import reused_under
-from seqkeras.execution.progress import Progress, track
+from seqkeras.execution.progress import Progress, run_label, track
 from seqkeras.execution.tuning import tune, untuned_failure
 from seqkeras.results.locks import file_lock
 from seqkeras.reporting.data_card import write_experiment_card
@@ -86,7 +86,7 @@ def run_experiment(
         else:
             if why_not:
                 echo(f"{run.run_id}: {why_not}; running it again")
-            pending.append(Job(index, run, run_folder, f"run {index + 1} of {total}: {run.run_id}",
+            pending.append(Job(index, run, run_folder, f"run {index + 1} of {total}: {run.run_id}", run_label(run),
                                tracker.live(folder) if tracker is not None else None))
     if records:
         echo(f"{experiment.spec.name}: {len(records)} of {total} runs done before, reused: {reused_under()} "
@@ -105,14 +105,15 @@ def run_experiment(
             write_csv(folder / "runs.csv", frame)
         return frame
 
-    progress = Progress(len(pending))
+    progress = Progress(len(pending), executor.slots)
     try:
         for done, (job, record) in enumerate(executor.map(pending, force), start=1):
             records[job.index] = record
             status = "ok" if record["status"] == OK else f"FAILED: {record['error']}"
             if record.get("reused"):
                 status = "finished by another process, reused"
-            progress.finished(record["status"] != OK)
+            # A record another process finished took this sweep no time: its seconds are not this sweep's pace.
+            progress.finished(record["status"] != OK, None if record.get("reused") else record.get("seconds"))
             echo(f"[{len(records)}/{total}] {job.run.run_id}: {status} ({record.get('seconds', 0):.1f} s); {progress}")
             if tracker is not None:
                 track(tracker, record, job.folder, echo)

@@ -30,6 +30,7 @@ from seqkeras.results.folder import (
 from seqkeras.spec.checks import check_model_size
 from seqkeras.spec.runs import RunSpec
 from seqkeras.tasks import data_card
+from seqkeras.training.progress import ProgressOutput
 from seqkeras.tracking import tensorboard
 from seqkeras.tuning.pruning import TrialReporter, best_epoch_value
 
@@ -37,9 +38,11 @@ if TYPE_CHECKING:
     from seqkeras.tracking.mlflow_live import LiveRun, LiveTracking
 
 
-def execute(run: RunSpec, folder: Path, tracking: LiveTracking | None = None) -> dict[str, Any]:
-    """Run one run and write its folder; never raises for a failing run. tracking: where to log it while it
-    runs (`run --track`), from this process."""
+def execute(run: RunSpec, folder: Path, progress: ProgressOutput | None = None,
+            tracking: LiveTracking | None = None) -> dict[str, Any]:
+    """Run one run and write its folder; never raises for a failing run. progress: how its training names it on
+    stderr (training.progress; None: by nothing, as a run alone on its output); tracking: where to log it while
+    it runs (`run --track`), from this process."""
     import keras
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -55,7 +58,7 @@ def execute(run: RunSpec, folder: Path, tracking: LiveTracking | None = None) ->
         if run.is_probe:
             run_probe(run, folder, record)
         else:
-            run_training(run, folder, record, live)
+            run_training(run, folder, record, progress, live)
     except Exception as error:  # a failing run is a result, not a crash of the sweep
         record.update(failure(error, folder))
     record["seconds"] = time.perf_counter() - started
@@ -113,7 +116,8 @@ def run_probe(run: RunSpec, folder: Path, record: dict[str, Any]) -> None:
         write_csv(folder / f"{name}.csv", curve)
 
 
-def run_training(run: RunSpec, folder: Path, record: dict[str, Any], live: LiveRun | None = None) -> None:
+def run_training(run: RunSpec, folder: Path, record: dict[str, Any], progress: ProgressOutput | None = None,
+                 live: LiveRun | None = None) -> None:
     import keras
 
     from seqkeras.backends import fitting
@@ -122,7 +126,7 @@ def run_training(run: RunSpec, folder: Path, record: dict[str, Any], live: LiveR
     data = run.task.component.load()(run.task.params, run.seed)
     callbacks = live_callbacks(live)
     if run.trial is not None:  # a tuning trial: trained and judged on validation data, never tested or kept
-        return run_trial(run, data, folder, record, callbacks)
+        return run_trial(run, data, folder, record, progress, callbacks)
     write_atomic(folder / "vocabulary.json", data.vocabulary.to_json())
     if data.notes:  # what the task says of its data: the pairs in each part, those left out as too long, ...
         record["data"] = dict(data.notes)
@@ -141,7 +145,7 @@ def run_training(run: RunSpec, folder: Path, record: dict[str, Any], live: LiveR
             at_init = gradient_flow.measure(model, data) if measures_gradient_flow else None
             history, seconds = trainer.fit(model, data, run.train, seed=run.seed, checkpoint_dir=folder / ".resume",
                                            events=events, abilities=run.model.component.abilities_for(run.model.params),
-                                           callbacks=callbacks)
+                                           progress=progress, callbacks=callbacks)
             trained = gradient_flow.measure(model, data) if measures_gradient_flow else None
         # After fitting: a count-based model (n-gram) has its parameters (counts) only then.
         record["params"] = int(model.count_params())
@@ -188,7 +192,8 @@ def requirements(record: dict[str, Any]) -> list[str]:
     return pinned
 
 
-def run_trial(run: RunSpec, data, folder: Path, record: dict[str, Any], callbacks: list) -> None:
+def run_trial(run: RunSpec, data, folder: Path, record: dict[str, Any], progress: ProgressOutput | None = None,
+              callbacks: list | None = None) -> None:
     """One tuning trial: fit with each epoch reported to its study (which may stop it), and record its objective,
     the best epoch's value on validation data. Its test set is never read."""
     from seqkeras.backends import fitting
@@ -203,7 +208,7 @@ def run_trial(run: RunSpec, data, folder: Path, record: dict[str, Any], callback
         # No checkpoint: a trial cut short is drawn again as a new trial (execution.tuning), never resumed.
         history, seconds = trainer.fit(model, data, run.train, seed=run.seed, events=events,
                                        abilities=run.model.component.abilities_for(run.model.params),
-                                       after_epoch=reporter, callbacks=callbacks)
+                                       after_epoch=reporter, progress=progress, callbacks=callbacks or ())
     record["params"] = int(model.count_params())
     record["train_seconds"] = seconds
     write_csv(folder / "history.csv", history)

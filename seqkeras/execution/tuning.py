@@ -35,7 +35,7 @@ import pandas as pd
 
 from seqkeras.errors import SpecError
 from seqkeras.execution.executors import Job
-from seqkeras.execution.progress import duration, track
+from seqkeras.execution.progress import Progress, duration, matrix_label, track
 from seqkeras.results.folder import write_csv
 from seqkeras.results.locks import file_lock, try_file_lock
 from seqkeras.results.record import OK, read_record
@@ -65,9 +65,7 @@ class Point:
     @property
     def label(self) -> str:
         """`lag=100, cell=lstm`: the point's matrix values, as the progress lines name it."""
-        values = self.first.matrix_values or self.first.point
-        return ", ".join(f"{key.split('.')[-1]}={value}" for key, value in values.items()
-                         if value is not None) or "the experiment"
+        return matrix_label(self.first.matrix_values or self.first.point) or "the experiment"
 
 
 def tuning_seed(experiment: Experiment) -> int:
@@ -232,6 +230,7 @@ class Trials:
         self.total = self.tune.trials * len(points)
         self.by_study = {point.study_name: point for point in points}
         self.started = time.monotonic()
+        self.progress = Progress(self.total)  # `run` sets it to the trials this command trains, for their time left
 
     def trial_folder(self, point: Point, number: int) -> Path:
         return self.folder / STUDIES_FOLDER / f"trial-{number + 1:03d}_{point.study_name}"
@@ -264,6 +263,7 @@ class Trials:
                     else "the rest are trained now")
             self.echo(f"{self.experiment.spec.name}: tuning: {done_before} of {self.total} trials done before, "
                       f"reused ({then})")
+        self.progress = Progress(self.total - done_before, executor.slots)
         if done_before < self.total:
             self.echo(f"{self.experiment.spec.name}: tuning {len(self.points)} matrix point(s), {self.tune.trials} "
                       f"trials each ({self.tune.sampler} sampler, pruner {self.tune.pruner}, objective "
@@ -300,7 +300,8 @@ class Trials:
         run.tuned = dict(values)
         label = f"trial {number + 1} of {point.label}: {folder.name}"
         tracking = self.tracker.live(self.folder) if self.tracker is not None else None
-        return Job(number, run, folder, label, tracking)  # its point: by_study[run.trial.study]
+        # its point: by_study[run.trial.study]
+        return Job(number, run, folder, label, f"trial {number + 1} of {point.label}", tracking)
 
     def tell(self, point: Point, number: int, record: dict[str, Any]) -> None:
         from optuna.trial import TrialState
@@ -341,8 +342,12 @@ class Trials:
         best = best_trial(point.study)
         best_text = f"; best {best.value:.4g} (trial {best.number + 1})" if best is not None else ""
         elapsed = time.monotonic() - self.started
+        # A pruned trial's time counts as it was: the mix of pruned and whole trials is what the rest will be.
+        self.progress.finished(record.get("status") != OK, None if record.get("reused") else record.get("seconds"))
+        left = self.progress.seconds_left()
+        left_text = f", about {duration(left)} left" if left is not None and done < self.total else ""
         self.echo(f"[tune {done}/{self.total}] {point.label}, trial {job.run.trial.number + 1}: {status} "
-                  f"({record.get('seconds', 0):.1f} s){best_text}; {duration(elapsed)} elapsed")
+                  f"({record.get('seconds', 0):.1f} s){best_text}; {duration(elapsed)} elapsed{left_text}")
 
     def wait_for_others(self) -> None:
         """Trials another process still trains (a shared folder or database): the best setting waits for them."""

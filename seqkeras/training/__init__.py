@@ -3,8 +3,8 @@ with the suite's loss and accuracy (`losses`).
 
 It owns checkpoints for resuming, early stopping and the choice between
 Keras's fit and the torch backend's lean loop. `settings` is the schema of the
-`train:` section and `predictions` what a trained model predicted, the input of
-every metric. Never the spec, evaluation, execution or reporting.
+`train:` section, `predictions` what a trained model predicted, the input of
+every metric, and `progress` what a run says while it trains. Never the spec, evaluation, execution or reporting.
 
 May import: errors, registry, backends, tasks, results.
 """

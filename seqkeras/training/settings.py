@@ -44,7 +44,10 @@ class TrainSpec(Params):
     # which sees both sections, checks it.
     early_stopping: EarlyStoppingSpec | None = Field(None, description="Stop when the monitored value stalls.")
     verbose: Literal[0, 1, 2] = Field(
-        2, description="Progress: 0 silent; 1 or 2 one line per epoch (its loss and metrics)."
+        2, description="Progress while the run trains, on stderr: 0 nothing; 1 a bar within each epoch (steps, rate, "
+        "time left) on a terminal the run has to itself, else one line per epoch, as 2; 2 one line per epoch "
+        "(seconds, loss, metrics). A line names its run (matrix point and seed) where the output is not a terminal "
+        "or --jobs N workers share it."
     )
     tensorboard: bool = Field(
         False,

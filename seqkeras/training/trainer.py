@@ -20,6 +20,7 @@ import pandas as pd
 from seqkeras.backends.fitting import build_before_tracing, lean_loop
 from seqkeras.registry import KERAS_MODEL, Abilities
 from seqkeras.training.predictions import Predictions
+from seqkeras.training.progress import EpochProgress, ProgressOutput
 from seqkeras.results.folder import write_atomic
 from seqkeras.training.settings import EarlyStoppingSpec, OptimizerSpec, TrainSpec
 from seqkeras.tasks.base import CLASSIFICATION, REGRESSION, SEQ2SEQ, SequenceData
@@ -73,6 +74,7 @@ def fit(
     events: EventWriter | None = None,
     abilities: Abilities = KERAS_MODEL,
     after_epoch: Callable[[int, dict[str, float]], bool] | None = None,
+    progress: ProgressOutput | None = None,
     callbacks: Sequence[keras.callbacks.Callback] = (),
 ) -> tuple[pd.DataFrame, float]:
     """Train one epoch at a time; returns the per-epoch history and the training seconds.
@@ -92,6 +94,9 @@ def fit(
 
     `after_epoch(epoch, history row)` is called after each epoch; True stops training there (a tuning trial
     that its pruner stopped, tuning.pruning).
+
+    `train.verbose` and `progress` (the run's label, whether other runs share stderr; None: neither) decide what
+    is said on stderr while it trains: a bar within each epoch, a line per epoch, or nothing (training.progress).
 
     `callbacks` are Keras callbacks told of the training by this loop, not by Keras's fit (each epoch is a fit
     of its own, and the lean loop has none): `set_model`, `on_train_begin`, `on_epoch_end(epoch, logs)` with
@@ -136,6 +141,9 @@ def fit(
     stopper = EarlyStopper(train.early_stopping, state)
     started = time.perf_counter() - state.seconds
     lean = lean_loop(model)
+    shown = EpochProgress(train.verbose, train.epochs, progress or ProgressOutput())
+    steps = math.ceil(len(y) / train.batch_size)  # batches per epoch, the last one partial, as both loops cut them
+    on_step = shown.step_done if shown.shows_steps else None
     for callback in callbacks:
         callback.set_model(model)
         callback.on_train_begin()
@@ -143,27 +151,12 @@ def fit(
         order = np.random.default_rng([seed, epoch]).permutation(len(y))
         epoch_data = (take_rows(x, order), y[order], weights[order] if weights is not None else None)
         epoch_started = time.perf_counter()
-        if lean is not None:
-            logs = lean_epoch(lean, epoch_data, validation, train)
-        else:
-            result = model.fit(
-                *epoch_data[:2],
-                sample_weight=epoch_data[2],
-                batch_size=train.batch_size,
-                epochs=epoch + 1,
-                initial_epoch=epoch,
-                validation_data=validation,
-                shuffle=False,
-                # Each epoch is a fit of its own (for the checkpoint and the early stopping between), so
-                # Keras's own lines would count "Epoch 2/2", "Epoch 3/3" and leave out the first header:
-                # the line below says it, as the lean loop's does.
-                verbose=0,
-            )
-            logs = {name: float(values[-1]) for name, values in result.history.items()}
-        if train.verbose:  # one line per epoch (verbose 1 too: no per-step bar, which would read the loss every step)
-            summary = " - ".join(f"{name}: {value:.4f}" for name, value in logs.items())
-            print(f"Epoch {epoch + 1}/{train.epochs} - {time.perf_counter() - epoch_started:.0f}s - {summary}",
-                  flush=True)
+        with shown.bar(epoch + 1, steps):  # verbose 1 on a terminal; gone when the epoch ends, or fails
+            if lean is not None:
+                logs = lean_epoch(lean, epoch_data, validation, train, on_step)
+            else:
+                logs = keras_epoch(model, epoch_data, validation, train, epoch, on_step)
+        shown.epoch_ended(epoch + 1, time.perf_counter() - epoch_started, logs)
         if events is not None:
             events.scalars(epoch + 1, logs)
         row = {"epoch": epoch + 1, **logs}
@@ -192,9 +185,46 @@ def fit(
     return pd.DataFrame(state.history), seconds
 
 
-def lean_epoch(lean, epoch_data: tuple, validation: tuple | None, train: TrainSpec) -> dict[str, float]:
-    """One epoch on the lean loop, then validation: the history row Keras's fit would give (loss, accuracy, val_*)."""
-    logs = lean.train_epoch(*epoch_data, batch_size=train.batch_size)
+def keras_epoch(model: keras.Model, epoch_data: tuple, validation: tuple | None, train: TrainSpec, epoch: int,
+                on_step: Callable[[], None] | None = None) -> dict[str, float]:
+    """One epoch on Keras's fit, then validation: its history row. on_step: called after each training step."""
+    result = model.fit(
+        *epoch_data[:2],
+        sample_weight=epoch_data[2],
+        batch_size=train.batch_size,
+        epochs=epoch + 1,
+        initial_epoch=epoch,
+        validation_data=validation,
+        shuffle=False,
+        # Each epoch is a fit of its own (for the checkpoint and the early stopping between), so Keras's own bar
+        # and lines would count "Epoch 2/2", "Epoch 3/3", leave out the first header and go to stdout: the
+        # trainer's EpochProgress draws the bar and writes the line instead, as for the lean loop.
+        verbose=0,
+        callbacks=[StepCallback(on_step)] if on_step is not None else None,
+    )
+    return {name: float(values[-1]) for name, values in result.history.items()}
+
+
+class StepCallback(keras.callbacks.Callback):
+    """Calls `on_step()` after each training step of Keras's fit (a progress bar's step)."""
+
+    # It reads none of the step's values, so Keras may call it from its callback thread without waiting for
+    # the step's results: a bar costs the training loop no synchronization.
+    async_safe = True
+
+    def __init__(self, on_step: Callable[[], None]):
+        super().__init__()
+        self.on_step = on_step
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.on_step()
+
+
+def lean_epoch(lean, epoch_data: tuple, validation: tuple | None, train: TrainSpec,
+               on_step: Callable[[], None] | None = None) -> dict[str, float]:
+    """One epoch on the lean loop, then validation: the history row Keras's fit would give (loss, accuracy, val_*).
+    on_step: called after each training step."""
+    logs = lean.train_epoch(*epoch_data, batch_size=train.batch_size, on_step=on_step)
     if validation is not None:
         val_x, val_y, *val_weights = validation
         scores = lean.evaluate(val_x, val_y, val_weights[0] if val_weights else None, batch_size=train.batch_size)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 import tempfile
 from pathlib import Path
 
@@ -32,7 +33,9 @@ from seqkeras.models.recurrent import (
 )
 from seqkeras.training.settings import EarlyStoppingSpec, OptimizerSpec, TrainSpec
 from seqkeras.tasks.base import CLASSIFICATION, LANGUAGE_MODELING, TAGGING
+from seqkeras.training import progress as training_progress
 from seqkeras.training import trainer
+from tests.helpers import FakeTerminal
 from tests.torch_backend.common import (
     FEATURES,
     TOLERANCE,
@@ -150,6 +153,26 @@ def test_lean_loop_resumes_to_the_weights_of_an_uninterrupted_run():
             final[name] = (model.get_weights(), printed)
     assert final["resumed"][1].strip().startswith("resuming after epoch 1")
     assert scaled_difference(final["uninterrupted"][0], final["resumed"][0]) <= TOLERANCE
+
+
+def test_lean_loop_steps_the_bar_once_per_batch(monkeypatch):
+    """verbose 1 on a terminal: the lean loop reports each of its batches (4, 4 and 1 rows: 3 steps) to the bar."""
+    lm_data = token_data(LANGUAGE_MODELING)
+    monkeypatch.setattr(training_progress, "BAR_REFRESH_SECONDS", 0)  # every step drawn, whatever the clock
+    terminal = FakeTerminal()
+    monkeypatch.setattr("sys.stderr", terminal)
+    lean_epochs = []
+    original = lean_loop.LeanLoop.train_epoch
+    monkeypatch.setattr(lean_loop.LeanLoop, "train_epoch",
+                        lambda self, *a, **k: lean_epochs.append(1) or original(self, *a, **k))
+    keras.utils.set_random_seed(0)
+    trainer.fit(build_lm(LM_PARAMS, lm_data), lm_data,
+                LM_TRAIN.model_copy(update={"epochs": 2, "early_stopping": None, "verbose": 1}), seed=3)
+    drawn = terminal.getvalue()
+    assert len(lean_epochs) == 2
+    for epoch in (1, 2):
+        assert [f"{step}/3" for step in range(4)] == re.findall(rf"Epoch {epoch}/2:.*?\| (\d/3) \[", drawn), drawn
+        assert f"\rEpoch {epoch}/2 - " in drawn
 
 
 def test_fused_adam_keeps_keras_epsilon_placement():

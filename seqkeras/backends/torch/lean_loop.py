@@ -33,6 +33,8 @@ torch: import it only on the torch backend.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import keras
 import torch
 
@@ -90,8 +92,10 @@ class LeanLoop:
         # None: the optimizer's own apply (also taken for a step where some weight got no gradient).
         self.update = adam.fused_update(model.optimizer, self.weights)
 
-    def train_epoch(self, x, y, sample_weight, batch_size: int) -> dict[str, float]:
-        """One pass over (x, y, sample_weight) in order, batch by batch: {"loss", "accuracy"}."""
+    def train_epoch(self, x, y, sample_weight, batch_size: int,
+                    on_step: Callable[[], None] | None = None) -> dict[str, float]:
+        """One pass over (x, y, sample_weight) in order, batch by batch: {"loss", "accuracy"}. on_step: called
+        after each step (a progress bar's); it reads no value, so it waits for no kernel."""
         model = self.model
         x, y, sample_weight = _tensor(x), _targets(y), _tensor(sample_weight)
         totals = _Totals()
@@ -115,6 +119,8 @@ class LeanLoop:
             # Free this step's (batch, length, vocabulary) tensors (the softmax, its logits, their
             # gradient) before the next forward allocates its own: fewer fresh pages from the OS.
             del y_pred, loss, accuracy, weight, gradients
+            if on_step is not None:
+                on_step()
         model.eval()
         return totals.result()
 
