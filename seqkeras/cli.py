@@ -1,4 +1,4 @@
-"""The command line: run, validate, table, compare, report, export, predict, evaluate, schema, list.
+"""The command line: run, validate, table, compare, report, track, predict, evaluate, schema, list.
 
 Exit status: 0 all runs finished and every claim held; 1 a run failed or
 a claim did not hold; 2 invalid input (nothing ran). Each command's own
@@ -34,6 +34,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault(TF_LOG_LEVEL_VARIABLE, QUIET_TF_LOG_LEVEL)
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command != args.command_name:  # an old name (argparse gives the name as typed)
+        print(f"note: `seqkeras {args.command}` is the old name of `seqkeras {args.command_name}`", file=sys.stderr)
     with sigterm_as_ctrl_c():
         try:
             check_path_arguments(args)
@@ -108,6 +110,7 @@ class Command:
     exit_status: str  # its exit statuses, at the end of its --help and in the README's table
     add_options: Callable[[argparse.ArgumentParser], None]
     handler: Callable[[argparse.Namespace], int]
+    old_names: tuple[str, ...] = ()  # still accepted, with a note on stderr naming the command's name now
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -117,9 +120,9 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:
         subparser = subparsers.add_parser(command.name, help=command.summary, description=command.summary,
-                                          epilog=f"exit status: {command.exit_status}")
+                                          epilog=f"exit status: {command.exit_status}", aliases=command.old_names)
         command.add_options(subparser)
-        subparser.set_defaults(handler=command.handler)
+        subparser.set_defaults(handler=command.handler, command_name=command.name)
     return parser
 
 
@@ -169,8 +172,9 @@ def run_options(parser: argparse.ArgumentParser) -> None:
                         help="write TensorBoard event files into each run's folder (`train.tensorboard=true` "
                              "for every experiment that trains); then `tensorboard --logdir results/<name>`")
     parser.add_argument("--track", default=None, metavar="mlflow[=URI]",
-                        help="log every run to MLflow: its spec as parameters, per-epoch and final metrics, its "
-                             "files (default store: `sqlite:///<out>/mlflow.db`; "
+                        help="log every run to MLflow while it trains, from the process that trains it: its spec as "
+                             "parameters, each epoch's metrics as it ends, the final metrics, its files, its kept "
+                             "model as an MLflow logged model (default store: `sqlite:///<out>/mlflow.db`; "
                              "`pip install -r requirements-tracking.txt`)")
 
 
@@ -242,7 +246,7 @@ def report_options(parser: argparse.ArgumentParser) -> None:
                              "beside the results)")
 
 
-def export_options(parser: argparse.ArgumentParser) -> None:
+def track_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("results_dirs", nargs="+", metavar="RESULTS_DIR", help="`results/<name>` or a results root")
     parser.add_argument("--track", default="mlflow", metavar="mlflow[=URI]",
                         help="the tracking store (default: `sqlite:///<results root>/mlflow.db`)")
@@ -460,10 +464,10 @@ def command_report(args) -> int:
     return EXIT_OK
 
 
-def command_export(args) -> int:
-    from seqkeras.tracking.export import export_results
+def command_track(args) -> int:
+    from seqkeras.tracking.results_logging import log_results
 
-    failed = export_results([Path(p) for p in args.results_dirs], args.track)
+    failed = log_results([Path(p) for p in args.results_dirs], args.track)
     return EXIT_FAILED if failed else EXIT_OK
 
 
@@ -577,8 +581,8 @@ COMMANDS = (
     Command("report", "write static HTML pages: a `report.html` per experiment (tables, the main metric per "
                       "configuration, verdicts, plots) and an `index.html`",
             "0; 2 missing results", report_options, command_report),
-    Command("export", "log results that already exist to MLflow, as `run --track` would have logged them",
-            "0; 1 a run could not be logged; 2 bad input", export_options, command_export),
+    Command("track", "log results that already exist to MLflow, as `run --track` would have logged them",
+            "0; 1 a run could not be logged; 2 bad input", track_options, command_track, old_names=("export",)),
     Command("predict", "use a run's kept model on new inputs: a label, tags, a translation with any decoder and "
                        "its attention map, a prompt continued, a value; words outside the vocabulary counted",
             "0; 2 bad input", predict_options, command_predict),

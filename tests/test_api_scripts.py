@@ -89,7 +89,7 @@ def test_failed_runs_are_a_warning_and_not_ok(tmp_path, monkeypatch, capsys):
     """A run that fails does not raise (the others' results stay usable) but is never silent."""
     from seqkeras.execution import single_run
 
-    def broken(run, folder, record, progress=None):
+    def broken(run, folder, record, progress=None, live=None):
         raise RuntimeError("the model blew up")
 
     monkeypatch.setattr(single_run, "run_training", broken)

@@ -29,7 +29,7 @@ newest CSV, then each older CSV's rows of the benchmarks no newer one measured (
 partial `run_all.py --only` run leaves the others' figures shown).
 
 Shown commands run in this process (`seqkeras.cli.main`, from the repository's root), as a user's shell
-would run them but without a new interpreter each; those that log to MLflow (`--track`, `export`) run in a
+would run them but without a new interpreter each; those that log to MLflow (`--track`, `track`) run in a
 subprocess of their own, so that MLflow's process-wide state stays theirs.
 """
 
@@ -424,7 +424,7 @@ def snapshot() -> dict[str, tuple[int, int]]:
 
 
 # Commands that set up MLflow tracking, which keeps process-wide state (its tracking URI, an active run).
-IN_A_SUBPROCESS = ("--track", "export")
+IN_A_SUBPROCESS = ("--track", "track", "export")
 
 
 def run_cli(args: list[str], capsys, monkeypatch):

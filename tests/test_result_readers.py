@@ -406,7 +406,7 @@ def test_a_run_whose_every_run_fails_exits_1_with_the_failures_in_table_md(write
                                                                              monkeypatch):
     import seqkeras.execution.single_run
 
-    def broken(run, folder, record, progress=None):
+    def broken(run, folder, record, progress=None, live=None):
         raise RuntimeError("the data went away")
 
     monkeypatch.setattr(seqkeras.execution.single_run, "run_training", broken)  # every run fails, in this process

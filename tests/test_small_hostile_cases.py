@@ -59,7 +59,7 @@ EMPTY_PATH_CASES = [
     (["compare", "", "{out}"], "A is empty"),
     (["compare", "{out}", " "], "B is empty"),
     (["report", "{out}", "--out", ""], "--out is empty"),
-    (["export", ""], "RESULTS_DIR is empty"),
+    (["track", ""], "RESULTS_DIR is empty"),
     (["schema", "--out", ""], "--out is empty"),
 ]
 

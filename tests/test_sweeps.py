@@ -437,7 +437,7 @@ def test_a_stream_draws_the_next_job_once_a_worker_is_free_and_the_result_before
 
     release = threading.Event()
 
-    def fake_execute_once(run, folder, force, label, progress=None):
+    def fake_execute_once(run, folder, force, label, progress=None, tracking=None):
         if run == "slow":  # waits until the consumer has the results of both fast jobs (never, in batches of two)
             return {"run": run, "released": release.wait(timeout=30)}
         return {"run": run}

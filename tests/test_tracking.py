@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import math
+import time
+import warnings
+from datetime import datetime
 
 import pandas as pd
 import pytest
@@ -104,14 +108,29 @@ def test_every_run_and_every_metric_of_runs_csv_reaches_mlflow(tiny_spec, tmp_pa
     assert len(mlflow_runs(f"sqlite:///{tmp_path / 'mlflow.db'}", "tiny")[1]) == len(runs)
 
 
-def test_export_logs_results_that_exist_and_a_run_with_decoder_rows(tiny_spec, tmp_path, capsys):
+def test_track_logs_results_that_exist_with_their_own_times(tiny_spec, tmp_path, capsys):
     pytest.importorskip("mlflow")
     assert main(["run", str(tiny_spec), "--out", str(tmp_path / "results"), "--only", "seed=0"]) == 0
     uri = f"sqlite:///{tmp_path / 'elsewhere.db'}"
-    assert main(["export", str(tmp_path / "results"), "--track", f"mlflow={uri}"]) == 0
-    assert "tiny: 2 of 2 run(s)" in capsys.readouterr().out
+    assert main(["track", str(tmp_path / "results"), "--track", f"mlflow={uri}"]) == 0
+    captured = capsys.readouterr()
+    assert "tiny: 2 of 2 run(s)" in captured.out and "old name" not in captured.err
     _, logged = mlflow_runs(uri, "tiny")
     assert len(logged) == 2 and not (tmp_path / "results" / "mlflow.db").exists()
+    for run in logged:  # the run's start and duration, from its record, not the moment it was logged
+        record = json.loads((tmp_path / "results" / "tiny" / run.data.tags["seqkeras.run_id"] / "metrics.json")
+                            .read_text())
+        started = datetime.fromisoformat(record["started"]).timestamp() * 1000
+        assert run.info.start_time == pytest.approx(started, abs=1)
+        assert run.info.end_time - run.info.start_time == pytest.approx(record["seconds"] * 1000, abs=1)
+
+
+def test_export_is_the_old_name_of_track_and_says_so_once(tmp_path, capsys):
+    pytest.importorskip("mlflow")
+    code = main(["export", str(tmp_path / "missing"), "--track", f"mlflow=sqlite:///{tmp_path / 'store.db'}"])
+    err = capsys.readouterr().err
+    assert code == 2  # the same command: the same check of its input
+    assert err.count("note: `seqkeras export` is the old name of `seqkeras track`") == 1, err
 
 
 def test_metric_names_of_evaluation_rows():
@@ -128,18 +147,38 @@ def test_metric_names_of_evaluation_rows():
 
 def test_a_tracking_failure_is_said_and_the_run_is_still_recorded(tiny_spec, tmp_path, capsys, monkeypatch):
     pytest.importorskip("mlflow")
-    from seqkeras.tracking.mlflow_tracking import MlflowTracker
+    from seqkeras.tracking import mlflow_live, mlflow_tracking
 
     def fails(*_):  # a store that worked when checked (a bad one is refused before training) fails later
         raise RuntimeError("the store went away")
 
-    monkeypatch.setattr(MlflowTracker, "_log", fails)
+    for module in (mlflow_live, mlflow_tracking):  # while the run trains, and when the command logs its record
+        monkeypatch.setattr(module, "store_write", fails)
     code = main(["run", str(tiny_spec), "--out", str(tmp_path), "--only", "seed=0", "--only", "model.cell=lstm",
                  "--track", "mlflow"])
-    out = capsys.readouterr().out
-    assert code == 0, out
-    assert "not logged to the tracker" in out and "its folder and runs.csv have it" in out
+    captured = capsys.readouterr()
+    assert code == 0, captured
+    assert "live logging to the tracker stopped (RuntimeError: the store went away)" in captured.err
+    assert "not logged to the tracker" in captured.out and "its folder and runs.csv have it" in captured.out
     assert list(pd.read_csv(tmp_path / "tiny" / "runs.csv")["status"]) == ["ok"]
+
+
+def test_a_run_whose_live_logging_failed_is_logged_whole_when_it_ends(tiny_spec, tmp_path, capsys, monkeypatch):
+    pytest.importorskip("mlflow")
+    from seqkeras.tracking import mlflow_live
+
+    def fails(*_):
+        raise RuntimeError("the server hiccuped")
+
+    monkeypatch.setattr(mlflow_live, "log_metrics", fails)  # the first epoch's write fails, in the live run only
+    code = main(["run", str(tiny_spec), "--out", str(tmp_path), "--only", "seed=0", "--only", "model.cell=lstm",
+                 "--set", "train.epochs=2", "--track", "mlflow"])
+    captured = capsys.readouterr()
+    assert code == 0, captured
+    assert captured.err.count("live logging to the tracker stopped (RuntimeError: the server hiccuped)") == 1
+    client, (run,) = mlflow_runs(f"sqlite:///{tmp_path / 'mlflow.db'}", "tiny")  # the half-logged one is gone
+    assert run.info.status == "FINISHED"
+    assert [m.step for m in client.get_metric_history(run.info.run_id, "epoch/loss")] == [1, 2]
 
 
 @pytest.mark.parametrize("option, message", [
@@ -155,3 +194,116 @@ def test_a_bad_track_option_is_refused(tiny_spec, tmp_path, capsys, option, mess
 def test_track_in_the_api_is_validated_as_on_the_command_line(tiny_spec, tmp_path):
     with pytest.raises(SpecError, match="the tracker is mlflow"):
         seqkeras.run(tiny_spec, out=tmp_path, track="comet")
+
+
+# --------------------------------------------------------------------------- #
+# MLflow, while the run trains (the store a file: the real server's test is tests/test_tracking_server.py)
+# --------------------------------------------------------------------------- #
+
+
+def test_a_run_is_logged_while_it_trains_and_its_model_is_an_mlflow_logged_model(tiny_spec, tmp_path, capsys,
+                                                                                  monkeypatch):
+    pytest.importorskip("mlflow")
+    import mlflow
+    import numpy as np
+
+    from mlflow.entities import LoggedModelStatus
+
+    from seqkeras.tracking.mlflow_live import LiveRun
+
+    uri = f"sqlite:///{tmp_path / 'store.db'}"
+    seen = []  # what the store holds once each epoch is logged: the run is open, its epochs so far are in
+
+    def epoch_and_look(self, epoch, logs):
+        logged(self, epoch, logs)
+        run = self.client.get_run(self.run_id)
+        seen.append((epoch, run.info.status, len(self.client.get_metric_history(self.run_id, "epoch/loss")),
+                     time.time() * 1000))
+
+    logged = LiveRun.epoch
+    monkeypatch.setattr(LiveRun, "epoch", epoch_and_look)
+    (tmp_path / "cwd").mkdir()
+    monkeypatch.chdir(tmp_path / "cwd")
+    code = main(["run", str(tiny_spec), "--out", str(tmp_path / "results"), "--only", "seed=0",
+                 "--only", "model.cell=lstm", "--set", "train.epochs=3", "--set", "train.keep_model=true",
+                 "--track", f"mlflow={uri}"])
+    assert code == 0, capsys.readouterr()
+    assert list((tmp_path / "cwd").iterdir()) == []  # nothing written where the command was started
+    assert [(epoch, status, count) for epoch, status, count, _ in seen] == [(1, "RUNNING", 1), (2, "RUNNING", 2),
+                                                                           (3, "RUNNING", 3)]
+    client, (run,) = mlflow_runs(uri, "tiny")  # one MLflow run: the command found it logged and left it
+    folder = tmp_path / "results" / "tiny" / run.data.tags["seqkeras.run_id"]
+    record = json.loads((folder / "metrics.json").read_text())
+    assert run.info.status == "FINISHED" and run.data.tags["seqkeras.status"] == "ok"
+    # Opened as the run started, closed as it ended: its duration is the run's, and each epoch came before the end.
+    started = datetime.fromisoformat(record["started"]).timestamp() * 1000
+    assert run.info.start_time == pytest.approx(started, abs=1)
+    assert record["seconds"] * 1000 - 100 <= run.info.end_time - run.info.start_time  # the record's start: whole
+    assert run.info.end_time - run.info.start_time <= record["seconds"] * 1000 + 1500  # seconds, up to one more
+    epochs = client.get_metric_history(run.info.run_id, "epoch/loss")
+    history = pd.read_csv(folder / "history.csv")
+    assert [(m.step, m.value) for m in epochs] == [(e, pytest.approx(v)) for e, v in zip(history["epoch"],
+                                                                                        history["loss"])]
+    assert [m.timestamp for m in epochs] == sorted(m.timestamp for m in epochs) < [run.info.end_time] * 3
+    assert run.data.metrics["accuracy"] == pytest.approx(record["metrics"]["accuracy"])
+    assert "metrics.json" in {a.path for a in client.list_artifacts(run.info.run_id)}
+    # The kept model: an MLflow logged model of the run, found by MLflow's search and read by its loaders.
+    mlflow.set_tracking_uri(uri)
+    try:
+        (model,) = mlflow.search_logged_models(experiment_ids=[run.info.experiment_id], output_format="list")
+        assert model.source_run_id == run.info.run_id and model.status == LoggedModelStatus.READY
+        assert model.tags["seqkeras.run_id"] == folder.name
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            loaded = mlflow.keras.load_model(f"models:/{model.model_id}")
+            as_pyfunc = mlflow.pyfunc.load_model(f"models:/{model.model_id}")
+        assert [str(w.message) for w in caught if "keras" in w.filename] == []  # e.g. skipped optimizer variables
+    finally:
+        mlflow.set_tracking_uri(None)
+    kept = seqkeras.load_model(folder)
+    ids = kept.encode(["1 2 3 4 5"]).ids.astype("int32")
+    expected = kept.model.predict(ids, verbose=0)
+    np.testing.assert_allclose(loaded.predict(ids, verbose=0), expected, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(as_pyfunc.predict(ids)), expected, atol=1e-6)
+
+
+def test_a_failed_run_is_marked_failed_with_the_epochs_it_reached(tiny_spec, tmp_path, capsys, monkeypatch):
+    pytest.importorskip("mlflow")
+    from seqkeras.training import trainer
+
+    def fails_in_epoch_two(self, row, model):
+        if row["epoch"] == 2:
+            raise RuntimeError("the run broke in epoch 2")
+        return False
+
+    monkeypatch.setattr(trainer.EarlyStopper, "update", fails_in_epoch_two)
+    uri = f"sqlite:///{tmp_path / 'store.db'}"
+    code = main(["run", str(tiny_spec), "--out", str(tmp_path / "results"), "--only", "seed=0",
+                 "--only", "model.cell=lstm", "--set", "train.epochs=3", "--track", f"mlflow={uri}"])
+    assert code == 1, capsys.readouterr()
+    client, (run,) = mlflow_runs(uri, "tiny")
+    assert run.info.status == "FAILED" and run.data.tags["seqkeras.status"] == "failed"
+    assert run.info.end_time > run.info.start_time
+    assert [m.step for m in client.get_metric_history(run.info.run_id, "epoch/loss")] == [1, 2]
+    assert "metrics.json" in {a.path for a in client.list_artifacts(run.info.run_id)}
+
+
+def test_a_live_run_its_process_left_open_is_marked_failed_when_the_record_is_logged(tiny_spec, tmp_path):
+    """A worker killed mid-run leaves its MLflow run RUNNING; the command's logging of that folder ends it."""
+    pytest.importorskip("mlflow")
+    from seqkeras.tracking.mlflow_store import parse_track
+    from seqkeras.tracking.mlflow_tracking import MlflowTracker
+
+    results = seqkeras.run(tiny_spec, out=tmp_path / "results", only=["seed=0", "model.cell=lstm"])
+    folder = results.folder / results.runs["run_id"][0]
+    record = json.loads((folder / "metrics.json").read_text())
+    tracker = MlflowTracker(parse_track(f"mlflow=sqlite:///{tmp_path / 'store.db'}", tmp_path), tmp_path)
+    left_open = tracker.live(results.folder).open({**record, "started": "2026-01-01T00:00:00+00:00"}, folder)
+    left_open.epoch(1, {"loss": 1.5})
+    assert tracker.log(record, folder) is None
+    client, runs = mlflow_runs(tracker.uri, "tiny")
+    by_status = {run.data.tags["seqkeras.status"]: run for run in runs}
+    assert sorted(by_status) == ["interrupted", "ok"]
+    assert by_status["interrupted"].info.status == "FAILED" and by_status["ok"].info.status == "FINISHED"
+    interrupted = by_status["interrupted"].info
+    assert interrupted.end_time == client.get_metric_history(interrupted.run_id, "epoch/loss")[0].timestamp

@@ -91,11 +91,11 @@ def test_a_store_under_a_file_is_refused_before_anything_trains(tiny_spec, tmp_p
     (lambda d: (d / "mlflow.db").write_text("my notes, not a database\n"), "mlflow.db is not an SQLite database"),
     (lambda d: None, None),  # the store's own name for an in-memory database
 ])
-def test_export_refuses_a_store_that_cannot_hold_a_database(tmp_path, capsys, make, message):
+def test_track_refuses_a_store_that_cannot_hold_a_database(tmp_path, capsys, make, message):
     fake_results(tmp_path / "results", "exp", 1)
     make(tmp_path)
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}" if message else "sqlite:///:memory:"
-    code, out, err = run_cli(capsys, "export", tmp_path / "results", "--track", f"mlflow={uri}")
+    code, out, err = run_cli(capsys, "track", tmp_path / "results", "--track", f"mlflow={uri}")
     assert code == 2, out + err
     assert err.startswith(f"error: --track mlflow={uri}: ") and len(err.strip().splitlines()) == 1
     assert (message or "an in-memory SQLite store keeps nothing") in err
@@ -109,7 +109,7 @@ def test_an_unwritable_store_folder_fails_in_seconds_even_as_root(tmp_path, caps
     fake_results(tmp_path / "results", "exp", 1)
     uri = "sqlite:////proc/mlflow.db"  # no one, root neither, can create a file in /proc
     started = time.monotonic()
-    code, out, err = run_cli(capsys, "export", tmp_path / "results", "--track", f"mlflow={uri}")
+    code, out, err = run_cli(capsys, "track", tmp_path / "results", "--track", f"mlflow={uri}")
     assert code == 2, out + err
     assert err.strip().startswith(f"error: --track mlflow={uri}: the folder /proc is not writable")
     assert time.monotonic() - started < 20
@@ -184,8 +184,8 @@ def test_two_processes_logging_to_one_new_store_lose_nothing(tmp_path, capsys):
         _, logged = store_runs(uri, name)
         assert sorted(run.data.tags["seqkeras.run_id"] for run in logged) == [f"seed={i}_{i:08x}" for i in range(n)]
         assert all(run.info.status == "FINISHED" and run.data.metrics["accuracy"] > 0 for run in logged)
-    # The store is whole: export finds every record there and logs nothing twice.
-    code, out, err = run_cli(capsys, "export", root, "--track", "mlflow")
+    # The store is whole: `track` finds every record there and logs nothing twice.
+    code, out, err = run_cli(capsys, "track", root, "--track", "mlflow")
     assert code == 0, out + err
     assert all(f"{name}: {n} of {n} run(s)" in out for name in ("first", "second", "shared")), out
     assert all(len(store_runs(uri, name)[1]) == n for name in ("first", "second", "shared"))
@@ -202,11 +202,11 @@ def test_names_in_a_record_do_not_choose_the_experiment_or_where_its_artifacts_g
         1: {"experiment": "../../escaped"},
         2: {"experiment": str(tmp_path / "absolute")},
         3: {"run_id": "../other/seed=0_00000000"},
-        # Text that is no name but is only a value: it is quoted, and found again on a second export.
+        # Text that is no name but is only a value: it is quoted, and found again by a second `track`.
         4: {"started": "x' OR tags.`a` = 'b\\\\"},
     })
     uri = f"sqlite:///{tmp_path / 'store.db'}"
-    code, out, err = run_cli(capsys, "export", results, "--track", f"mlflow={uri}")
+    code, out, err = run_cli(capsys, "track", results, "--track", f"mlflow={uri}")
     assert code == 1, out + err
     assert ("exp/seed=1_00000001: not logged (its metrics.json names the experiment '../../escaped', not 'exp', "
             "the folder it is in)") in out
@@ -222,7 +222,7 @@ def test_names_in_a_record_do_not_choose_the_experiment_or_where_its_artifacts_g
     assert [e.name for e in client.search_experiments() if e.name != "Default"] == ["exp"]
     for run in logged:
         assert run.info.artifact_uri.startswith((tmp_path / "results" / "mlflow-artifacts" / "exp").as_uri())
-    assert run_cli(capsys, "export", results, "--track", f"mlflow={uri}").code == 1
+    assert run_cli(capsys, "track", results, "--track", f"mlflow={uri}").code == 1
     assert len(store_runs(uri, "exp")[1]) == 2  # logged once
 
 
@@ -232,14 +232,14 @@ def test_a_run_id_in_runs_csv_that_leaves_its_folder_is_not_read(tmp_path, capsy
     fake_results(tmp_path / "elsewhere", "exp", 1)
     with open(folder / "runs.csv", "a", encoding="utf-8") as handle:
         handle.write("../../elsewhere/exp/seed=0_00000000,ok,7,0.9\n")
-    code, out, err = run_cli(capsys, "export", results, "--track", f"mlflow=sqlite:///{tmp_path / 'store.db'}")
+    code, out, err = run_cli(capsys, "track", results, "--track", f"mlflow=sqlite:///{tmp_path / 'store.db'}")
     assert code == 1, out + err
     assert ("exp/'../../elsewhere/exp/seed=0_00000000': not logged (its run id in runs.csv is not a plain name: "
             "'../../elsewhere/exp/seed=0_00000000' leaves its folder or is not a plain relative path)") in out
     assert len(store_runs(f"sqlite:///{tmp_path / 'store.db'}", "exp")[1]) == 1
 
 
-def test_a_link_in_a_run_folder_is_not_uploaded_by_export(tmp_path, capsys):
+def test_a_link_in_a_run_folder_is_not_uploaded_by_track(tmp_path, capsys):
     secret = tmp_path / "secret.txt"
     secret.write_text("a file of this machine\n")
     outside = tmp_path / "outside"
@@ -257,7 +257,7 @@ def test_a_link_in_a_run_folder_is_not_uploaded_by_export(tmp_path, capsys):
     (run / "history.csv").symlink_to(outside / "history.csv")
     os.mkfifo(run / "a_fifo")
     uri = f"sqlite:///{tmp_path / 'store.db'}"
-    code, out, err = run_cli(capsys, "export", tmp_path / "results", "--track", f"mlflow={uri}")
+    code, out, err = run_cli(capsys, "track", tmp_path / "results", "--track", f"mlflow={uri}")
     assert code == 0, out + err
     client, (logged,) = store_runs(uri, "exp")
     assert {a.path for a in client.list_artifacts(logged.info.run_id)} == {"metrics.json", "spec.yaml", "plots"}

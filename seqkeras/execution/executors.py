@@ -33,6 +33,7 @@ from seqkeras.training.progress import ProgressOutput  # light: Keras is importe
 
 if TYPE_CHECKING:
     from seqkeras.spec.runs import RunSpec
+    from seqkeras.tracking.mlflow_live import LiveTracking
 
 
 class Reuse(NamedTuple):
@@ -60,10 +61,11 @@ def reusable_record(folder: Path, run: RunSpec, *, force: bool = False) -> Reuse
 
 
 def execute_once(run: RunSpec, folder: Path, force: bool, label: str = "",
-                 progress: ProgressOutput | None = None) -> dict[str, Any]:
+                 progress: ProgressOutput | None = None, tracking: LiveTracking | None = None) -> dict[str, Any]:
     """The run, under its folder's lock; `label` ("run 3 of 18: <run id>") is said when it starts, in
     the process that runs it, so that the training lines that follow can be told apart; `progress`: how
-    its training names it in those lines (training.progress)."""
+    its training names it in those lines (training.progress); `tracking`: the MLflow store it is logged to
+    while it runs (`run --track`), from that process."""
     from seqkeras.execution.single_run import execute, failure, new_record
     from seqkeras.results.folder import disk_full
 
@@ -74,7 +76,7 @@ def execute_once(run: RunSpec, folder: Path, force: bool, label: str = "",
                 return {**previous, "reused": True}
             if label:
                 print(f"started {label}", flush=True)  # flushed: a worker's output is a pipe's, not a terminal's
-            return execute(run, folder, progress)
+            return execute(run, folder, progress, tracking)
     except OSError as error:  # its folder cannot be written (read-only, a file in the way, disk full)
         if disk_full(error) is None:
             error = OSError(f"cannot write the run folder {folder}: {error.strerror or error}")
@@ -166,6 +168,7 @@ class Job:
     folder: Path
     label: str = ""  # said when the run starts (execute_once)
     short_label: str = ""  # names the run in its epoch lines where runs share the output (progress.run_label)
+    tracking: LiveTracking | None = None  # the MLflow store it is logged to while it runs (run --track)
 
     def progress(self, shared: bool) -> ProgressOutput:
         """How the run's training names it; shared: other runs write to the same output at the same time."""
@@ -196,7 +199,7 @@ class SerialExecutor:
 
     def stream(self, next_job: NextJob, force: bool) -> Iterator[tuple[Job, dict[str, Any]]]:
         while (job := next_job()) is not None:
-            yield job, execute_once(job.run, job.folder, force, job.label, job.progress(shared=False))
+            yield job, execute_once(job.run, job.folder, force, job.label, job.progress(shared=False), job.tracking)
 
     def describe(self) -> str:
         return f"in this process ({self.reason})" if self.reason else "in this process"
@@ -258,7 +261,7 @@ class ProcessExecutor:
                 while len(futures) < self.jobs and (job := next_job()) is not None:
                     # Every worker writes to this process's stderr: each epoch line says whose it is.
                     futures[self.pool.submit(execute_once, job.run, job.folder, force, job.label,
-                                             job.progress(shared=True))] = job
+                                             job.progress(shared=True), job.tracking)] = job
                 if not futures:
                     return
                 done, _ = wait(futures, return_when=FIRST_COMPLETED)
@@ -353,7 +356,7 @@ class RayExecutor:
         while True:
             while len(pending) < width and (job := next_job()) is not None:
                 pending[remote.remote(job.run, str(job.folder), force, self.backend, threads,
-                                      job.progress(shared=True))] = job
+                                      job.progress(shared=True), job.tracking)] = job
             if not pending:
                 return
             done, _ = ray.wait(list(pending), num_returns=1)
@@ -381,6 +384,6 @@ def _result_or_failure(get, job: Job) -> dict[str, Any]:
 
 
 def _ray_task(run: RunSpec, folder: str, force: bool, backend: str, threads: int,
-              progress: ProgressOutput | None = None) -> dict[str, Any]:
+              progress: ProgressOutput | None = None, tracking: LiveTracking | None = None) -> dict[str, Any]:
     setup_worker(backend, threads)  # its lines go to the Ray worker's log, which many tasks share: labelled
-    return execute_once(run, Path(folder), force, progress=progress)
+    return execute_once(run, Path(folder), force, progress=progress, tracking=tracking)

@@ -59,7 +59,8 @@ def run_experiment(
     echo: Callable[[str], None] = print,
     tracker=None,
 ) -> Outcome:
-    """tracker: an `MlflowTracker` (run --track), given every finished record, reused ones too."""
+    """tracker: an `MlflowTracker` (run --track): each run is logged to it while it runs, by the process that runs
+    it, and every finished record (reused ones too) is then handed to it, which logs what is not there yet."""
     executor = executor or SerialExecutor()
     folder = out_root / experiment.spec.name
     folder.mkdir(parents=True, exist_ok=True)
@@ -85,7 +86,8 @@ def run_experiment(
         else:
             if why_not:
                 echo(f"{run.run_id}: {why_not}; running it again")
-            pending.append(Job(index, run, run_folder, f"run {index + 1} of {total}: {run.run_id}", run_label(run)))
+            pending.append(Job(index, run, run_folder, f"run {index + 1} of {total}: {run.run_id}", run_label(run),
+                               tracker.live(folder) if tracker is not None else None))
     if records:
         echo(f"{experiment.spec.name}: {len(records)} of {total} runs done before, reused: {reused_under()} "
              "(--force reruns them)")

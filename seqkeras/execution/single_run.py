@@ -1,7 +1,9 @@
 """One run: train and evaluate (or probe), and write its folder; a failing run is a record, not a crash.
 
 The executors call `execute` in whichever process runs the run; nothing here
-knows about the other runs of the sweep.
+knows about the other runs of the sweep. With `run --track mlflow` the run is logged
+to MLflow while it runs, from this process (`tracking.mlflow_live`): opened as it
+starts, each epoch as it ends, the kept model, then the record and its end.
 """
 
 from __future__ import annotations
@@ -11,8 +13,9 @@ import sys
 import time
 import traceback
 from datetime import datetime, timezone
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy
 
@@ -31,24 +34,31 @@ from seqkeras.training.progress import ProgressOutput
 from seqkeras.tracking import tensorboard
 from seqkeras.tuning.pruning import TrialReporter, best_epoch_value
 
+if TYPE_CHECKING:
+    from seqkeras.tracking.mlflow_live import LiveRun, LiveTracking
 
 
-def execute(run: RunSpec, folder: Path, progress: ProgressOutput | None = None) -> dict[str, Any]:
+def execute(run: RunSpec, folder: Path, progress: ProgressOutput | None = None,
+            tracking: LiveTracking | None = None) -> dict[str, Any]:
     """Run one run and write its folder; never raises for a failing run. progress: how its training names it on
-    stderr (training.progress; None: by nothing, as a run alone on its output)."""
+    stderr (training.progress; None: by nothing, as a run alone on its output); tracking: where to log it while
+    it runs (`run --track`), from this process."""
     import keras
 
     folder.mkdir(parents=True, exist_ok=True)
-    write_yaml(folder / "spec.yaml", run.resolved)
+    write_yaml(folder / "spec.yaml", run.resolved)  # before the MLflow run opens: its params
+    if tracking is not None:
+        tracking.prepare()  # MLflow's import, in a fresh worker, before the run's start is taken
+    started = time.perf_counter()  # from the record's start: its seconds and the MLflow run's duration agree
     record = new_record(run)
-    started = time.perf_counter()
+    live = tracking.open(record, folder) if tracking is not None else None
     try:
         keras.backend.clear_session()
         runtime.set_random_seed(run.seed)
         if run.is_probe:
             run_probe(run, folder, record)
         else:
-            run_training(run, folder, record, progress)
+            run_training(run, folder, record, progress, live)
     except Exception as error:  # a failing run is a result, not a crash of the sweep
         record.update(failure(error, folder))
     record["seconds"] = time.perf_counter() - started
@@ -57,6 +67,8 @@ def execute(run: RunSpec, folder: Path, progress: ProgressOutput | None = None) 
     except DiskFull as error:  # no record on the disk: the sweep still has this one, and says it
         if not record.get(DISK_FULL):  # a run that failed on a full disk keeps the file it failed on
             record.update(failure(error, folder))
+    if live is not None:
+        live.close(record)  # after metrics.json: it is among the files uploaded
     return record
 
 
@@ -104,13 +116,17 @@ def run_probe(run: RunSpec, folder: Path, record: dict[str, Any]) -> None:
         write_csv(folder / f"{name}.csv", curve)
 
 
-def run_training(run: RunSpec, folder: Path, record: dict[str, Any], progress: ProgressOutput | None = None) -> None:
+def run_training(run: RunSpec, folder: Path, record: dict[str, Any], progress: ProgressOutput | None = None,
+                 live: LiveRun | None = None) -> None:
+    import keras
+
     from seqkeras.backends import fitting
     from seqkeras.training import trainer
 
     data = run.task.component.load()(run.task.params, run.seed)
+    callbacks = live_callbacks(live)
     if run.trial is not None:  # a tuning trial: trained and judged on validation data, never tested or kept
-        return run_trial(run, data, folder, record, progress)
+        return run_trial(run, data, folder, record, progress, callbacks)
     write_atomic(folder / "vocabulary.json", data.vocabulary.to_json())
     if data.notes:  # what the task says of its data: the pairs in each part, those left out as too long, ...
         record["data"] = dict(data.notes)
@@ -129,7 +145,7 @@ def run_training(run: RunSpec, folder: Path, record: dict[str, Any], progress: P
             at_init = gradient_flow.measure(model, data) if measures_gradient_flow else None
             history, seconds = trainer.fit(model, data, run.train, seed=run.seed, checkpoint_dir=folder / ".resume",
                                            events=events, abilities=run.model.component.abilities_for(run.model.params),
-                                           progress=progress)
+                                           progress=progress, callbacks=callbacks)
             trained = gradient_flow.measure(model, data) if measures_gradient_flow else None
         # After fitting: a count-based model (n-gram) has its parameters (counts) only then.
         record["params"] = int(model.count_params())
@@ -139,6 +155,8 @@ def run_training(run: RunSpec, folder: Path, record: dict[str, Any], progress: P
             from seqkeras.kept import saving
 
             saving.keep(model, data, run, folder)
+            if live is not None and isinstance(model, keras.Model):  # MLflow's Keras flavor (not a counted n-gram)
+                live.log_model(model, requirements=requirements(record), step=len(history))
         rows = run.model.component.load_evaluator()(model, data, run, folder)
         curve = gradient_flow.curve(at_init, trained) if measures_gradient_flow else None
         if curve is not None:
@@ -153,7 +171,29 @@ def run_training(run: RunSpec, folder: Path, record: dict[str, Any], progress: P
         record["rows"] = [{"keys": row.keys, "metrics": row.metrics} for row in rows]
 
 
-def run_trial(run: RunSpec, data, folder: Path, record: dict[str, Any], progress: ProgressOutput | None = None) -> None:
+def live_callbacks(live: LiveRun | None) -> list:
+    """The Keras callbacks that log each epoch to the live MLflow run: none without one."""
+    if live is None:
+        return []
+    from seqkeras.tracking.mlflow_epochs import EpochLogger
+
+    return [EpochLogger(live)]
+
+
+def requirements(record: dict[str, Any]) -> list[str]:
+    """The pip requirements of a kept model logged to MLflow: Keras and the backend that trained it, as the record
+    names them (seqkeras itself where it is installed under that name: its layers may be in the model)."""
+    pinned = [f"{package}=={number}" for package, number in record["versions"].items()
+              if package in ("keras", *runtime.BACKEND_PACKAGES.values())]
+    try:
+        pinned.append(f"seqkeras=={version('seqkeras')}")
+    except PackageNotFoundError:
+        pass
+    return pinned
+
+
+def run_trial(run: RunSpec, data, folder: Path, record: dict[str, Any], progress: ProgressOutput | None = None,
+              callbacks: list | None = None) -> None:
     """One tuning trial: fit with each epoch reported to its study (which may stop it), and record its objective,
     the best epoch's value on validation data. Its test set is never read."""
     from seqkeras.backends import fitting
@@ -168,7 +208,7 @@ def run_trial(run: RunSpec, data, folder: Path, record: dict[str, Any], progress
         # No checkpoint: a trial cut short is drawn again as a new trial (execution.tuning), never resumed.
         history, seconds = trainer.fit(model, data, run.train, seed=run.seed, events=events,
                                        abilities=run.model.component.abilities_for(run.model.params),
-                                       after_epoch=reporter, progress=progress)
+                                       after_epoch=reporter, progress=progress, callbacks=callbacks or ())
     record["params"] = int(model.count_params())
     record["train_seconds"] = seconds
     write_csv(folder / "history.csv", history)

@@ -321,8 +321,9 @@ class Trials:
                               self.tune.model_dump(mode="json"))
         run.tuned = dict(values)
         label = f"trial {point.shown(number)} of {point.label}: {folder.name}"
+        tracking = self.tracker.live(self.folder) if self.tracker is not None else None
         # its point: by_study[run.trial.study]
-        return Job(number, run, folder, label, f"trial {point.shown(number)} of {point.label}")
+        return Job(number, run, folder, label, f"trial {point.shown(number)} of {point.label}", tracking)
 
     def tell(self, point: Point, number: int, record: dict[str, Any]) -> None:
         from optuna.trial import TrialState

@@ -85,16 +85,27 @@ def history_metrics(run_folder: Path, warn: Callable[[str], None] | None = None)
 def record_metrics(record: dict[str, Any], run_folder: Path, *,
                    warn: Callable[[str], None] | None = None) -> list[tuple[str, float, int]]:
     """(name, value, step) for each number of the record and of history.csv (step = epoch)."""
-    found = history_metrics(run_folder, warn)
-    last = int(found[-1][2]) if found else 0
+    history = history_metrics(run_folder, warn)
+    return history + final_metrics(record, int(history[-1][2]) if history else 0)
+
+
+def final_metrics(record: dict[str, Any], last_epoch: int) -> list[tuple[str, float, int]]:
+    """(name, value, last_epoch) for each number of the record: its metrics (of each evaluation row), its
+    parameter count and its times."""
+    found: list[tuple[str, float, int]] = []
     rows = record.get("rows") or [{"keys": {}, "metrics": record.get("metrics") or {}}]
     for row in rows:
         label = "/".join(f"{k}={v}" for k, v in row["keys"].items())
         for name, value in row["metrics"].items():
-            if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-                found.append((metric_name(f"{label}/{name}" if label else name), float(value), last))
+            if is_number(value):
+                found.append((metric_name(f"{label}/{name}" if label else name), float(value), last_epoch))
     for name in ("params", "train_seconds", "seconds"):
         value = record.get(name)
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-            found.append((name, float(value), last))
+        if is_number(value):
+            found.append((name, float(value), last_epoch))
     return found
+
+
+def is_number(value: Any) -> bool:
+    """A finite int or float, not a bool: what MLflow takes as a metric."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)

@@ -23,7 +23,8 @@ import os
 import sqlite3
 import stat
 import tempfile
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,7 @@ LOCK_SUFFIX = ".lock"             # mlflow.db.lock, beside the database
 FOLDER_STORE_LOCK = ".seqkeras.lock"  # inside a folder (file://) store
 LOCK_WAIT = 300.0                 # seconds a record waits for another process's logging
 ENGINE_TRIES = 3                  # MLflow retries a failing SQLite connection 10 times, 100 s; checked before, 3 do
+BUSY_TRIES = 4                    # a write that meets `database is locked` (a reader outside seqkeras: mlflow ui)
 
 # MLflow's own store schemes (mlflow.tracking._tracking_service.utils); plugins add theirs by entry point.
 SERVER_SCHEMES = {"http", "https", "databricks", "postgresql", "mysql", "mssql"}
@@ -237,7 +239,8 @@ def check_store(uri: str, out_root: Path) -> tuple[Path | None, Any]:
 
     _quiet_mlflow()
     try:
-        with file_lock(lock, timeout=120):
+        # A server's store (no lock of ours) is created by the server.
+        with file_lock(lock, timeout=120) if lock else contextlib.nullcontext():
             if database is not None:
                 problem = check_sqlite(database)
                 if problem:
@@ -250,3 +253,32 @@ def check_store(uri: str, out_root: Path) -> tuple[Path | None, Any]:
     except Exception as error:
         raise refused(f"the store cannot be opened: {first_line(error)}") from None
 
+
+
+def is_busy(error: BaseException) -> bool:
+    text = str(error).lower()
+    return "database is locked" in text or "database table is locked" in text or "database is busy" in text
+
+
+def store_write(lock: Path | None, write: Callable[[], None]) -> None:
+    """`write` to the store under its inter-process lock (None: a server's store, which has its own), tried again
+    a few times when SQLite says it is busy (a reader outside seqkeras: mlflow ui); raises what the last try did."""
+    for attempt in range(BUSY_TRIES):
+        try:
+            with file_lock(lock, timeout=LOCK_WAIT) if lock else contextlib.nullcontext():
+                write()
+            return
+        except Exception as error:
+            if is_busy(error) and attempt + 1 < BUSY_TRIES:
+                time.sleep(0.5 * 2 ** attempt)
+                continue
+            raise
+
+
+def open_client(uri: str):
+    """An MlflowClient on a store that `check_store` checked (in another process: a worker that logs live)."""
+    from mlflow.tracking import MlflowClient
+
+    _quiet_mlflow()
+    with few_engine_retries():
+        return MlflowClient(tracking_uri=uri)

@@ -8,7 +8,7 @@ import math
 import shutil
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -75,6 +75,7 @@ def fit(
     abilities: Abilities = KERAS_MODEL,
     after_epoch: Callable[[int, dict[str, float]], bool] | None = None,
     progress: ProgressOutput | None = None,
+    callbacks: Sequence[keras.callbacks.Callback] = (),
 ) -> tuple[pd.DataFrame, float]:
     """Train one epoch at a time; returns the per-epoch history and the training seconds.
 
@@ -96,6 +97,11 @@ def fit(
 
     `train.verbose` and `progress` (the run's label, whether other runs share stderr; None: neither) decide what
     is said on stderr while it trains: a bar within each epoch, a line per epoch, or nothing (training.progress).
+
+    `callbacks` are Keras callbacks told of the training by this loop, not by Keras's fit (each epoch is a fit
+    of its own, and the lean loop has none): `set_model`, `on_train_begin`, `on_epoch_end(epoch, logs)` with
+    Keras's 0-based epoch and the epoch's history values, and `on_train_end` (a live MLflow run's epochs,
+    tracking.mlflow_epochs). A counted model has no epochs: they are not called.
     """
     if abilities.estimated:
         started = time.perf_counter()
@@ -138,6 +144,9 @@ def fit(
     shown = EpochProgress(train.verbose, train.epochs, progress or ProgressOutput())
     steps = math.ceil(len(y) / train.batch_size)  # batches per epoch, the last one partial, as both loops cut them
     on_step = shown.step_done if shown.shows_steps else None
+    for callback in callbacks:
+        callback.set_model(model)
+        callback.on_train_begin()
     for epoch in range(state.epoch, train.epochs):
         order = np.random.default_rng([seed, epoch]).permutation(len(y))
         epoch_data = (take_rows(x, order), y[order], weights[order] if weights is not None else None)
@@ -157,6 +166,8 @@ def fit(
             )
         state.history.append(row)
         state.epoch = epoch + 1
+        for callback in callbacks:
+            callback.on_epoch_end(epoch, dict(logs))
         stop = stopper.update(row, model)
         if after_epoch is not None and after_epoch(epoch + 1, row):
             stop = True
@@ -166,6 +177,8 @@ def fit(
         if stop:
             break
     stopper.restore_best(model)
+    for callback in callbacks:
+        callback.on_train_end()
     seconds = time.perf_counter() - started
     if checkpoint:
         checkpoint.clear()

@@ -1,4 +1,5 @@
-"""`seqkeras export`: results that already exist, logged to a tracker as `run --track` would have logged them.
+"""`seqkeras track` (formerly `export`): results that already exist, logged to a tracker as `run --track` would
+have logged them.
 
 The results may be someone else's: the tracking store is checked before anything is read
 (a bad one is a SpecError, exit 2), every file is read through `results.files`, and the
@@ -19,9 +20,9 @@ from seqkeras.tracking.mlflow_store import parse_track
 from seqkeras.tracking.mlflow_tracking import MlflowTracker
 
 
-def export_results(paths: list[Path], track: str) -> int:
+def log_results(paths: list[Path], track: str) -> int:
     """Log every finished record of each experiment folder; returns how many could not be logged."""
-    # As named (`export .` inside an experiment folder is that folder), without following links.
+    # As named (`track .` inside an experiment folder is that folder), without following links.
     folders = [Path(os.path.abspath(folder)) for folder in named_experiment_folders(paths)]
     root = folders[0].parent  # the default store goes into the results root, as `run --track mlflow` puts it
     tracker = MlflowTracker(parse_track(track, root), root)
