@@ -1,4 +1,5 @@
-"""A metric added to a problem's DEFAULT_METRICS, or a new train.verbose default, changes no run id (spec.loader.hashed_spec).
+"""A metric added to a problem's DEFAULT_METRICS, or a new train.verbose default, changes no run id
+(spec.loader.hashed_spec).
 
 A run that names no metrics computes its problem's DEFAULT_METRICS and lists them in its spec.yaml, but its id
 hashes `metric_catalog.DEFAULTS_IN_RUN_IDS` in their place: the defaults as they were when run ids began.
