@@ -88,7 +88,8 @@ def test_plain_keras_loads_kept_models_in_a_fresh_tensorflow_process(trained_run
         x = first_test_inputs(kept)
         model_file = str(folder / "model.keras")
         expected[model_file] = predictions(kept.model, x)
-        jobs[case.id != "classifier"].append({"file": model_file, "inputs": str(save_inputs(x, tmp_path / f"{case.id}.npz"))})
+        inputs = str(save_inputs(x, tmp_path / f"{case.id}.npz"))
+        jobs[case.id != "classifier"].append({"file": model_file, "inputs": inputs})
     for import_seqkeras, models in jobs.items():
         loaded = load_in_fresh_process("tensorflow", models, tmp_path, import_seqkeras=import_seqkeras)
         assert loaded["frameworks_added"] == [], loaded["frameworks_added"]

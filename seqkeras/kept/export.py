@@ -1,0 +1,268 @@
+"""A kept model exported for serving outside Python and the suite: `seqkeras export-model RUN --format onnx|savedmodel
+--output DIR` (`export_model`).
+
+Each graph is written by Keras's own `model.export` (ONNX through tf2onnx; a TensorFlow SavedModel), on the
+TensorFlow backend, whose export keeps the batch and the sequence length dynamic (the torch backend's ONNX
+export fixes them to 1). Beside the graphs, what turns a text into their inputs and their outputs back into
+words: the run's preprocessing.json and the vocabularies it names, copied as they are (kept/preprocessing.py
+says what each field means), and export.json, which names the graphs, their inputs and outputs:
+
+    DIR/model.onnx | DIR/model/                  the model's forward pass: token ids [batch, length] → its outputs
+    DIR/encoder.onnx, DIR/decoder_step.onnx      an encoder-decoder: the two graphs a serving loop calls
+      (| DIR/encoder/, DIR/decoder_step/)        (export.json's `loop` says how)
+    DIR/preprocessing.json, DIR/vocabulary.json (, DIR/target_vocabulary.json)
+    DIR/export.json
+
+An encoder-decoder's loop: `encoder(source)` gives the memory and the decoder's first carry; then, from
+`output.start`, each `decoder_step(token, memory..., carry...)` gives `log_probabilities` over the target
+vocabulary and the next carry, under the same names as the inputs it replaces, until `output.end` or
+`output.max_output_length` tokens.
+
+A kind whose model Keras's export cannot carry is refused in one line saying why (`NotExportable`): an n-gram
+model is counts, not a graph; a CRF tagger decides its tags by Viterbi decoding outside its forward pass.
+
+DIR is the folder the user names. A folder that exists and holds anything is refused unless `overwrite`; the
+export is written into a sibling folder first and renamed into place, so DIR never holds half an export.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import keras
+from keras import ops
+
+from seqkeras.backends.runtime import quiet_stderr
+from seqkeras.errors import SpecError
+from seqkeras.kept.preprocessing import FILE, KERAS_FILE
+from seqkeras.kept.saving import KeptModel, load_model
+from seqkeras.results import files
+from seqkeras.tasks.base import SEQ2SEQ
+
+FORMATS = {"onnx": "onnx", "savedmodel": "tf_saved_model"}  # the command's name → Keras's export format
+MANIFEST = "export.json"
+
+
+class NotExportable(SpecError):
+    """A kept model that Keras's export cannot carry, and why (one line)."""
+
+
+@dataclass
+class Exported:
+    """What `export_model` wrote: the folder, its graphs (files or folders, by name) and whether it replaced one."""
+
+    folder: Path
+    graphs: list[str]
+    replaced: bool
+
+
+def export_model(run_folder: str | Path, format: str, output: str | Path, *, overwrite: bool = False) -> Exported:
+    """Export the kept model of `run_folder` as `format` (onnx, savedmodel) into the folder `output` (module
+    docstring). A `SpecError` in one line for bad input, a kind that cannot be exported, or an `output` that
+    holds something and `overwrite` is not given."""
+    if format not in FORMATS:
+        raise SpecError(f"--format {format!r} is not an export format. Allowed: {', '.join(FORMATS)}.")
+    if keras.backend.backend() != "tensorflow":
+        raise SpecError(f"exporting a model needs the tensorflow backend (Keras's SavedModel export, and its ONNX "
+                        f"export with a dynamic batch and length, run there); this process runs "
+                        f"{keras.backend.backend()}")
+    output = Path(output)
+    replaced = _check_output(output, overwrite)
+    kept = load_model(run_folder)
+    _check_exportable(kept)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=output.parent))
+    try:
+        graphs = _export_graphs(kept, format, staging)
+        _copy_preprocessing(kept, staging)
+        (staging / MANIFEST).write_text(json.dumps(_manifest(kept, format, graphs), indent=1) + "\n", encoding="utf-8")
+        if replaced:
+            shutil.rmtree(output) if output.is_dir() else output.unlink()
+        elif output.exists():
+            output.rmdir()  # empty (checked): the export takes its place
+        staging.rename(output)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return Exported(output, list(graphs), replaced)
+
+
+def _check_output(output: Path, overwrite: bool) -> bool:
+    """Whether `output` holds something that the export will replace (only with `overwrite`)."""
+    if output.is_symlink() or (output.exists() and not output.is_dir()):
+        if not overwrite:
+            raise SpecError(f"--output {output} exists and is not a folder (--overwrite replaces it)")
+        return True
+    if output.is_dir() and any(output.iterdir()):
+        if not overwrite:
+            raise SpecError(f"--output {output} already holds files (choose another folder, or --overwrite "
+                            f"replaces it)")
+        return True
+    return False
+
+
+def _check_exportable(kept: KeptModel) -> None:
+    where = f"{kept.folder}: model kind {kept.kind!r}"
+    if kept.model_kind.model_file.name != KERAS_FILE:
+        raise NotExportable(f"{where} cannot be exported: its model is {kept.model_kind.model_file.holds} "
+                            f"({kept.model_kind.model_file.name}), not a Keras graph")
+    if kept.abilities.tags:
+        raise NotExportable(f"{where} cannot be exported: its tags come from the CRF's Viterbi decoding, outside "
+                            "the forward pass that Keras's export writes (use `seqkeras predict`)")
+
+
+def _export_graphs(kept: KeptModel, format: str, folder: Path) -> dict[str, dict]:
+    """Each graph exported into `folder`: its file or folder name → its inputs and outputs (name → dtype, shape)."""
+    if kept.problem == SEQ2SEQ:
+        encoder, step = EncoderGraph(kept.model), DecoderStepGraph(kept.model)
+        graphs = {"encoder": (encoder, encoder.signature()), "decoder_step": (step, step.signature())}
+    else:
+        graphs = {"model": (kept.model, functional_signature(kept.model))}
+    written = {}
+    for name, (model, signature) in graphs.items():
+        target = folder / (f"{name}.onnx" if format == "onnx" else name)
+        try:
+            with quiet_stderr():  # tf2onnx and TensorFlow's SavedModel writer log every step
+                model.export(str(target), format=FORMATS[format], input_signature=signature, verbose=False)
+        except ImportError as error:
+            raise SpecError(f"exporting as {format} needs {error.name or 'a package'}, which is not installed: "
+                            "pip install -r requirements-export.txt (or the `export` extra)") from None
+        except Exception as error:  # Keras, TensorFlow and tf2onnx raise many types for a graph they cannot write
+            first = str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
+            raise NotExportable(f"{kept.folder}: model kind {kept.kind!r} could not be exported as {format} "
+                                f"({type(error).__name__}: {first})") from None
+        written[target.name] = _interface(signature, written_outputs(target, format))
+    return written
+
+
+def written_outputs(target: Path, format: str) -> list[str]:
+    """The output names a written graph gives, read back from it (what a server sees)."""
+    if format == "onnx":
+        import onnx
+
+        return [output.name for output in onnx.load(str(target), load_external_data=False).graph.output]
+    import tensorflow as tf
+
+    return sorted(tf.saved_model.load(str(target)).signatures["serving_default"].structured_outputs)
+
+
+def functional_signature(model) -> list:
+    """A model's inputs as Keras's export takes them, named and with their dynamic axes (None): batch, length.
+    (Keras derives them only from a model called in this process; a loaded one has not been.)"""
+    import tensorflow as tf
+
+    specs = {tensor.name: tf.TensorSpec(tensor.shape, dtype=tensor.dtype, name=tensor.name) for tensor in model.inputs}
+    return [specs] if len(specs) > 1 else list(specs.values())
+
+
+def _interface(signature: list, outputs: list[str]) -> dict:
+    """A graph's inputs (name → dtype and shape, None where dynamic) and outputs (names), for export.json."""
+    specs = signature[0] if isinstance(signature[0], dict) else {spec.name: spec for spec in signature}
+    inputs = {name: {"dtype": spec.dtype.name, "shape": list(spec.shape)} for name, spec in specs.items()}
+    return {"inputs": inputs, "outputs": outputs}
+
+
+def _copy_preprocessing(kept: KeptModel, folder: Path) -> None:
+    """preprocessing.json and the vocabularies it names, as the run keeps them."""
+    document = kept.preprocessing.document
+    names = [FILE] + [name for name in (document.input.vocabulary, document.output.vocabulary) if name]
+    for name in dict.fromkeys(names):
+        (folder / name).write_text(files.read_text(kept.folder, name), encoding="utf-8")
+
+
+def _manifest(kept: KeptModel, format: str, graphs: dict[str, dict]) -> dict:
+    document = kept.preprocessing.document
+    manifest = {"format": format, "model_kind": kept.kind, "problem": kept.problem, "run": str(kept.folder),
+                "preprocessing": FILE, "graphs": graphs}
+    if kept.problem == SEQ2SEQ:
+        encoder, step = graphs
+        manifest["loop"] = {"encoder": encoder, "step": step, "start": document.output.start,
+                            "end": document.output.end, "max_output_length": document.output.max_output_length,
+                            "memory": [name for name in graphs[encoder]["outputs"] if name in MEMORY],
+                            "carry": [name for name in graphs[step]["outputs"] if name != "log_probabilities"]}
+    return manifest
+
+
+# --------------------------------------------------------------------------- an encoder-decoder's two graphs
+
+# What the encoder gives the decoder's every step unchanged: its outputs per source token, the source's mask,
+# the attention's keys. With the attention weights, they have the source's length on axis 1.
+MEMORY = ("memory", "mask", "keys")
+SOURCE_LENGTH_AXIS = (*MEMORY, "weights")
+
+
+def flat_carry(carry: dict) -> dict:
+    """The decoder's carry as named tensors: state_<layer>_<part> (h, and c for an LSTM), features, weights."""
+    flat = {f"state_{layer}_{part}": tensor for layer, states in enumerate(carry["states"])
+            for part, tensor in enumerate(states)}
+    flat["features"] = carry["features"]
+    if "weights" in carry:
+        flat["weights"] = carry["weights"]
+    return flat
+
+
+def nested_carry(flat: dict, layers: int) -> dict:
+    """`flat_carry`'s inverse."""
+    states = [[flat[name] for name in sorted(flat) if name.startswith(f"state_{layer}_")] for layer in range(layers)]
+    carry = {"states": states, "features": flat["features"]}
+    if "weights" in flat:
+        carry["weights"] = flat["weights"]
+    return carry
+
+
+class _Seq2SeqGraph(keras.Model):
+    """A graph of a trained `Seq2SeqModel` (its layers, not copies) with flat, named tensors in and out: what an
+    exported graph's interface carries (`model.export` of this model, with `signature()`).
+
+    The names and shapes of the encoder's tensors are read once, here, from its output on a tiny source.
+    """
+
+    def __init__(self, seq2seq, **kwargs):
+        import tensorflow as tf
+
+        super().__init__(**kwargs)
+        self.seq2seq = seq2seq
+        encoded = seq2seq.encode(ops.convert_to_tensor([[3, 3]], dtype="int32"))
+        memory = {name: encoded[name] for name in MEMORY if name in encoded}
+        carry = flat_carry(encoded["carry"])
+        self.memory_names, self.carry_names = list(memory), list(carry)
+        self.specs = {
+            name: tf.TensorSpec([None] + [None if axis == 1 and name in SOURCE_LENGTH_AXIS else int(size)
+                                          for axis, size in enumerate(tensor.shape[1:], 1)],
+                                dtype=tensor.dtype, name=name)
+            for name, tensor in (memory | carry).items()
+        }
+
+
+class EncoderGraph(_Seq2SeqGraph):
+    """source ids [batch, source length] → the memory (memory, mask, keys) and the decoder's first carry."""
+
+    def call(self, inputs):
+        encoded = self.seq2seq.encode(inputs["source"])
+        return {name: encoded[name] for name in self.memory_names} | flat_carry(encoded["carry"])
+
+    def signature(self) -> list:
+        import tensorflow as tf
+
+        return [{"source": tf.TensorSpec([None, None], dtype="int32", name="source")}]
+
+
+class DecoderStepGraph(_Seq2SeqGraph):
+    """The previous token [batch], the memory and the carry → log_probabilities [batch, target vocabulary] and the
+    next carry (under the carry's own names)."""
+
+    def call(self, inputs):
+        model = self.seq2seq
+        encoded = {name: inputs[name] for name in self.memory_names}
+        carry = nested_carry({name: inputs[name] for name in self.carry_names}, model.config["layers"])
+        new = model.decoder_step(model.target_embedding(inputs["token"]), carry, encoded)
+        log_probabilities = ops.log_softmax(model.logits(new["features"]), axis=-1)
+        return {"log_probabilities": log_probabilities} | flat_carry(new)
+
+    def signature(self) -> list:
+        import tensorflow as tf
+
+        return [{"token": tf.TensorSpec([None], dtype="int32", name="token")} | self.specs]
