@@ -80,8 +80,8 @@ def export_model(run_folder: str | Path, format: str, output: str | Path, *, ove
         graphs = _export_graphs(kept, format, staging)
         _copy_preprocessing(kept, staging)
         (staging / MANIFEST).write_text(json.dumps(_manifest(kept, format, graphs), indent=1) + "\n", encoding="utf-8")
-        if replaced:
-            shutil.rmtree(output) if output.is_dir() else output.unlink()
+        if replaced:  # a link is replaced, never what it points to
+            output.unlink() if output.is_symlink() or not output.is_dir() else shutil.rmtree(output)
         elif output.exists():
             output.rmdir()  # empty (checked): the export takes its place
         staging.rename(output)
