@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import seqkeras
-from seqkeras.kept.export import flat_carry
+from seqkeras.kept.export import flat_states
 from tests.helpers import run_cli
 from tests.model_kind_specs import CASES
 
@@ -82,17 +82,17 @@ def test_an_encoder_decoder_exports_its_encoder_and_one_decoder_step(trained_run
     loop = manifest["loop"]
     assert (loop["encoder"], loop["step"]) == ("encoder.onnx", "decoder_step.onnx")
     encoded = onnx_outputs(tmp_path / "onnx" / "encoder.onnx", {"source": source})
-    assert set(encoded) == set(loop["memory"]) | set(loop["carry"])
+    assert set(encoded) == set(loop["memory"]) | set(loop["states"]) and "memory" in encoded
     stepped = onnx_outputs(tmp_path / "onnx" / "decoder_step.onnx", {"token": tokens, **encoded})
     np.testing.assert_allclose(stepped["log_probabilities"], expected, atol=1e-4)
-    for name, value in flat_carry(state["carry"]).items():  # the next carry, under the names the step reads
+    for name, value in flat_states(state["carry"]).items():  # the next states, under the names the step reads
         np.testing.assert_allclose(stepped[name], np.asarray(value), atol=1e-4)
 
     seqkeras.export_model(folder, "savedmodel", tmp_path / "savedmodel")
     encoder = tf.saved_model.load(str(tmp_path / "savedmodel" / "encoder"))
     step = tf.saved_model.load(str(tmp_path / "savedmodel" / "decoder_step"))
-    memory_and_carry = encoder.serve({"source": tf.constant(source)})
-    served = step.serve({"token": tf.constant(tokens), **memory_and_carry})
+    memory_and_states = encoder.serve({"source": tf.constant(source)})
+    served = step.serve({"token": tf.constant(tokens), **memory_and_states})
     np.testing.assert_allclose(served["log_probabilities"].numpy(), expected, atol=1e-4)
 
 

@@ -45,6 +45,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from seqkeras.backends import runtime  # no Keras: it chooses the backend before Keras is imported
+
 PACKAGE = "seqkeras"
 SOURCE = Path(__file__).resolve().parents[1]  # the package's folder
 
@@ -110,8 +112,6 @@ def register() -> None:
     keep Keras's own serialization from importing TensorFlow (`runtime.serialize_without_importing_tensorflow`):
     loading a model must not bring a second backend's framework into the process."""
     import keras
-
-    from seqkeras.backends import runtime
 
     known = keras.saving.get_custom_objects()  # Keras's live global dictionary
     for item in declared():

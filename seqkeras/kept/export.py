@@ -13,10 +13,10 @@ says what each field means), and export.json, which names the graphs, their inpu
     DIR/preprocessing.json, DIR/vocabulary.json (, DIR/target_vocabulary.json)
     DIR/export.json
 
-An encoder-decoder's loop: `encoder(source)` gives the memory and the decoder's first carry; then, from
-`output.start`, each `decoder_step(token, memory..., carry...)` gives `log_probabilities` over the target
-vocabulary and the next carry, under the same names as the inputs it replaces, until `output.end` or
-`output.max_output_length` tokens.
+An encoder-decoder's loop: `encoder(source)` gives the memory (with attention) and the decoder's first states;
+then, from `output.start`, each `decoder_step(token, memory..., states...)` gives `log_probabilities` over the
+target vocabulary (and, with attention, its weights over the source) and the next states, under the same names
+as the inputs they replace, until `output.end` or `output.max_output_length` tokens.
 
 A kind whose model Keras's export cannot carry is refused in one line saying why (`NotExportable`): an n-gram
 model is counts, not a graph; a CRF tagger decides its tags by Viterbi decoding outside its forward pass.
@@ -182,35 +182,32 @@ def _manifest(kept: KeptModel, format: str, graphs: dict[str, dict]) -> dict:
         manifest["loop"] = {"encoder": encoder, "step": step, "start": document.output.start,
                             "end": document.output.end, "max_output_length": document.output.max_output_length,
                             "memory": [name for name in graphs[encoder]["outputs"] if name in MEMORY],
-                            "carry": [name for name in graphs[step]["outputs"] if name != "log_probabilities"]}
+                            "states": [name for name in graphs[step]["outputs"] if name.startswith("layer")]}
     return manifest
 
 
 # --------------------------------------------------------------------------- an encoder-decoder's two graphs
 
 # What the encoder gives the decoder's every step unchanged: its outputs per source token, the source's mask,
-# the attention's keys. With the attention weights, they have the source's length on axis 1.
+# the attention's keys; each has the source's length on axis 1.
 MEMORY = ("memory", "mask", "keys")
-SOURCE_LENGTH_AXIS = (*MEMORY, "weights")
 
 
-def flat_carry(carry: dict) -> dict:
-    """The decoder's carry as named tensors: state_<layer>_<part> (h, and c for an LSTM), features, weights."""
-    flat = {f"state_{layer}_{part}": tensor for layer, states in enumerate(carry["states"])
+STATE_PARTS = "hc"  # a recurrent layer's states in Keras's order: h, and c for an LSTM
+
+
+def flat_states(carry: dict) -> dict:
+    """The decoder's recurrent states as named tensors, layer<n>_h (and layer<n>_c for an LSTM): all of the carry
+    that the next step reads (its features and attention weights are outputs only). No name ends in _<digit>,
+    which tf2onnx would take for a tensor's output index."""
+    return {f"layer{layer}_{STATE_PARTS[part]}": tensor for layer, states in enumerate(carry["states"])
             for part, tensor in enumerate(states)}
-    flat["features"] = carry["features"]
-    if "weights" in carry:
-        flat["weights"] = carry["weights"]
-    return flat
 
 
-def nested_carry(flat: dict, layers: int) -> dict:
-    """`flat_carry`'s inverse."""
-    states = [[flat[name] for name in sorted(flat) if name.startswith(f"state_{layer}_")] for layer in range(layers)]
-    carry = {"states": states, "features": flat["features"]}
-    if "weights" in flat:
-        carry["weights"] = flat["weights"]
-    return carry
+def nested_states(flat: dict, layers: int) -> list:
+    """`flat_states`' inverse: per layer, its states."""
+    return [[flat[f"layer{layer}_{part}"] for part in STATE_PARTS if f"layer{layer}_{part}" in flat]
+            for layer in range(layers)]
 
 
 class _Seq2SeqGraph(keras.Model):
@@ -226,23 +223,25 @@ class _Seq2SeqGraph(keras.Model):
         super().__init__(**kwargs)
         self.seq2seq = seq2seq
         encoded = seq2seq.encode(ops.convert_to_tensor([[3, 3]], dtype="int32"))
-        memory = {name: encoded[name] for name in MEMORY if name in encoded}
-        carry = flat_carry(encoded["carry"])
-        self.memory_names, self.carry_names = list(memory), list(carry)
+        # Without attention the decoder reads nothing of the memory: its graph has no such input.
+        memory = {name: encoded[name] for name in MEMORY if name in encoded and seq2seq.attention is not None}
+        states = flat_states(encoded["carry"])
+        self.memory_names, self.state_names = list(memory), list(states)
         self.specs = {
-            name: tf.TensorSpec([None] + [None if axis == 1 and name in SOURCE_LENGTH_AXIS else int(size)
+            name: tf.TensorSpec([None] + [None if axis == 1 and name in MEMORY else int(size)
                                           for axis, size in enumerate(tensor.shape[1:], 1)],
                                 dtype=tensor.dtype, name=name)
-            for name, tensor in (memory | carry).items()
+            for name, tensor in (memory | states).items()
         }
+        self.built = True  # its layers are the trained model's, built: Keras's export asks
 
 
 class EncoderGraph(_Seq2SeqGraph):
-    """source ids [batch, source length] → the memory (memory, mask, keys) and the decoder's first carry."""
+    """source ids [batch, source length] → the memory (memory, mask, keys) and the decoder's first states."""
 
     def call(self, inputs):
         encoded = self.seq2seq.encode(inputs["source"])
-        return {name: encoded[name] for name in self.memory_names} | flat_carry(encoded["carry"])
+        return {name: encoded[name] for name in self.memory_names} | flat_states(encoded["carry"])
 
     def signature(self) -> list:
         import tensorflow as tf
@@ -251,16 +250,18 @@ class EncoderGraph(_Seq2SeqGraph):
 
 
 class DecoderStepGraph(_Seq2SeqGraph):
-    """The previous token [batch], the memory and the carry → log_probabilities [batch, target vocabulary] and the
-    next carry (under the carry's own names)."""
+    """The previous token [batch], the memory and the states → log_probabilities [batch, target vocabulary], the
+    next states (under the same names) and, with attention, its weights over the source [batch, source length]."""
 
     def call(self, inputs):
         model = self.seq2seq
         encoded = {name: inputs[name] for name in self.memory_names}
-        carry = nested_carry({name: inputs[name] for name in self.carry_names}, model.config["layers"])
+        carry = {"states": nested_states({name: inputs[name] for name in self.state_names}, model.config["layers"])}
         new = model.decoder_step(model.target_embedding(inputs["token"]), carry, encoded)
-        log_probabilities = ops.log_softmax(model.logits(new["features"]), axis=-1)
-        return {"log_probabilities": log_probabilities} | flat_carry(new)
+        outputs = {"log_probabilities": ops.log_softmax(model.logits(new["features"]), axis=-1)}
+        if "weights" in new:
+            outputs["attention"] = new["weights"]
+        return outputs | flat_states(new)
 
     def signature(self) -> list:
         import tensorflow as tf
