@@ -85,8 +85,8 @@ def test_an_encoder_decoder_exports_its_encoder_and_one_decoder_step(trained_run
     assert set(encoded) == set(loop["memory"]) | set(loop["states"]) and "memory" in encoded
     stepped = onnx_outputs(tmp_path / "onnx" / "decoder_step.onnx", {"token": tokens, **encoded})
     np.testing.assert_allclose(stepped["log_probabilities"], expected, atol=1e-4)
-    for name, value in flat_states(state["carry"]).items():  # the next states, under the names the step reads
-        np.testing.assert_allclose(stepped[name], np.asarray(value), atol=1e-4)
+    for name, value in flat_states(state["carry"]).items():  # the next states: next_<the input they replace>
+        np.testing.assert_allclose(stepped[loop["states"][name]], np.asarray(value), atol=1e-4)
 
     seqkeras.export_model(folder, "savedmodel", tmp_path / "savedmodel")
     encoder = tf.saved_model.load(str(tmp_path / "savedmodel" / "encoder"))

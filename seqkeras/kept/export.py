@@ -15,8 +15,8 @@ says what each field means), and export.json, which names the graphs, their inpu
 
 An encoder-decoder's loop: `encoder(source)` gives the memory (with attention) and the decoder's first states;
 then, from `output.start`, each `decoder_step(token, memory..., states...)` gives `log_probabilities` over the
-target vocabulary (and, with attention, its weights over the source) and the next states, under the same names
-as the inputs they replace, until `output.end` or `output.max_output_length` tokens.
+target vocabulary (and, with attention, its weights over the source) and the next states, `next_<name>` for
+the input `<name>` they replace, until `output.end` or `output.max_output_length` tokens.
 
 A kind whose model Keras's export cannot carry is refused in one line saying why (`NotExportable`): an n-gram
 model is counts, not a graph; a CRF tagger decides its tags by Viterbi decoding outside its forward pass.
@@ -182,7 +182,8 @@ def _manifest(kept: KeptModel, format: str, graphs: dict[str, dict]) -> dict:
         manifest["loop"] = {"encoder": encoder, "step": step, "start": document.output.start,
                             "end": document.output.end, "max_output_length": document.output.max_output_length,
                             "memory": [name for name in graphs[encoder]["outputs"] if name in MEMORY],
-                            "states": [name for name in graphs[step]["outputs"] if name.startswith("layer")]}
+                            "states": {name: f"{NEXT}{name}" for name in graphs[encoder]["outputs"]
+                                       if name.startswith("layer")}}
     return manifest
 
 
@@ -194,6 +195,7 @@ MEMORY = ("memory", "mask", "keys")
 
 
 STATE_PARTS = "hc"  # a recurrent layer's states in Keras's order: h, and c for an LSTM
+NEXT = "next_"  # a step's output state: next_layer0_h is the next step's layer0_h
 
 
 def flat_states(carry: dict) -> dict:
@@ -251,7 +253,7 @@ class EncoderGraph(_Seq2SeqGraph):
 
 class DecoderStepGraph(_Seq2SeqGraph):
     """The previous token [batch], the memory and the states → log_probabilities [batch, target vocabulary], the
-    next states (under the same names) and, with attention, its weights over the source [batch, source length]."""
+    next states (next_<name>) and, with attention, its weights over the source [batch, source length]."""
 
     def call(self, inputs):
         model = self.seq2seq
@@ -261,7 +263,8 @@ class DecoderStepGraph(_Seq2SeqGraph):
         outputs = {"log_probabilities": ops.log_softmax(model.logits(new["features"]), axis=-1)}
         if "weights" in new:
             outputs["attention"] = new["weights"]
-        return outputs | flat_states(new)
+        # The next states under names of their own: an ONNX graph's output may not share its input's name.
+        return outputs | {f"{NEXT}{name}": tensor for name, tensor in flat_states(new).items()}
 
     def signature(self) -> list:
         import tensorflow as tf
