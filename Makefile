@@ -45,12 +45,12 @@ lint: $(STAMP)
 # `--durations=20` prints the slowest tests: the tier's goal is 8 minutes on 2 idle cores. The main process's
 # tests are spread over one pytest worker per core (pytest-xdist; PYTEST_WORKERS=0 runs them in this process).
 PYTEST_WORKERS ?= auto
-test: $(STAMP) $(VENV)/.tracking lint
+test: $(STAMP) $(VENV)/.tracking $(VENV)/.export lint
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist worksteal --durations=20
 	$(TORCH_TESTS) --durations=10
 	$(JAX_TESTS) --durations=10
 
-test-fast: $(STAMP) $(VENV)/.tracking lint
+test-fast: $(STAMP) $(VENV)/.tracking $(VENV)/.export lint
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist worksteal -m "not slow"
 	$(TORCH_TESTS) -m "not slow"
 	$(JAX_TESTS) -m "not slow"
@@ -58,7 +58,7 @@ test-fast: $(STAMP) $(VENV)/.tracking lint
 # The tests marked `system` (tests/conftest.py deselects them unless --system is given). They are all in the
 # main process's tests/ (the torch and JAX folders hold none), one at a time: several start process groups,
 # clusters or a browser and take the cores they find.
-test-system: $(STAMP) $(VENV)/.ray $(VENV)/.tracking browser
+test-system: $(STAMP) $(VENV)/.ray $(VENV)/.tracking $(VENV)/.export browser
 	$(BIN)/python -m pytest -q --system -m system --durations=10
 
 # Ray is optional for users; the tests check the Ray executor, so they install it.
@@ -70,6 +70,11 @@ $(VENV)/.ray: requirements-ray.txt $(STAMP)
 # read what the suite writes with their own readers, so they install them.
 $(VENV)/.tracking: requirements-tracking.txt $(STAMP)
 	$(BIN)/python -m pip install --quiet -r requirements-tracking.txt
+	touch $@
+
+# ONNX export is optional for users (export-model --format onnx); the tests export and run ONNX graphs.
+$(VENV)/.export: requirements-export.txt $(STAMP)
+	$(BIN)/python -m pip install --quiet -r requirements-export.txt
 	touch $@
 
 # The HTML report is tested in a real headless browser: Debian's chromium, installed

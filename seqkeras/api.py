@@ -159,6 +159,18 @@ def evaluate(folder: str | Path, *, decoders: list[Any] = (), metrics: list[str]
     return load(path)
 
 
+def export_model(run_folder: str | Path, format: str, output: str | Path, *, overwrite: bool = False):
+    """`seqkeras export-model`'s twin: a run's kept model exported for serving as `format` ("onnx", "savedmodel")
+    into the folder `output`, beside its preprocessing (kept/export.py). On the TensorFlow backend, which it
+    selects (a process that imported Keras on another backend is refused). Returns `kept.export.Exported`: the
+    folder, its graphs, and whether it replaced what the folder held (only with `overwrite`)."""
+    from seqkeras.kept.export import export_model as export
+
+    select_backend("tensorflow", load=True)
+    return export(checked_path(run_folder, "run_folder", "a run folder's path (str or Path)"), format,
+                  checked_path(output, "output"), overwrite=bool(overwrite))
+
+
 def saved_claims(spec: Mapping[str, Any], source: Path, warn=print_warning) -> list[ExpectSpec]:
     """The claims (`expect`) of a saved experiment.yaml, each read on its own: one that no longer reads as a
     claim (written by another version of the suite, edited by hand) is a warning and is left out."""

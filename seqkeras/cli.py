@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     with sigterm_as_ctrl_c():
         try:
             check_path_arguments(args)
-            if args.command not in ("run", "evaluate"):  # these pick their backend from --backend first
+            if args.command not in ("run", "evaluate", "export-model"):  # these pick their backend themselves
                 select_backend(load=False)  # these commands read specs and results: no Keras needed
             return args.handler(args)
         except SpecError as error:
@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
 # become Path(""), the current folder (`--out ''` wrote results into it): each is refused instead.
 PATH_ARGUMENTS = {"paths": "PATH", "out": "--out", "reference": "--reference", "results_dir": "RESULTS_DIR",
                   "results_dirs": "RESULTS_DIR", "a": "A", "b": "B", "run_folder": "RUN", "file": "--file",
-                  "attention": "--attention", "untuned": "--untuned"}
+                  "attention": "--attention", "untuned": "--untuned", "output": "--output"}
 
 
 def check_path_arguments(args: argparse.Namespace) -> None:
@@ -301,6 +301,19 @@ def add_selection_options(parser: argparse.ArgumentParser, one_run: bool) -> Non
                              f"`bleu`: higher; `perplexity`, `mse`: lower). {refused}")
 
 
+def export_model_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_folder", metavar="RUN", help="a training run's folder: `results/<name>/<run_id>`")
+    parser.add_argument("--format", choices=["onnx", "savedmodel"], required=True,
+                        help="onnx: `model.onnx` (ONNX Runtime and other ONNX servers; needs the `export` extra); "
+                             "savedmodel: a TensorFlow SavedModel folder `model/` (TensorFlow Serving). An "
+                             "encoder-decoder gives two graphs, `encoder` and `decoder_step`")
+    parser.add_argument("--output", required=True, metavar="DIR",
+                        help="the folder to write: the graphs, the run's `preprocessing.json` and vocabularies, and "
+                             "`export.json` (each graph's inputs and outputs). It must not exist or be empty")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace DIR when it holds files (it says so)")
+
+
 def evaluate_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("results_dirs", nargs="+", metavar="RESULTS_DIR",
                         help="`results/<name>`, a results root, or one run's folder, `results/<name>/<run_id>`")
@@ -499,6 +512,18 @@ def command_predict(args) -> int:
     return EXIT_OK
 
 
+def command_export_model(args) -> int:
+    select_backend("tensorflow", load=True)  # Keras's SavedModel export, and its dynamic-shape ONNX export
+    from seqkeras.api import export_model
+
+    exported = export_model(args.run_folder, args.format, args.output, overwrite=args.overwrite)
+    if exported.replaced:
+        print(f"replaced what {exported.folder} held", file=sys.stderr)
+    print(f"wrote {exported.folder}: {', '.join(exported.graphs)}, with its preprocessing (export.json says how "
+          f"to call them)")
+    return EXIT_OK
+
+
 def markdown_cell(cell):
     """A text as one Markdown table cell: a line break would end the row and a | would split the cell, so they
     are written as the two characters \\n and as \\|."""
@@ -586,6 +611,10 @@ COMMANDS = (
     Command("predict", "use a run's kept model on new inputs: a label, tags, a translation with any decoder and "
                        "its attention map, a prompt continued, a value; words outside the vocabulary counted",
             "0; 2 bad input", predict_options, command_predict),
+    Command("export-model", "export a run's kept model for serving, as ONNX or a TensorFlow SavedModel (Keras's "
+                            "own export), beside the preprocessing that turns a text into its inputs",
+            "0; 2 bad input, a model kind that cannot be exported (the line says why), or DIR holds files",
+            export_model_options, command_export_model),
     Command("evaluate", "evaluate the kept models of finished runs again with more decoders or metrics, without "
                         "training: rows and columns added to the records, `runs.csv`, the tables and the "
                         "claims' verdicts",

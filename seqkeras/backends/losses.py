@@ -21,6 +21,9 @@ import keras
 # The names Keras's registry knows the suite's loss and accuracy by (training/losses.py registers
 # them): the torch lean loop looks them up there, as backends/ may not import training/.
 SUITE_LOSS, SUITE_ACCURACY = "seqkeras>softmax_crossentropy", "seqkeras>sparse_accuracy"
+# What Keras calls the function each computes, as a compile argument: what the suite compiles with on
+# TensorFlow (training/losses.py), and what a kept model's compile config names (kept/plain_keras.py).
+KERAS_EQUIVALENTS = {SUITE_LOSS: "sparse_categorical_crossentropy", SUITE_ACCURACY: "accuracy"}
 
 
 def keras_loss_reads_logits() -> bool:

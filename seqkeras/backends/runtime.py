@@ -213,11 +213,20 @@ def select_backend(name: str | None = None, *, load: bool = True) -> str:
                 tf.config.list_physical_devices()  # the CUDA probe prints here
                 tf.get_logger().setLevel("ERROR")  # retracing notices: each run builds new models
         import keras  # noqa: F401  (TensorFlow's import has imported it already)
-    if backend != "tensorflow":
-        from keras.src.saving import serialization_lib
-
-        serialization_lib.tf = _TensorFlowIfImported(serialization_lib.tf)
+    serialize_without_importing_tensorflow()
     return backend
+
+
+def serialize_without_importing_tensorflow() -> None:
+    """Off the tensorflow backend, Keras's serialization asks about TensorFlow only once it is imported
+    (`_TensorFlowIfImported`); Keras must be imported. Called by `select_backend`, and once Keras is imported in
+    a process that imported seqkeras (`backends.serializable`): loading a kept model with a Bidirectional layer
+    would import TensorFlow into a torch or JAX process otherwise."""
+    import keras
+    from keras.src.saving import serialization_lib
+
+    if keras.backend.backend() != "tensorflow" and not isinstance(serialization_lib.tf, _TensorFlowIfImported):
+        serialization_lib.tf = _TensorFlowIfImported(serialization_lib.tf)
 
 
 # Packages Keras imports at its own import only for integrations seqkeras never

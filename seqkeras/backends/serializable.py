@@ -45,6 +45,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from seqkeras.backends import runtime  # no Keras: it chooses the backend before Keras is imported
+
 PACKAGE = "seqkeras"
 SOURCE = Path(__file__).resolve().parents[1]  # the package's folder
 
@@ -106,12 +108,15 @@ def install() -> None:
 
 
 def register() -> None:
-    """Register a stand-in under each declared name that Keras does not know yet."""
+    """Register a stand-in under each declared name that Keras does not know yet; and, off the tensorflow backend,
+    keep Keras's own serialization from importing TensorFlow (`runtime.serialize_without_importing_tensorflow`):
+    loading a model must not bring a second backend's framework into the process."""
     import keras
 
     known = keras.saving.get_custom_objects()  # Keras's live global dictionary
     for item in declared():
         known.setdefault(f"{PACKAGE}>{item.name}", _stand_in(item))
+    runtime.serialize_without_importing_tensorflow()
 
 
 def _real(item: Declared):

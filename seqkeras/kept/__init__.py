@@ -5,7 +5,10 @@ training code: `model.keras` (Keras's native format; `model.ngram.json` for the
 count-based n-gram model, which is not a Keras model) and `preprocessing.json`
 (how a text becomes the ids the model reads, and its outputs names), written by
 `saving.keep` at the end of training and read by `saving.load_model`, which
-gives a `KeptModel`; `predict` turns new inputs into a table of its outputs
+gives a `KeptModel`; `plain_keras` makes the file name Keras's own classes wherever
+one computes the same function (a fused layer as Keras's, Keras's loss and optimizer), so plain
+`keras.saving.load_model` reads it on any backend; `export` writes a kept model for serving
+(ONNX, SavedModel) with its preprocessing as JSON; `predict` turns new inputs into a table of its outputs
 (`seqkeras predict`), through the evaluators' decoding and generation;
 `reevaluation` evaluates a kept run again with more decoders or metrics
 (`seqkeras evaluate`), adding to its record and files; `selection` says which

@@ -1,8 +1,9 @@
 """A run's model, kept in its folder at the end of training (`keep`) and read back (`load_model` → `KeptModel`).
 
-    <run folder>/model.keras          the trained Keras model, Keras's native format (config and weights,
-                                      not the optimizer's state), unless its model kind declares another
-                                      file (`ModelKind.model_file`: model.ngram.json for an n-gram model)
+    <run folder>/model.keras          the trained Keras model, Keras's native format (config, weights and
+                                      the optimizer's state) naming Keras's own classes wherever one computes
+                                      the same function (`kept.plain_keras`), unless its model kind declares
+                                      another file (`ModelKind.model_file`: model.ngram.json for an n-gram model)
     <run folder>/preprocessing.json   text → ids → outputs (seqkeras/kept/preprocessing.py)
     <run folder>/vocabulary.json      the input vocabulary (target_vocabulary.json: seq2seq's output)
     <run folder>/spec.yaml            the resolved spec: the task, its seed, the model, the evaluation
@@ -35,8 +36,9 @@ from keras.src.saving import saving_lib
 from pydantic import ValidationError
 
 from seqkeras import catalog
-from seqkeras.backends import serializable
+from seqkeras.backends import layer_classes, serializable
 from seqkeras.errors import SpecError, translate_validation_error
+from seqkeras.kept import plain_keras
 from seqkeras.kept.preprocessing import FILE, KERAS_FILE, TARGET_VOCABULARY_FILE, Encoded, Preprocessing
 from seqkeras.registry import Abilities, ModelFile, ModelKind
 from seqkeras.results import files
@@ -61,20 +63,20 @@ class _KerasImage(io.BytesIO):
 
 
 def keras_image(model: keras.Model) -> bytes:
-    """The model as the bytes of a .keras file (config and weights), made in memory.
+    """The model as the bytes of a .keras file, made in memory: what Keras's own `model.save` writes (config,
+    weights, the optimizer and its state), naming Keras's own classes wherever one computes the same function
+    (`plain_keras`), so `keras.saving.load_model` reads it on any backend.
 
-    Without the optimizer's state: a kept model predicts and is evaluated again, and the state (two moments
-    per weight for Adam) would double the file and take 40% of the time a small run's save takes (benchmarks/
-    kept_models.py). The compile config stays, so Keras's `load_model` with compile=True compiles it afresh.
+    The optimizer's state (for Adam, two moments per weight: the file is three times the weights) is kept:
+    Keras's `load_model` compiles the model and builds its optimizer, and a file without that state makes it
+    warn that it skipped the optimizer's variables. A kept model also trains on from where its run stopped.
     """
     image = _KerasImage()
     optimizer = getattr(model, "optimizer", None)
-    model.optimizer = None  # only for the save: `_save_state` walks the model's attributes
-    try:
-        with cached_attribute_skipsets():
-            model.save(image)
-    finally:
-        model.optimizer = optimizer
+    if optimizer is not None and not optimizer.built:  # a model saved untrained: the state Keras's load builds
+        optimizer.build(model.trainable_variables)
+    with cached_attribute_skipsets(), plain_keras.written_as_plain_keras(model):
+        model.save(image)
     return image.getvalue()
 
 
@@ -331,7 +333,8 @@ def keras_model(image: BinaryIO) -> keras.Model:
     saving library loads from an open file (`keras.src.saving.saving_lib.load_model`), as `save` writes to one.
     """
     serializable.register()  # Keras is loaded (this module imports it): the suite's classes are findable
-    return saving_lib.load_model(image, compile=False, safe_mode=True)
+    # On torch, the fused layers it trained with (the file names Keras's: `plain_keras`), to predict as fast.
+    return layer_classes.fused(saving_lib.load_model(image, compile=False, safe_mode=True))
 
 
 def read_vocabulary(folder: Path, name: str) -> list[str]:

@@ -24,7 +24,9 @@ def loss_and_metrics() -> dict:
     softmax's logits already (TensorFlow), the same numbers computed with fewer passes over the softmax
     on the other backends."""
     if backend_losses.keras_loss_reads_logits():
-        return {"loss": "sparse_categorical_crossentropy", "weighted_metrics": ["accuracy"]}
+        equivalent = backend_losses.KERAS_EQUIVALENTS
+        return {"loss": equivalent[backend_losses.SUITE_LOSS],
+                "weighted_metrics": [equivalent[backend_losses.SUITE_ACCURACY]]}
     accuracy = keras.metrics.MeanMetricWrapper(sparse_accuracy, name="accuracy")
     return {"loss": softmax_crossentropy, "weighted_metrics": [accuracy]}
 

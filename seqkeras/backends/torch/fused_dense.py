@@ -30,6 +30,10 @@ class FusedDense(keras.layers.Dense):
         return self.activation(x) if self.activation is not None else x
 
 
+# Keras's class → the subclass that stands in for it on torch (a kept model holds Keras's: backends/layer_classes.py).
+FUSED = {keras.layers.Dense: FusedDense}
+
+
 def layer_class() -> type:
     """The Dense class a model builder should instantiate on this backend."""
     return FusedDense if keras.backend.backend() == "torch" else keras.layers.Dense

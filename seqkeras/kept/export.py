@@ -1,0 +1,272 @@
+"""A kept model exported for serving outside Python and the suite: `seqkeras export-model RUN --format onnx|savedmodel
+--output DIR` (`export_model`).
+
+Each graph is written by Keras's own `model.export` (ONNX through tf2onnx; a TensorFlow SavedModel), on the
+TensorFlow backend, whose export keeps the batch and the sequence length dynamic (the torch backend's ONNX
+export fixes them to 1). Beside the graphs, what turns a text into their inputs and their outputs back into
+words: the run's preprocessing.json and the vocabularies it names, copied as they are (kept/preprocessing.py
+says what each field means), and export.json, which names the graphs, their inputs and outputs:
+
+    DIR/model.onnx | DIR/model/                  the model's forward pass: token ids [batch, length] → its outputs
+    DIR/encoder.onnx, DIR/decoder_step.onnx      an encoder-decoder: the two graphs a serving loop calls
+      (| DIR/encoder/, DIR/decoder_step/)        (export.json's `loop` says how)
+    DIR/preprocessing.json, DIR/vocabulary.json (, DIR/target_vocabulary.json)
+    DIR/export.json
+
+An encoder-decoder's loop: `encoder(source)` gives the memory (with attention) and the decoder's first states;
+then, from `output.start`, each `decoder_step(token, memory..., states...)` gives `log_probabilities` over the
+target vocabulary (and, with attention, its weights over the source) and the next states, `next_<name>` for
+the input `<name>` they replace, until `output.end` or `output.max_output_length` tokens.
+
+A kind whose model Keras's export cannot carry is refused in one line saying why (`NotExportable`): an n-gram
+model is counts, not a graph; a CRF tagger decides its tags by Viterbi decoding outside its forward pass.
+
+DIR is the folder the user names. A folder that exists and holds anything is refused unless `overwrite`; the
+export is written into a sibling folder first and renamed into place, so DIR never holds half an export.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import keras
+from keras import ops
+
+from seqkeras.backends.runtime import quiet_stderr
+from seqkeras.errors import SpecError
+from seqkeras.kept.preprocessing import FILE, KERAS_FILE
+from seqkeras.kept.saving import KeptModel, load_model
+from seqkeras.results import files
+from seqkeras.tasks.base import SEQ2SEQ
+
+FORMATS = {"onnx": "onnx", "savedmodel": "tf_saved_model"}  # the command's name → Keras's export format
+MANIFEST = "export.json"
+
+
+class NotExportable(SpecError):
+    """A kept model that Keras's export cannot carry, and why (one line)."""
+
+
+@dataclass
+class Exported:
+    """What `export_model` wrote: the folder, its graphs (files or folders, by name) and whether it replaced one."""
+
+    folder: Path
+    graphs: list[str]
+    replaced: bool
+
+
+def export_model(run_folder: str | Path, format: str, output: str | Path, *, overwrite: bool = False) -> Exported:
+    """Export the kept model of `run_folder` as `format` (onnx, savedmodel) into the folder `output` (module
+    docstring). A `SpecError` in one line for bad input, a kind that cannot be exported, or an `output` that
+    holds something and `overwrite` is not given."""
+    if format not in FORMATS:
+        raise SpecError(f"--format {format!r} is not an export format. Allowed: {', '.join(FORMATS)}.")
+    if keras.backend.backend() != "tensorflow":
+        raise SpecError(f"exporting a model needs the tensorflow backend (Keras's SavedModel export, and its ONNX "
+                        f"export with a dynamic batch and length, run there); this process runs "
+                        f"{keras.backend.backend()}")
+    output = Path(output)
+    replaced = _check_output(output, overwrite)
+    kept = load_model(run_folder)
+    _check_exportable(kept)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=output.parent))
+    try:
+        graphs = _export_graphs(kept, format, staging)
+        _copy_preprocessing(kept, staging)
+        (staging / MANIFEST).write_text(json.dumps(_manifest(kept, format, graphs), indent=1) + "\n", encoding="utf-8")
+        if replaced:  # a link is replaced, never what it points to
+            output.unlink() if output.is_symlink() or not output.is_dir() else shutil.rmtree(output)
+        elif output.exists():
+            output.rmdir()  # empty (checked): the export takes its place
+        staging.rename(output)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return Exported(output, list(graphs), replaced)
+
+
+def _check_output(output: Path, overwrite: bool) -> bool:
+    """Whether `output` holds something that the export will replace (only with `overwrite`)."""
+    if output.is_symlink() or (output.exists() and not output.is_dir()):
+        if not overwrite:
+            raise SpecError(f"--output {output} exists and is not a folder (--overwrite replaces it)")
+        return True
+    if output.is_dir() and any(output.iterdir()):
+        if not overwrite:
+            raise SpecError(f"--output {output} already holds files (choose another folder, or --overwrite "
+                            f"replaces it)")
+        return True
+    return False
+
+
+def _check_exportable(kept: KeptModel) -> None:
+    where = f"{kept.folder}: model kind {kept.kind!r}"
+    if kept.model_kind.model_file.name != KERAS_FILE:
+        raise NotExportable(f"{where} cannot be exported: its model is {kept.model_kind.model_file.holds} "
+                            f"({kept.model_kind.model_file.name}), not a Keras graph")
+    if kept.abilities.tags:
+        raise NotExportable(f"{where} cannot be exported: its tags come from the CRF's Viterbi decoding, outside "
+                            "the forward pass that Keras's export writes (use `seqkeras predict`)")
+
+
+def _export_graphs(kept: KeptModel, format: str, folder: Path) -> dict[str, dict]:
+    """Each graph exported into `folder`: its file or folder name → its inputs and outputs (name → dtype, shape)."""
+    if kept.problem == SEQ2SEQ:
+        encoder, step = EncoderGraph(kept.model), DecoderStepGraph(kept.model)
+        graphs = {"encoder": (encoder, encoder.signature()), "decoder_step": (step, step.signature())}
+    else:
+        graphs = {"model": (kept.model, functional_signature(kept.model))}
+    written = {}
+    for name, (model, signature) in graphs.items():
+        target = folder / (f"{name}.onnx" if format == "onnx" else name)
+        try:
+            with quiet_stderr():  # tf2onnx and TensorFlow's SavedModel writer log every step
+                model.export(str(target), format=FORMATS[format], input_signature=signature, verbose=False)
+        except ImportError as error:
+            raise SpecError(f"exporting as {format} needs {error.name or 'a package'}, which is not installed: "
+                            "pip install -r requirements-export.txt (or the `export` extra)") from None
+        except Exception as error:  # Keras, TensorFlow and tf2onnx raise many types for a graph they cannot write
+            first = str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
+            raise NotExportable(f"{kept.folder}: model kind {kept.kind!r} could not be exported as {format} "
+                                f"({type(error).__name__}: {first})") from None
+        written[target.name] = _interface(signature, written_outputs(target, format))
+    return written
+
+
+def written_outputs(target: Path, format: str) -> list[str]:
+    """The output names a written graph gives, read back from it (what a server sees)."""
+    if format == "onnx":
+        import onnx
+
+        return [output.name for output in onnx.load(str(target), load_external_data=False).graph.output]
+    import tensorflow as tf
+
+    return sorted(tf.saved_model.load(str(target)).signatures["serving_default"].structured_outputs)
+
+
+def functional_signature(model) -> list:
+    """A model's inputs as Keras's export takes them, named and with their dynamic axes (None): batch, length.
+    (Keras derives them only from a model called in this process; a loaded one has not been.)"""
+    import tensorflow as tf
+
+    specs = {tensor.name: tf.TensorSpec(tensor.shape, dtype=tensor.dtype, name=tensor.name) for tensor in model.inputs}
+    return [specs] if len(specs) > 1 else list(specs.values())
+
+
+def _interface(signature: list, outputs: list[str]) -> dict:
+    """A graph's inputs (name → dtype and shape, None where dynamic) and outputs (names), for export.json."""
+    specs = signature[0] if isinstance(signature[0], dict) else {spec.name: spec for spec in signature}
+    inputs = {name: {"dtype": spec.dtype.name, "shape": list(spec.shape)} for name, spec in specs.items()}
+    return {"inputs": inputs, "outputs": outputs}
+
+
+def _copy_preprocessing(kept: KeptModel, folder: Path) -> None:
+    """preprocessing.json and the vocabularies it names, as the run keeps them."""
+    document = kept.preprocessing.document
+    names = [FILE] + [name for name in (document.input.vocabulary, document.output.vocabulary) if name]
+    for name in dict.fromkeys(names):
+        (folder / name).write_text(files.read_text(kept.folder, name), encoding="utf-8")
+
+
+def _manifest(kept: KeptModel, format: str, graphs: dict[str, dict]) -> dict:
+    document = kept.preprocessing.document
+    manifest = {"format": format, "model_kind": kept.kind, "problem": kept.problem, "run": str(kept.folder),
+                "preprocessing": FILE, "graphs": graphs}
+    if kept.problem == SEQ2SEQ:
+        encoder, step = graphs
+        manifest["loop"] = {"encoder": encoder, "step": step, "start": document.output.start,
+                            "end": document.output.end, "max_output_length": document.output.max_output_length,
+                            "memory": [name for name in graphs[encoder]["outputs"] if name in MEMORY],
+                            "states": {name: f"{NEXT}{name}" for name in graphs[encoder]["outputs"]
+                                       if name.startswith("layer")}}
+    return manifest
+
+
+# --------------------------------------------------------------------------- an encoder-decoder's two graphs
+
+# What the encoder gives the decoder's every step unchanged: its outputs per source token, the source's mask,
+# the attention's keys; each has the source's length on axis 1.
+MEMORY = ("memory", "mask", "keys")
+
+
+STATE_PARTS = "hc"  # a recurrent layer's states in Keras's order: h, and c for an LSTM
+NEXT = "next_"  # a step's output state: next_layer0_h is the next step's layer0_h
+
+
+def flat_states(carry: dict) -> dict:
+    """The decoder's recurrent states as named tensors, layer<n>_h (and layer<n>_c for an LSTM): all of the carry
+    that the next step reads (its features and attention weights are outputs only). No name ends in _<digit>,
+    which tf2onnx would take for a tensor's output index."""
+    return {f"layer{layer}_{STATE_PARTS[part]}": tensor for layer, states in enumerate(carry["states"])
+            for part, tensor in enumerate(states)}
+
+
+def nested_states(flat: dict, layers: int) -> list:
+    """`flat_states`' inverse: per layer, its states."""
+    return [[flat[f"layer{layer}_{part}"] for part in STATE_PARTS if f"layer{layer}_{part}" in flat]
+            for layer in range(layers)]
+
+
+class _Seq2SeqGraph(keras.Model):
+    """A graph of a trained `Seq2SeqModel` (its layers, not copies) with flat, named tensors in and out: what an
+    exported graph's interface carries (`model.export` of this model, with `signature()`).
+
+    The names and shapes of the encoder's tensors are read once, here, from its output on a tiny source.
+    """
+
+    def __init__(self, seq2seq, **kwargs):
+        import tensorflow as tf
+
+        super().__init__(**kwargs)
+        self.seq2seq = seq2seq
+        encoded = seq2seq.encode(ops.convert_to_tensor([[3, 3]], dtype="int32"))
+        # Without attention the decoder reads nothing of the memory: its graph has no such input.
+        memory = {name: encoded[name] for name in MEMORY if name in encoded and seq2seq.attention is not None}
+        states = flat_states(encoded["carry"])
+        self.memory_names, self.state_names = list(memory), list(states)
+        self.specs = {
+            name: tf.TensorSpec([None] + [None if axis == 1 and name in MEMORY else int(size)
+                                          for axis, size in enumerate(tensor.shape[1:], 1)],
+                                dtype=tensor.dtype, name=name)
+            for name, tensor in (memory | states).items()
+        }
+        self.built = True  # its layers are the trained model's, built: Keras's export asks
+
+
+class EncoderGraph(_Seq2SeqGraph):
+    """source ids [batch, source length] → the memory (memory, mask, keys) and the decoder's first states."""
+
+    def call(self, inputs):
+        encoded = self.seq2seq.encode(inputs["source"])
+        return {name: encoded[name] for name in self.memory_names} | flat_states(encoded["carry"])
+
+    def signature(self) -> list:
+        import tensorflow as tf
+
+        return [{"source": tf.TensorSpec([None, None], dtype="int32", name="source")}]
+
+
+class DecoderStepGraph(_Seq2SeqGraph):
+    """The previous token [batch], the memory and the states → log_probabilities [batch, target vocabulary], the
+    next states (next_<name>) and, with attention, its weights over the source [batch, source length]."""
+
+    def call(self, inputs):
+        model = self.seq2seq
+        encoded = {name: inputs[name] for name in self.memory_names}
+        carry = {"states": nested_states({name: inputs[name] for name in self.state_names}, model.config["layers"])}
+        new = model.decoder_step(model.target_embedding(inputs["token"]), carry, encoded)
+        outputs = {"log_probabilities": ops.log_softmax(model.logits(new["features"]), axis=-1)}
+        if "weights" in new:
+            outputs["attention"] = new["weights"]
+        # The next states under names of their own: an ONNX graph's output may not share its input's name.
+        return outputs | {f"{NEXT}{name}": tensor for name, tensor in flat_states(new).items()}
+
+    def signature(self) -> list:
+        import tensorflow as tf
+
+        return [{"token": tf.TensorSpec([None], dtype="int32", name="token")} | self.specs]
