@@ -67,7 +67,12 @@ def trained_runs(tmp_path_factory):
 
     from tests.trained_runs import TrainedRuns
 
-    return TrainedRuns(tmp_path_factory.mktemp("trained-runs"), keras.backend.backend())
+    # pytest-xdist's workers each have a base folder under one shared parent: the runs go there, once for all.
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    root = shared / f"trained-runs-{keras.backend.backend()}"
+    root.mkdir(exist_ok=True)
+    return TrainedRuns(root, keras.backend.backend())
 
 
 @pytest.fixture

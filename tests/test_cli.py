@@ -160,7 +160,7 @@ def test_validate_and_list(tiny_spec, capsys):
                     "expect", "plots"):
         assert f"\n  {heading}\n" in sections
     for option in ("validation_split (float, default 0.0, ≥ 0, < 0.5)", "early_stopping (EarlyStoppingSpec | None",
-                   "verbose (one of 0|1|2, default 2)", "distribution (one of none|mirrored", "tensorboard (bool",
+                   "verbose (one of 0|1|2, default 1)", "distribution (one of none|mirrored", "tensorboard (bool",
                    "patience (int, default 2, ≥ 1)", "decoders (list[GreedyChoice | BeamChoice | SampleChoice]"):
         assert option in sections, option
 

@@ -211,19 +211,19 @@ def test_the_pruner_stops_a_trial_worse_than_the_median_at_its_epoch(tmp_path):
     tune = TuneSpec.model_validate({"search": {"model.units": {"integer": [2, 8]}}, "trials": 4,
                                     "startup_trials": 1, "warmup_epochs": 1})
     url = f"sqlite:///{tmp_path / 'studies.db'}"
-    study = open_study(url, "point", tune, seed=0)
+    study, named = open_study(url, "pruned", "point", {"model.cell": "gru"}, "0" * 64, tune, seed=0)
     good = study.ask({"model.units": optuna.distributions.IntDistribution(2, 8)})
     for epoch, value in enumerate([0.9, 0.5, 0.3], start=1):
         good.report(value, epoch)
     study.tell(good, 0.3)
     trial = study.ask({"model.units": optuna.distributions.IntDistribution(2, 8)})
-    reporter = TrialReporter(TrialLink(url, "point", trial.number, "val_loss", "minimize", tune.model_dump()))
+    reporter = TrialReporter(TrialLink(url, named.name, trial.number, "val_loss", "minimize", tune.model_dump()))
     assert reporter(1, {"loss": 2.0, "val_loss": 2.0}) is False  # a warm-up epoch: never stopped
     assert reporter(2, {"loss": 0.4, "val_loss": 0.4}) is False  # better than the median at epoch 2
     assert reporter(3, {"loss": 1.0, "val_loss": 1.0}) is True and reporter.pruned_at == 3
     assert study.trials[1].intermediate_values == {1: 2.0, 2: 0.4, 3: 1.0}
     with pytest.raises(KeyError, match="val_accuracy.*not in the training history"):
-        TrialReporter(TrialLink(url, "point", trial.number, "val_accuracy", "maximize", tune.model_dump()))(
+        TrialReporter(TrialLink(url, named.name, trial.number, "val_accuracy", "maximize", tune.model_dump()))(
             4, {"val_loss": 1.0})
 
 

@@ -9,10 +9,14 @@ into the session's temporary folder, and later tests of the session reuse it:
 
 A test that checks training itself (what `run` writes, skips, resumes) still trains; this is for tests that
 start from a finished run.
+
+Under pytest-xdist each worker is its own session: the workers share one root (tests/conftest.py) and a lock per
+experiment, so the first worker that asks trains it and the others wait for it and read the same folder.
 """
 
 from __future__ import annotations
 
+import fcntl
 import shutil
 import textwrap
 from pathlib import Path
@@ -42,7 +46,12 @@ class TrainedRuns:
             spec = yaml.safe_load(textwrap.dedent(spec))
         name = spec["name"]
         if name not in self._experiments:
-            seqkeras.run(spec, out=self.root, backend=self.backend)
+            done = self.root / f"{name}.trained"
+            with open(self.root / f"{name}.lock", "w") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)  # another worker may be training it: wait, then reuse
+                if not done.exists():
+                    seqkeras.run(spec, out=self.root, backend=self.backend)
+                    done.touch()
             self._experiments[name] = self.root / name
         return self._experiments[name]
 
