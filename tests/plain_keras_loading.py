@@ -4,9 +4,9 @@
     .venv/bin/python -m tests.plain_keras_loading train OUT_DIR CASE_ID...
 
 JOBS.json: {"import_seqkeras": bool, "models": [{"file": model.keras, "inputs": inputs.npz}, ...]}. The process
-imports Keras (and keras_hub when a file names its layers: that package is what Keras imports to read them),
-notes which backend frameworks are in `sys.modules` then, imports seqkeras if asked, and loads each file with
-`keras.saving.load_model` (compile and safe_mode at Keras's defaults). OUT.json: per file its predictions on its
+imports Keras, notes which backend frameworks are in `sys.modules` then, imports seqkeras if asked, and loads each
+file with `keras.saving.load_model` (compile and safe_mode at Keras's defaults; Keras imports keras_hub itself
+for a file that names its layers). OUT.json: per file its predictions on its
 inputs and the warnings its loading gave; and the frameworks that loading added to the process.
 
 `train` runs model kind cases (tests/model_kind_specs.py) on the backend into OUT_DIR and writes
@@ -21,7 +21,6 @@ import os
 import subprocess
 import sys
 import warnings
-import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -32,10 +31,6 @@ REPOSITORY = Path(__file__).resolve().parents[1]
 
 def frameworks() -> set[str]:
     return {name for name in FRAMEWORKS if name in sys.modules}
-
-
-def names_keras_hub(model_file: str) -> bool:
-    return "keras_hub" in zipfile.ZipFile(model_file).read("config.json").decode()
 
 
 def save_inputs(x, path: Path) -> Path:
@@ -102,8 +97,6 @@ def load(jobs_file: str, out_file: str) -> None:
     jobs = json.loads(Path(jobs_file).read_text())
     import keras
 
-    if any(names_keras_hub(job["file"]) for job in jobs["models"]):
-        import keras_hub  # noqa: F401  (Keras imports it to read its layers: not the file's doing)
     before = frameworks()
     if jobs["import_seqkeras"]:
         import seqkeras  # noqa: F401

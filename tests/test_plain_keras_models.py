@@ -3,7 +3,8 @@
 
 The normal tier checks models trained on TensorFlow (the session's `trained_runs`), loaded on TensorFlow; the
 torch process checks a torch-trained model and one kept the old way (tests/torch_backend/test_kept_models_torch.py).
-The system tier trains a model of every kind on each backend and loads each on each backend (9 processes).
+The system tier trains a model of every kind on each backend and loads each on each backend (9 combinations, 6
+processes).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import zipfile
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -103,17 +105,23 @@ def test_plain_keras_loads_kept_models_in_a_fresh_tensorflow_process(trained_run
 def test_every_kind_trained_on_each_backend_loads_on_each_backend_with_plain_keras(tmp_path):
     """3 × 3: a tiny model of every Keras model kind trained on each backend, loaded by `keras.saving.load_model`
     in a fresh process on each backend after `import seqkeras`: no warning, the predictions of the backend that
-    trained it to 1e-5, and no framework of another backend imported (beyond what `import keras` and, for
-    keras-hub's layers, `import keras_hub` import by themselves)."""
+    trained it to 1e-5, and no framework of another backend imported (beyond what `import keras` imports by
+    itself): not by keras-hub either, which Keras imports to read a Transformer's layers."""
     ids = [case.id for case in KERAS_CASES]
-    for trained_on in BACKENDS:
-        manifest = train_in_fresh_process(trained_on, ids, tmp_path / trained_on)
+    # Three training processes side by side, then one loading process per backend for all nine files: the
+    # processes' start (a backend's import) is much of their time.
+    with ThreadPoolExecutor(len(BACKENDS)) as pool:
+        trained = pool.map(lambda backend: train_in_fresh_process(backend, ids, tmp_path / backend), BACKENDS)
+        manifests = dict(zip(BACKENDS, trained))
+    for manifest in manifests.values():
         for entry in manifest.values():
             assert_plain_keras(entry["file"])
-        models = [{"file": entry["file"], "inputs": entry["inputs"]} for entry in manifest.values()]
-        for loaded_on in BACKENDS:
-            loaded = load_in_fresh_process(loaded_on, models, tmp_path / trained_on)
-            assert loaded["frameworks_added"] == [], (trained_on, loaded_on, loaded["frameworks_added"])
+    models = [{"file": entry["file"], "inputs": entry["inputs"]}
+              for manifest in manifests.values() for entry in manifest.values()]
+    for loaded_on in BACKENDS:
+        loaded = load_in_fresh_process(loaded_on, models, tmp_path)
+        assert loaded["frameworks_added"] == [], (loaded_on, loaded["frameworks_added"])
+        for trained_on, manifest in manifests.items():
             for case_id, entry in manifest.items():
                 result = loaded["models"][entry["file"]]
                 assert result["warnings"] == [], (trained_on, loaded_on, case_id, result["warnings"])

@@ -221,11 +221,15 @@ def serialize_without_importing_tensorflow() -> None:
     """Off the tensorflow backend, Keras's serialization asks about TensorFlow only once it is imported
     (`_TensorFlowIfImported`); Keras must be imported. Called by `select_backend`, and once Keras is imported in
     a process that imported seqkeras (`backends.serializable`): loading a kept model with a Bidirectional layer
-    would import TensorFlow into a torch or JAX process otherwise."""
+    would import TensorFlow into a torch or JAX process otherwise. So would keras-hub, which a kept Transformer
+    names (its layers), unless it is imported without TensorFlow (`keras_hub_without_tensorflow`)."""
     import keras
     from keras.src.saving import serialization_lib
 
-    if keras.backend.backend() != "tensorflow" and not isinstance(serialization_lib.tf, _TensorFlowIfImported):
+    if keras.backend.backend() == "tensorflow":
+        return
+    keras_hub_without_tensorflow()
+    if not isinstance(serialization_lib.tf, _TensorFlowIfImported):
         serialization_lib.tf = _TensorFlowIfImported(serialization_lib.tf)
 
 
