@@ -439,7 +439,7 @@ def command_list(args) -> int:
     for kind, registry in catalog.ALL.items():
         print(f"{kind}s:".upper())
         for component in registry:
-            print(f"  {component.name} — {component.summary}")
+            print(f"  {component.name} — {component.described}")
             for line in describe_params(component.params):
                 print(f"      {line}")
         print()

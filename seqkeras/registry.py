@@ -159,6 +159,11 @@ class Component:
         """The builder itself (a `Lazy` one imported now)."""
         return loaded(self.builder)
 
+    @property
+    def described(self) -> str:
+        """What `seqkeras list` and docs/components.md say of it: its summary (a kind may add a fact of its own)."""
+        return self.summary
+
 
 @dataclass(frozen=True, kw_only=True)
 class Task(Component):
@@ -310,6 +315,11 @@ class Metric(Component):
     @property
     def problems(self) -> tuple[str, ...]:
         return tuple(self.computes)
+
+    @property
+    def described(self) -> str:
+        better = {"maximize": "Higher is better.", "minimize": "Lower is better."}.get(self.direction)
+        return f"{self.summary} {better}" if better else self.summary
 
     def function(self, problem: str) -> Callable[[Any], Any]:
         """The function computing this metric from `problem`'s input."""

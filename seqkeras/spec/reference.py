@@ -81,7 +81,7 @@ def components_markdown(registries: dict) -> str:
     for kind, registry in registries.items():
         lines += ["", f"## {kind.capitalize()}s", ""]
         for component in registry:
-            lines += [f"### `{component.name}`", "", component.summary, ""]
+            lines += [f"### `{component.name}`", "", component.described, ""]
             parameters = describe_params(component.params)
             lines += [f"- {line}" for line in parameters] if parameters else ["No parameters."]
             lines.append("")
