@@ -48,6 +48,11 @@ SEED_STRIDE = 1000
 # seed plus SEED_STRIDE times the largest run seed plus the input index.
 MAX_RUN_SEED = 999_999
 MAX_DECODER_SEED = 999_999_999
+# A beam's candidates are [inputs, width, min(width, vocabulary)] numbers at each step, and the step model runs on
+# inputs × width rows: the evaluator decodes fewer inputs at a time as the beam widens (`hypotheses_per_input`),
+# and 4096 (an exhaustive search of 5 tokens over 5 words, 5**5) keeps one input's step near 130 MB. Published
+# beams are 4 to 12; a width of millions would ask for terabytes.
+MAX_BEAM_WIDTH = 4096
 
 
 class GreedyParams(Params):
@@ -58,6 +63,7 @@ class BeamParams(Params):
     width: int = Field(
         4,
         ge=1,
+        le=MAX_BEAM_WIDTH,
         description="Hypotheses kept per step (the beam). Width 1 is greedy decoding.",
     )
     length_penalty: float = Field(
@@ -154,6 +160,11 @@ class Decoder:
     def __repr__(self) -> str:
         fields = ", ".join(f"{key}={value!r}" for key, value in self.params.model_dump().items())
         return f"{type(self).__name__}({fields})"
+
+    @property
+    def hypotheses_per_input(self) -> int:
+        """The rows each input takes in a step of the model: one (a beam: its width)."""
+        return 1
 
     def make_sampler(self, vocab_size: int):
         raise NotImplementedError
@@ -334,6 +345,10 @@ class BeamDecoder(Decoder):
     params_class = BeamParams
     name = "beam"
     summary = "Keep the `width` most probable partial outputs; optional GNMT length penalty."
+
+    @property
+    def hypotheses_per_input(self) -> int:
+        return self.params.width
 
     def decode(
         self, step_model: StepModel, batch_size: int = 1, max_length: int = 50, all_hypotheses: bool = True
@@ -547,6 +562,8 @@ def _written_mapping(decoder: Any) -> dict[str, Any]:
             key, equals, value = part.partition("=")
             if not equals or not key.strip():
                 raise SpecError(f"expected name(key=value, ...), got {shown(part.strip())}")
+            if key.strip() in mapping:  # `beam(width=2, width=3)`: which one was meant?
+                raise SpecError(f"{key.strip()} is given twice: give each parameter once")
             mapping[key.strip()] = parse_yaml(value.strip(), path=key.strip()) if value.strip() else None
         return mapping
     try:

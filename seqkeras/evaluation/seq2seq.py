@@ -36,8 +36,11 @@ from seqkeras.tasks.base import SEQ2SEQ
 from seqkeras.tasks.seq2seq_data import Seq2SeqData
 
 # Sources decoded together: large enough to keep per-step overhead small, small
-# enough that beam search (width × this many rows) stays light on memory.
+# enough that beam search (width × this many rows) stays light on memory. A beam
+# wider than 16 decodes fewer sources at a time, so that a step never runs the
+# model on more than DECODE_ROWS rows (decoding.decoders.MAX_BEAM_WIDTH).
 DECODE_BATCH = 256
+DECODE_ROWS = 16 * DECODE_BATCH
 SHOWN_OUTPUTS = 50  # test pairs listed in outputs.csv
 
 
@@ -117,8 +120,9 @@ def decode_sources(model: Seq2SeqModel, sources: np.ndarray, start_id: int, end_
     decoder = build_decoder(choice.name, choice)
     tokens: list[list[int]] = []
     log_probs, lengths = [], []
-    for start in range(0, len(sources), DECODE_BATCH):
-        batch = sources[start : start + DECODE_BATCH]
+    inputs_per_call = max(1, min(DECODE_BATCH, DECODE_ROWS // decoder.hypotheses_per_input))
+    for start in range(0, len(sources), inputs_per_call):
+        batch = sources[start : start + inputs_per_call]
         # Only each source's output is scored, so beam search may stop following
         # hypotheses that can no longer win (the outputs are the same).
         result = decoder.decode(model.step_model(batch, start_id, end_id), len(batch), max_length,

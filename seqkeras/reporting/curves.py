@@ -43,6 +43,9 @@ class CurvePlot:
     file: str = ""  # the PNG's name without .png, when it is not the curve's
     # Why a file cannot be drawn ("" when it can): such a file is named in a warning and left out of the plot.
     problem: Callable[[pd.DataFrame], str] | None = None
+    # Its cells are read as text, as written: labels such as `01` (not the number 1, which would merge it with the
+    # label `1`) or `NA` (not a missing value); its drawing converts the counts itself.
+    text: bool = False
 
     @property
     def png_name(self) -> str:
@@ -63,7 +66,7 @@ CURVE_PLOTS: tuple[CurvePlot, ...] = (
     CurvePlot("history", "Learning curves (mean ± std over seeds)", draw_learning_curves, pooled_over_seeds=True,
               file="learning_curves"),
     CurvePlot("confusion", "Confusion matrix per configuration (test set, summed over seeds)", draw_confusion,
-              pooled_over_seeds=True, problem=confusion_problem),
+              pooled_over_seeds=True, problem=confusion_problem, text=True),
 )
 
 
@@ -103,7 +106,8 @@ def read_curves(folder: Path, runs: pd.DataFrame, name: str, matrix_columns: lis
         if not files.present(folder, f"{run_id}/{name}.csv"):
             continue
         try:
-            frame = pd.read_csv(io.StringIO(files.read_text(folder, f"{run_id}/{name}.csv")))
+            as_text = {"dtype": str, "keep_default_na": False} if kind is not None and kind.text else {}
+            frame = pd.read_csv(io.StringIO(files.read_text(folder, f"{run_id}/{name}.csv")), **as_text)
         except SpecError as error:  # a link, a FIFO, too big: named, never followed
             print_warning(f"{error}; left out of its plot")
             continue
