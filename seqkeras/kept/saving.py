@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -313,25 +314,63 @@ def load_model(folder: str | Path, *, where: dict[str, Any] | None = None, seed:
     return KeptModel(read_model(folder, stored), preprocessing, spec, folder)
 
 
+class RefusedModelFile(ValueError):
+    """A model file that a loader refuses to read, and why (one line)."""
+
+
 def read_model(folder: Path, stored: ModelFile) -> Any:
     """The model in `folder/stored.name`, opened through `results.files` (regular, no link, bounded) and read
     from that open file by the kind's loader; a `SpecError` naming the file when it holds no such model."""
     with files.open_binary(folder, stored.name, limit=MODEL_LIMIT) as image:
         try:
             return stored.loader()(image)
+        except RefusedModelFile as refused:
+            raise SpecError(f"{folder / stored.name} is refused: {refused}") from None
         except Exception as error:  # zipfile, JSON, h5py and Keras raise many types for a damaged or foreign file
             first = str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
             raise SpecError(f"{folder / stored.name} cannot be loaded as {stored.holds} ({type(error).__name__}: "
                             f"{first})") from None
 
 
+# A .keras file is a zip archive that Keras writes uncompressed (its size is what it unpacks to), and unpacks into
+# memory and the temporary folder to load. One from someone else may be a small file that unpacks to gigabytes:
+# its members are counted and their unpacked sizes summed before Keras reads it, against these bounds.
+UNPACKED_FLOOR = 64 << 20  # any archive may unpack to 64 MiB
+UNPACKED_RATIO = 10  # and to 10 times its own size: a recompressed file still loads
+MAX_MEMBERS = 10_000  # Keras writes 3 (config, metadata, weights)
+
+
+def unpacked_size_problem(image: BinaryIO) -> str:
+    """Why the .keras archive `image` must not be unpacked ("" when it may); `image` is left at its start."""
+    size = image.seek(0, io.SEEK_END)
+    image.seek(0)
+    try:
+        with zipfile.ZipFile(image) as archive:
+            members = archive.infolist()
+    except (zipfile.BadZipFile, OSError, ValueError):
+        return ""  # not an archive: Keras's loader says what it is not, as for any other damaged file
+    finally:
+        image.seek(0)
+    if len(members) > MAX_MEMBERS:
+        return f"its archive holds {len(members)} files (a .keras file holds a few; at most {MAX_MEMBERS})"
+    unpacked, bound = sum(member.file_size for member in members), max(UNPACKED_FLOOR, UNPACKED_RATIO * size)
+    if unpacked > bound:
+        return (f"its archive of {size} bytes unpacks to {unpacked} bytes, more than {bound} "
+                f"(the larger of {UNPACKED_FLOOR >> 20} MiB and {UNPACKED_RATIO} times its size)")
+    return ""
+
+
 def keras_model(image: BinaryIO) -> keras.Model:
     """The model of an open .keras file (the default kinds' `ModelFile.load`), with Keras's safe_mode on and not
-    compiled (no optimizer: a kept model predicts).
+    compiled (no optimizer: a kept model predicts); an archive that would unpack beyond its bounds
+    (`unpacked_size_problem`) is refused before Keras reads it.
 
     Keras's public `keras.saving.load_model` takes a path only, which it would open again itself; its
     saving library loads from an open file (`keras.src.saving.saving_lib.load_model`), as `save` writes to one.
     """
+    problem = unpacked_size_problem(image)
+    if problem:
+        raise RefusedModelFile(problem)
     serializable.register()  # Keras is loaded (this module imports it): the suite's classes are findable
     # On torch, the fused layers it trained with (the file names Keras's: `plain_keras`), to predict as fast.
     return layer_classes.fused(saving_lib.load_model(image, compile=False, safe_mode=True))
