@@ -10,6 +10,8 @@ and validate refuses it on a model without a recurrent layer.
 
 from __future__ import annotations
 
+import functools
+
 import keras
 import numpy as np
 import pandas as pd
@@ -48,16 +50,23 @@ def test_on_the_lessons_rnn_the_diagnostic_gives_the_probes_numbers(radius, draw
     assert len(expected) == params.steps and expected[0] == pytest.approx(1.0)
 
 
+@functools.cache
+def embedded_recurrent_layer(cell: str) -> tuple[keras.Model, keras.layers.RNN]:
+    """Token ids → Embedding (masking padding) → the cell's layer, seeded: one per cell, read by both of its tests
+    below (which compile its predict once)."""
+    keras.utils.set_random_seed(0)
+    ids = keras.Input(shape=(None,), dtype="int32")
+    layer = CELLS[cell](6)
+    return keras.Model(ids, layer(keras.layers.Embedding(10, 5, mask_zero=True)(ids))), layer
+
+
 @pytest.mark.parametrize("padded", [False, True], ids=["full", "padded"])
 @pytest.mark.parametrize("cell", sorted(CELLS))
 def test_the_unroll_is_the_layers_own_computation(cell, padded):
-    keras.utils.set_random_seed(0)
     tokens = np.array([[3, 1, 4, 1, 5, 9, 2], [2, 7, 1, 8, 2, 8, 1], [1, 6, 1, 8, 0, 0, 0]], dtype="int32")
     if not padded:
         tokens[2, 4:] = [3, 3, 9]
-    ids = keras.Input(shape=(None,), dtype="int32")
-    layer = CELLS[cell](6)
-    model = keras.Model(ids, layer(keras.layers.Embedding(10, 5, mask_zero=True)(ids)))
+    model, layer = embedded_recurrent_layer(cell)
 
     inputs, mask = gradient_flow.layer_inputs(model, tokens)
     unrolled = keras.ops.convert_to_numpy(gradient_flow.unroll(layer, inputs, mask))
