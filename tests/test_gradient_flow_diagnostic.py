@@ -85,14 +85,18 @@ def test_the_gradient_is_the_whole_states_as_finite_differences_measure_it(cell)
     states = 2 if cell == "lstm" else 1
     g0 = np.ones(3) / np.sqrt(3)
 
-    def loss(step, column, epsilon):
-        perturbations = [np.zeros((1, 3 * states)) for _ in range(5)]
-        perturbations[step][0, column] = epsilon
-        return float(keras.ops.convert_to_numpy(gradient_flow.unroll(layer, inputs, None, perturbations))[0] @ g0)
-
+    # Every perturbation at once, one per row of a batch: (step, column, ±epsilon) for each step and column of
+    # the state, each row the same input sequence, so that one unroll gives every loss g0·h_T below.
     epsilon = 1e-6
+    cases = [(step, column, sign) for step in range(5) for column in range(3 * states) for sign in (1, -1)]
+    perturbations = [np.zeros((len(cases), 3 * states)) for _ in range(5)]
+    for row, (step, column, sign) in enumerate(cases):
+        perturbations[step][row, column] = sign * epsilon
+    batch = np.repeat(inputs, len(cases), axis=0)
+    losses = keras.ops.convert_to_numpy(gradient_flow.unroll(layer, batch, None, perturbations)) @ g0
+    loss = {case: losses[row] for row, case in enumerate(cases)}
     by_differences = [
-        np.linalg.norm([(loss(step, c, epsilon) - loss(step, c, -epsilon)) / (2 * epsilon) for c in range(3 * states)])
+        np.linalg.norm([(loss[step, c, 1] - loss[step, c, -1]) / (2 * epsilon) for c in range(3 * states)])
         for step in range(5)
     ][::-1]
     np.testing.assert_allclose(gradient_flow.gradient_norms(layer, inputs), by_differences, rtol=1e-6)
