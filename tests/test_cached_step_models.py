@@ -8,6 +8,8 @@ recurrent state keeps its size, a cache grows by the same bytes per token.
 
 from __future__ import annotations
 
+import functools
+
 import keras
 import numpy as np
 import pytest
@@ -53,9 +55,25 @@ def transformer_lm(positions="learned", normalize_first=False, length=24, layers
     return transformer.build_lm(params, lm_data(length))
 
 
+# Most of a test's time is building a model and tracing its compiled predict and step functions, the same for
+# each test that reads the same (untrained, seeded) model: these hand out one model per configuration to the
+# tests that only read it. A test that changes a model (its weights, a layer's option) builds its own.
+def shared_recurrent_lm(cell="lstm", layers=1):
+    return _shared(recurrent_lm, cell, layers)
+
+
+def shared_transformer_lm(positions="learned", normalize_first=False, length=24, layers=2):
+    return _shared(transformer_lm, positions, normalize_first, length, layers)
+
+
+@functools.cache
+def _shared(build, *arguments):
+    return build(*arguments)
+
+
 @pytest.mark.parametrize("name", list(RECURRENT))
 def test_recurrent_step_model_matches_the_prefix_model(name):
-    model = recurrent_lm(**RECURRENT[name])
+    model = shared_recurrent_lm(**RECURRENT[name])
     cached = cached_step_model(model, 1, 0, context=[3, 0, 7], scores=log_probabilities)
     assert isinstance(cached, RecurrentStepModel)
     prefix = PromptStepModel(model, [3, 0, 7, 1], VOCABULARY, window=1000)
@@ -65,14 +83,14 @@ def test_recurrent_step_model_matches_the_prefix_model(name):
 @pytest.mark.parametrize("normalize_first", [False, True])
 @pytest.mark.parametrize("positions", ["learned", "sine", "none"])
 def test_transformer_step_model_matches_the_prefix_model(positions, normalize_first):
-    model = transformer_lm(positions, normalize_first)
+    model = shared_transformer_lm(positions, normalize_first)
     cached = cached_step_model(model, 1, 0, context=[3, 0, 7], scores=log_probabilities)
     assert isinstance(cached, CachedTransformerStepModel)
     prefix = PromptStepModel(model, [3, 0, 7, 1], VOCABULARY, window=1000)
     assert largest_difference(prefix, cached, stepped_tokens()) < TOLERANCE
 
 
-@pytest.mark.parametrize("build", [lambda: recurrent_lm("lstm", layers=2), lambda: transformer_lm()],
+@pytest.mark.parametrize("build", [lambda: shared_recurrent_lm("lstm", layers=2), lambda: shared_transformer_lm()],
                          ids=["lm", "transformer"])
 def test_by_default_the_outputs_are_log_softmaxed_as_prefix_step_model_does(build):
     model = build()
@@ -90,7 +108,7 @@ def test_a_recurrent_layer_with_zero_output_for_mask_outputs_zeros_at_padding():
 @pytest.mark.parametrize("positions", ["learned", "none"])
 def test_past_its_window_the_transformer_sees_what_the_prompt_step_model_sees(positions):
     """Window 6 (a context of 4 tokens, 20 more): from the 3rd step on, the last 6 tokens at positions 0..5."""
-    model = transformer_lm(positions)
+    model = shared_transformer_lm(positions)
     context = [3, 5, 7, 9]
     prefix = PromptStepModel(model, [*context, 1], VOCABULARY, window=6)
     cached = prompt_step_model(model, [*context, 1], VOCABULARY, window=6, own_step_model=CachedTransformerStepModel)
@@ -105,11 +123,11 @@ def test_past_its_window_the_transformer_sees_what_the_prompt_step_model_sees(po
 
 
 def test_the_learned_position_table_bounds_the_cache():
-    model = transformer_lm("learned", length=8)  # a table of 8 positions
+    model = shared_transformer_lm("learned", length=8)  # a table of 8 positions
     assert cached_step_model(model, 1, 0).max_length == 8
     assert cached_step_model(model, 1, 0, window=32).max_length == 8
     assert cached_step_model(model, 1, 0, window=5).max_length == 5
-    assert cached_step_model(transformer_lm("sine", length=8), 1, 0).max_length is None
+    assert cached_step_model(shared_transformer_lm("sine", length=8), 1, 0).max_length is None
     # 20 tokens through a table of 8: the last 8 tokens at its 8 positions, as a window of 8 gives.
     prefix = PrefixStepModel(NextTokenLogProbabilities(model, window=8), 1, 0, VOCABULARY)
     assert largest_difference(prefix, cached_step_model(model, 1, 0, scores=log_probabilities),
@@ -117,9 +135,9 @@ def test_the_learned_position_table_bounds_the_cache():
 
 
 @pytest.mark.parametrize(("build", "own", "window"),
-                         [(lambda: recurrent_lm("lstm", layers=2), RecurrentStepModel, 100),
-                          (lambda: transformer_lm("learned"), CachedTransformerStepModel, 100),
-                          (lambda: transformer_lm("learned"), CachedTransformerStepModel, 8)],
+                         [(lambda: shared_recurrent_lm("lstm", layers=2), RecurrentStepModel, 100),
+                          (lambda: shared_transformer_lm("learned"), CachedTransformerStepModel, 100),
+                          (lambda: shared_transformer_lm("learned"), CachedTransformerStepModel, 8)],
                          ids=["lm", "transformer", "transformer past its window"])
 def test_decoders_continue_a_prompt_as_through_the_prefix(build, own, window):
     model = build()
@@ -138,10 +156,10 @@ def test_a_recurrent_state_keeps_its_size_and_a_cache_grows_by_the_same_bytes_pe
         step_model = cached_step_model(model, 1, 0, context=[3] * tokens, **options)
         return state_size(step_model.start(batch))
 
-    lstm, gru = recurrent_lm("lstm", layers=2), recurrent_lm("gru", layers=2)
+    lstm, gru = shared_recurrent_lm("lstm", layers=2), shared_recurrent_lm("gru", layers=2)
     assert size_after(lstm, 3) == size_after(lstm, 30) == 2 * 2 * batch * 6 * 4  # h and c, float32
     assert size_after(gru, 3) == size_after(gru, 30) == 2 * batch * 6 * 4
-    attention = transformer_lm("none")
+    attention = shared_transformer_lm("none")
     per_token = batch * (4 + 2 * 2 * 8 * 4)  # the token id, and a key and a value of width 8 per block
     assert [size_after(attention, n) for n in (0, 3, 30)] == [0, 3 * per_token, 30 * per_token]
     # Stepping, a full cache doubles (at least GROWTH_MINIMUM more positions), up to its max_length.
@@ -165,16 +183,16 @@ def test_only_the_lm_kinds_get_a_cached_step_model():
     classifier = recurrent.build_classifier(recurrent.ClassifierParams(units=4, embedding_dim=3), data)
     assert cached_step_model(classifier, 1, 0) is None  # its last layer returns the final state only
     with pytest.raises(ValueError, match="not an Embedding → recurrent layers → Dense chain"):
-        RecurrentStepModel(transformer_lm(), 1, 0)
+        RecurrentStepModel(shared_transformer_lm(), 1, 0)
     with pytest.raises(ValueError, match="not a causal Transformer LM"):
-        CachedTransformerStepModel(recurrent_lm(), 1, 0)
+        CachedTransformerStepModel(shared_recurrent_lm(), 1, 0)
 
 
 def test_the_step_models_use_the_models_own_layers():
     model = recurrent_lm("lstm", layers=2)
     step_model = cached_step_model(model, 1, 0, scores=log_probabilities)
     assert all(cell is model.get_layer(f"lstm_{i}").cell for i, cell in enumerate(step_model.cells))
-    attention = transformer_lm()
+    attention = shared_transformer_lm()
     blocks = cached_step_model(attention, 1, 0).graph.blocks
     assert len(blocks) == 2 and all(block is attention.get_layer(f"decoder_{i}") for i, block in enumerate(blocks))
     # Changed weights change what the step model predicts: nothing was copied.

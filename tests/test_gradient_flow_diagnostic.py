@@ -10,6 +10,8 @@ and validate refuses it on a model without a recurrent layer.
 
 from __future__ import annotations
 
+import functools
+
 import keras
 import numpy as np
 import pandas as pd
@@ -48,16 +50,23 @@ def test_on_the_lessons_rnn_the_diagnostic_gives_the_probes_numbers(radius, draw
     assert len(expected) == params.steps and expected[0] == pytest.approx(1.0)
 
 
+@functools.cache
+def embedded_recurrent_layer(cell: str) -> tuple[keras.Model, keras.layers.RNN]:
+    """Token ids → Embedding (masking padding) → the cell's layer, seeded: one per cell, read by both of its tests
+    below (which compile its predict once)."""
+    keras.utils.set_random_seed(0)
+    ids = keras.Input(shape=(None,), dtype="int32")
+    layer = CELLS[cell](6)
+    return keras.Model(ids, layer(keras.layers.Embedding(10, 5, mask_zero=True)(ids))), layer
+
+
 @pytest.mark.parametrize("padded", [False, True], ids=["full", "padded"])
 @pytest.mark.parametrize("cell", sorted(CELLS))
 def test_the_unroll_is_the_layers_own_computation(cell, padded):
-    keras.utils.set_random_seed(0)
     tokens = np.array([[3, 1, 4, 1, 5, 9, 2], [2, 7, 1, 8, 2, 8, 1], [1, 6, 1, 8, 0, 0, 0]], dtype="int32")
     if not padded:
         tokens[2, 4:] = [3, 3, 9]
-    ids = keras.Input(shape=(None,), dtype="int32")
-    layer = CELLS[cell](6)
-    model = keras.Model(ids, layer(keras.layers.Embedding(10, 5, mask_zero=True)(ids)))
+    model, layer = embedded_recurrent_layer(cell)
 
     inputs, mask = gradient_flow.layer_inputs(model, tokens)
     unrolled = keras.ops.convert_to_numpy(gradient_flow.unroll(layer, inputs, mask))
@@ -76,14 +85,18 @@ def test_the_gradient_is_the_whole_states_as_finite_differences_measure_it(cell)
     states = 2 if cell == "lstm" else 1
     g0 = np.ones(3) / np.sqrt(3)
 
-    def loss(step, column, epsilon):
-        perturbations = [np.zeros((1, 3 * states)) for _ in range(5)]
-        perturbations[step][0, column] = epsilon
-        return float(keras.ops.convert_to_numpy(gradient_flow.unroll(layer, inputs, None, perturbations))[0] @ g0)
-
+    # Every perturbation at once, one per row of a batch: (step, column, ±epsilon) for each step and column of
+    # the state, each row the same input sequence, so that one unroll gives every loss g0·h_T below.
     epsilon = 1e-6
+    cases = [(step, column, sign) for step in range(5) for column in range(3 * states) for sign in (1, -1)]
+    perturbations = [np.zeros((len(cases), 3 * states)) for _ in range(5)]
+    for row, (step, column, sign) in enumerate(cases):
+        perturbations[step][row, column] = sign * epsilon
+    batch = np.repeat(inputs, len(cases), axis=0)
+    losses = keras.ops.convert_to_numpy(gradient_flow.unroll(layer, batch, None, perturbations)) @ g0
+    loss = {case: losses[row] for row, case in enumerate(cases)}
     by_differences = [
-        np.linalg.norm([(loss(step, c, epsilon) - loss(step, c, -epsilon)) / (2 * epsilon) for c in range(3 * states)])
+        np.linalg.norm([(loss[step, c, 1] - loss[step, c, -1]) / (2 * epsilon) for c in range(3 * states)])
         for step in range(5)
     ][::-1]
     np.testing.assert_allclose(gradient_flow.gradient_norms(layer, inputs), by_differences, rtol=1e-6)

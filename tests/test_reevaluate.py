@@ -1,6 +1,7 @@
 """`seqkeras evaluate`: kept models evaluated again with more decoders and metrics, without training.
 
-One tiny seq2seq experiment (two seeds) is trained once for the module; each test copies its results folder.
+One tiny seq2seq experiment (two seeds) is trained once for the session (`trained_runs`, shared by pytest-xdist's
+workers); each test copies its results folder.
 The decoder a re-evaluation adds must score what a run that had it from the start scores: the same spec with
 both decoders, trained again (same seed, same data), is the reference.
 """
@@ -8,7 +9,6 @@ both decoders, trained again (same seed, same data), is the reference.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -37,18 +37,11 @@ def timing(name: str) -> bool:
     return name.startswith("seconds_") or "_seconds" in name
 
 
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("reeval")
-    seqkeras.run(SEQ2SEQ_SPEC, out=out, backend="tensorflow")
-    return out / "reeval"
-
-
 @pytest.fixture
-def results(trained, tmp_path) -> Path:
-    copy = tmp_path / "results" / "reeval"
-    shutil.copytree(trained, copy)
-    return copy
+def results(trained_runs, tmp_path) -> Path:
+    """A copy of the session's trained experiment, as tmp_path/results/reeval."""
+    (tmp_path / "results").mkdir()
+    return trained_runs.copied_experiment(SEQ2SEQ_SPEC, tmp_path / "results")
 
 
 def records(folder: Path) -> dict[str, dict]:

@@ -18,6 +18,7 @@ from seqkeras.errors import SpecError
 from seqkeras.spec.loader import build_experiment
 from seqkeras.tasks import sentence_pairs
 from seqkeras.tasks.seq2seq_data import END, START
+from tests.decoding_fixtures import shared_cli_run
 from tests.helpers import run_cli
 
 # Tatoeba's layout: source, target, attribution (ignored).
@@ -183,19 +184,20 @@ SWEEP = """
 """
 
 
-@pytest.fixture(scope="module")
-def sweep(tmp_path_factory):
-    """One tiny sweep through the command line: each attention, three decoders, by_length, early stopping."""
-    from seqkeras.cli import main
+@pytest.fixture
+def sweep(trained_runs):
+    """One tiny sweep through the command line: each attention, three decoders, by_length, early stopping.
 
-    folder = tmp_path_factory.mktemp("pairs")
-    data = folder / "fra.txt"
-    data.write_text(tsv(), encoding="utf-8")
-    spec = folder / "spec.yaml"
-    spec.write_text(SWEEP.format(path=json.dumps(str(data))), encoding="utf-8")
-    out = folder / "out"
-    code = main(["run", str(spec), "--out", str(out), "--backend", "tensorflow"])
-    return code, out / "pairs-sweep"
+    Run once per session, shared by pytest-xdist's workers (tests/decoding_fixtures.py): read-only."""
+
+    def write_inputs(folder):
+        data = folder / "fra.txt"
+        data.write_text(tsv(), encoding="utf-8")
+        spec = folder / "spec.yaml"
+        spec.write_text(SWEEP.format(path=json.dumps(str(data))), encoding="utf-8")
+        return spec
+
+    return shared_cli_run(trained_runs, "pairs-sweep", write_inputs)
 
 
 def test_a_sweep_trains_every_attention_and_decodes_with_every_decoder(sweep):
