@@ -4,6 +4,7 @@ backend, a lighter Keras import."""
 from __future__ import annotations
 
 import ctypes
+import functools
 import importlib.util
 import os
 import subprocess
@@ -54,11 +55,46 @@ layer = keras.layers.Dense(2)
 print(skipped, tuple(layer(keras.ops.ones((1, 3))).shape))
 """
 
+# The torch backend's fresh process checks both: Keras started without its extras, then TensorFlow imported late
+# (as a lesson probe imports it in a torch worker, long after select_backend) says nothing on stderr. One
+# process per TF_CPP_MIN_LOG_LEVEL the user may set (None: not set), shared by the tests below: each process
+# imports torch, Keras and TensorFlow, seconds of CPU.
+TORCH_THEN_TENSORFLOW = """
+import os
+import sys
+from seqkeras.backends.runtime import select_backend
+select_backend("torch")
+import keras
+skipped = [name for name in ("sklearn", "matplotlib") if name in sys.modules]
+print("level", os.environ["TF_CPP_MIN_LOG_LEVEL"])
+import matplotlib.figure, sklearn.exceptions  # importable afterwards (plots, seqeval)
+layer = keras.layers.Dense(2)
+print(skipped, tuple(layer(keras.ops.ones((1, 3))).shape))
+import tensorflow as tf  # as a lesson probe imports it in a torch worker, long after select_backend
+print(int(tf.reduce_sum(tf.constant([1, 2]))))  # the first op: where the CUDA probe logs its failure
+"""
+
+
+@functools.cache
+def torch_then_tensorflow(level: str | None) -> subprocess.CompletedProcess:
+    """TORCH_THEN_TENSORFLOW in a fresh process, with $TF_CPP_MIN_LOG_LEVEL set to `level` (None: unset)."""
+    environment = {key: value for key, value in os.environ.items() if key != "TF_CPP_MIN_LOG_LEVEL"}
+    if level is not None:
+        environment["TF_CPP_MIN_LOG_LEVEL"] = level
+    return subprocess.run([sys.executable, "-c", TORCH_THEN_TENSORFLOW], cwd=REPO, env=environment,
+                          capture_output=True, text=True, timeout=300)
+
 
 @pytest.mark.parametrize("backend", ["tensorflow", "torch"])
 def test_keras_starts_without_its_scikit_learn_and_matplotlib_integrations(backend):
     """1.3 s of a 4.3 s start on TensorFlow, in every training process and `--jobs N` worker."""
     pytest.importorskip(backend)
+    if backend == "torch":
+        pytest.importorskip("tensorflow")  # the torch process goes on to import it (the test below)
+        result = torch_then_tensorflow(None)
+        assert result.returncode == 0, result.stderr[-2000:]
+        assert result.stdout.split("\n")[-3] == "[] (1, 2)"
+        return
     result = subprocess.run([sys.executable, "-c", KERAS_WITHOUT_EXTRAS, backend], cwd=REPO,
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
@@ -165,29 +201,13 @@ def test_keras_backend_in_the_environment_is_the_users_choice_too(monkeypatch):
         choose_backend(None, [_experiment("gpu", "torch")])
 
 
-QUIET_TENSORFLOW = """
-import os
-from seqkeras.backends.runtime import select_backend
-select_backend("torch")
-print("level", os.environ["TF_CPP_MIN_LOG_LEVEL"])
-import tensorflow as tf  # as a lesson probe imports it in a torch worker, long after select_backend
-print(int(tf.reduce_sum(tf.constant([1, 2]))))  # the first op: where the CUDA probe logs its failure
-"""
-
-
 @pytest.mark.parametrize("level", [None, "0"])
 def test_tensorflow_imported_late_says_nothing_unless_the_user_asks_for_its_logs(level):
     """TensorFlow's C++ notices (I0000 … oneDNN, E0000 … cuInit) stay off stderr in a process the suite set up,
     wherever TensorFlow is first imported; a TF_CPP_MIN_LOG_LEVEL the user sets is left as it is."""
-    import subprocess
-
-    environment = {key: value for key, value in os.environ.items() if key != "TF_CPP_MIN_LOG_LEVEL"}
-    if level is not None:
-        environment["TF_CPP_MIN_LOG_LEVEL"] = level
-    done = subprocess.run([sys.executable, "-c", QUIET_TENSORFLOW], env=environment, capture_output=True, text=True,
-                          timeout=300)
+    done = torch_then_tensorflow(level)  # select_backend("torch"), Keras on torch, then `import tensorflow`
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.split() == ["level", level or "3", "3"]
+    assert done.stdout.split() == ["level", level or "3", "[]", "(1,", "2)", "3"]
     assert "I0000" not in done.stderr and "oneDNN custom operations" not in done.stderr
     if level is None:
         assert "E0000" not in done.stderr and "cuInit" not in done.stderr

@@ -81,9 +81,11 @@ def mlflow_runs(uri: str, experiment: str):
 
 def test_every_run_and_every_metric_of_runs_csv_reaches_mlflow(tiny_spec, tmp_path, capsys):
     pytest.importorskip("mlflow")
-    assert main(["run", str(tiny_spec), "--out", str(tmp_path), "--track", "mlflow"]) == 0
+    # Both cells, one seed: two runs, each logged while it trains (the seeds' runs would log the same way).
+    assert main(["run", str(tiny_spec), "--out", str(tmp_path), "--only", "seed=0", "--track", "mlflow"]) == 0
     assert (tmp_path / "mlflow.db").is_file()  # the default store: a SQLite file in the results root
     runs = pd.read_csv(tmp_path / "tiny" / "runs.csv")
+    assert sorted(runs["model.cell"]) == ["lstm", "simple_rnn"]
     client, logged = mlflow_runs(f"sqlite:///{tmp_path / 'mlflow.db'}", "tiny")
     by_id = {run.data.tags["seqkeras.run_id"]: run for run in logged}
     assert sorted(by_id) == sorted(runs["run_id"])
@@ -104,19 +106,21 @@ def test_every_run_and_every_metric_of_runs_csv_reaches_mlflow(tiny_spec, tmp_pa
         artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
         assert {"metrics.json", "spec.yaml", "history.csv"} <= artifacts
     # A rerun that reuses the records logs nothing twice.
-    assert main(["run", str(tiny_spec), "--out", str(tmp_path), "--track", "mlflow"]) == 0
+    assert main(["run", str(tiny_spec), "--out", str(tmp_path), "--only", "seed=0", "--track", "mlflow"]) == 0
     assert len(mlflow_runs(f"sqlite:///{tmp_path / 'mlflow.db'}", "tiny")[1]) == len(runs)
 
 
-def test_track_logs_results_that_exist_with_their_own_times(tiny_spec, tmp_path, capsys):
+def test_track_logs_results_that_exist_with_their_own_times(tmp_path, capsys, trained_runs):
     pytest.importorskip("mlflow")
-    assert main(["run", str(tiny_spec), "--out", str(tmp_path / "results"), "--only", "seed=0"]) == 0
+    trained = trained_runs.copied_experiment(TINY_TRAINING_SPEC, tmp_path / "results")  # results written earlier
+    count = len(pd.read_csv(trained / "runs.csv"))
+    assert count == 4  # two cells, two seeds
     uri = f"sqlite:///{tmp_path / 'elsewhere.db'}"
     assert main(["track", str(tmp_path / "results"), "--track", f"mlflow={uri}"]) == 0
     captured = capsys.readouterr()
-    assert "tiny: 2 of 2 run(s)" in captured.out and "old name" not in captured.err
+    assert f"tiny: {count} of {count} run(s)" in captured.out and "old name" not in captured.err
     _, logged = mlflow_runs(uri, "tiny")
-    assert len(logged) == 2 and not (tmp_path / "results" / "mlflow.db").exists()
+    assert len(logged) == count and not (tmp_path / "results" / "mlflow.db").exists()
     for run in logged:  # the run's start and duration, from its record, not the moment it was logged
         record = json.loads((tmp_path / "results" / "tiny" / run.data.tags["seqkeras.run_id"] / "metrics.json")
                             .read_text())
@@ -288,17 +292,19 @@ def test_a_failed_run_is_marked_failed_with_the_epochs_it_reached(tiny_spec, tmp
     assert "metrics.json" in {a.path for a in client.list_artifacts(run.info.run_id)}
 
 
-def test_a_live_run_its_process_left_open_is_marked_failed_when_the_record_is_logged(tiny_spec, tmp_path):
+def test_a_live_run_its_process_left_open_is_marked_failed_when_the_record_is_logged(tmp_path, trained_runs):
     """A worker killed mid-run leaves its MLflow run RUNNING; the command's logging of that folder ends it."""
     pytest.importorskip("mlflow")
     from seqkeras.tracking.mlflow_store import parse_track
     from seqkeras.tracking.mlflow_tracking import MlflowTracker
 
-    results = seqkeras.run(tiny_spec, out=tmp_path / "results", only=["seed=0", "model.cell=lstm"])
-    folder = results.folder / results.runs["run_id"][0]
+    experiment = trained_runs.copied_experiment(TINY_TRAINING_SPEC, tmp_path / "results")  # a finished run of it
+    runs = pd.read_csv(experiment / "runs.csv")
+    (run_id,) = runs[(runs["seed"] == 0) & (runs["model.cell"] == "lstm")]["run_id"]
+    folder = experiment / run_id
     record = json.loads((folder / "metrics.json").read_text())
     tracker = MlflowTracker(parse_track(f"mlflow=sqlite:///{tmp_path / 'store.db'}", tmp_path), tmp_path)
-    left_open = tracker.live(results.folder).open({**record, "started": "2026-01-01T00:00:00+00:00"}, folder)
+    left_open = tracker.live(experiment).open({**record, "started": "2026-01-01T00:00:00+00:00"}, folder)
     left_open.epoch(1, {"loss": 1.5})
     assert tracker.log(record, folder) is None
     client, runs = mlflow_runs(tracker.uri, "tiny")

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
-import textwrap
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -26,7 +27,7 @@ import numpy as np
 
 import seqkeras
 from seqkeras.backends.torch.fused_rnn import FusedLSTM
-from tests.plain_keras_loading import first_test_inputs, load_in_fresh_process, predictions, save_inputs
+from tests.plain_keras_loading import first_test_inputs, predictions, save_inputs
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 SPEC = {
@@ -39,14 +40,75 @@ SPEC = {
 }
 
 
-def trained(tmp_path) -> Path:
-    seqkeras.run(SPEC, out=tmp_path, backend="torch")
+@pytest.fixture(scope="module")
+def kept_torch(tmp_path_factory) -> Path:
+    """SPEC's results, trained once for the module's tests (each works on its own copy)."""
+    root = tmp_path_factory.mktemp("kept-torch")
+    seqkeras.run(SPEC, out=root, backend="torch")
+    return root / "kept-torch"
+
+
+def trained(tmp_path, kept_torch: Path) -> Path:
+    shutil.copytree(kept_torch, tmp_path / "kept-torch")
     (folder,) = [p for p in (tmp_path / "kept-torch").iterdir() if p.is_dir()]
     return folder
 
 
-def test_a_recurrent_model_kept_on_torch_loads_on_torch_and_with_plain_keras_on_tensorflow(tmp_path):
-    folder = trained(tmp_path)
+# One fresh TensorFlow process loads both tests' files: first Keras alone (tests/plain_keras_loading.py's `load`,
+# seqkeras not imported: what frameworks loading the file adds), then seqkeras's loader on the file kept the old way.
+ON_TENSORFLOW = """
+import json, sys
+import numpy as np
+from tests.plain_keras_loading import load
+load(sys.argv[1], sys.argv[2])  # Keras alone
+import seqkeras, keras
+assert keras.backend.backend() == "tensorflow"
+kept = seqkeras.load_model(sys.argv[3])
+print(json.dumps(np.asarray(kept.model.predict(np.load(sys.argv[4]), verbose=0)).tolist()))
+"""
+
+
+@dataclass
+class OnTensorflow:
+    plain_inputs: np.ndarray  # the plain file's inputs, as the TensorFlow process read them
+    plain: dict  # `load`'s OUT.json for the plain file
+    old_way_config: str  # the old way's config.json
+    old_way_on_torch: list  # the old way's predictions, loaded by seqkeras on torch
+    old_way_on_tensorflow: list  # and by seqkeras on TensorFlow
+
+
+@pytest.fixture(scope="module")
+def on_tensorflow(kept_torch, tmp_path_factory) -> OnTensorflow:
+    """Both files, as each test used to make its own, loaded in one fresh TensorFlow process (not two)."""
+    scratch = tmp_path_factory.mktemp("on-tensorflow")
+    plain = trained(scratch / "plain", kept_torch)
+    x = first_test_inputs(seqkeras.load_model(plain), 16)
+    jobs, out = scratch / "jobs.json", scratch / "out.json"
+    job = {"file": str(plain / "model.keras"), "inputs": str(save_inputs(x, scratch / "x.npz"))}
+    jobs.write_text(json.dumps({"import_seqkeras": False, "models": [job]}))
+
+    folder = trained(scratch / "old-way", kept_torch)
+    kept = seqkeras.load_model(folder)
+    model = kept.model
+    model.optimizer = None  # as it was kept: `model.save` without the optimizer, the fused classes named
+    model.save(folder / "model.keras")
+    config = zipfile.ZipFile(folder / "model.keras").read("config.json").decode()
+    x_old = first_test_inputs(kept, 16)
+    on_torch = predictions(seqkeras.load_model(folder).model, x_old)
+    np.save(scratch / "x.npy", x_old)
+
+    result = subprocess.run([sys.executable, "-c", ON_TENSORFLOW, str(jobs), str(out), str(folder),
+                             str(scratch / "x.npy")], capture_output=True, text=True, timeout=600, cwd=REPOSITORY,
+                            env={**os.environ, "KERAS_BACKEND": "tensorflow"})
+    assert result.returncode == 0, result.stderr[-3000:]
+    loaded = json.loads(out.read_text())
+    assert loaded["backend"] == "tensorflow"
+    return OnTensorflow(x, loaded, config, on_torch, json.loads(result.stdout.strip().splitlines()[-1]))
+
+
+def test_a_recurrent_model_kept_on_torch_loads_on_torch_and_with_plain_keras_on_tensorflow(tmp_path, kept_torch,
+                                                                                             on_tensorflow):
+    folder = trained(tmp_path, kept_torch)
     config = zipfile.ZipFile(folder / "model.keras").read("config.json").decode()
     assert "seqkeras>" not in config and "torch" not in config, "the file names Keras's classes only"
 
@@ -58,33 +120,19 @@ def test_a_recurrent_model_kept_on_torch_loads_on_torch_and_with_plain_keras_on_
     for name, value in record.items():
         assert row.metrics[name] == pytest.approx(value, rel=1e-5, abs=1e-7), name
     x = first_test_inputs(kept, 16)
-    job = {"file": str(folder / "model.keras"), "inputs": str(save_inputs(x, tmp_path / "x.npz"))}
-    loaded = load_in_fresh_process("tensorflow", [job], tmp_path, import_seqkeras=False)  # Keras alone
+    np.testing.assert_array_equal(x, on_tensorflow.plain_inputs)  # what the TensorFlow process predicted on
+    loaded = on_tensorflow.plain  # the same file (a copy of the same run), loaded by Keras alone on TensorFlow
     assert loaded["frameworks_added"] == [], loaded["frameworks_added"]
     (result,) = loaded["models"].values()
     assert result["warnings"] == [] and result["optimizer"].startswith("keras.src.optimizers"), result
     np.testing.assert_allclose(result["predictions"], predictions(kept.model, x), rtol=1e-4, atol=1e-6)
 
 
-def test_a_model_kept_the_old_way_on_torch_still_loads_on_torch_and_on_tensorflow(tmp_path):
+def test_a_model_kept_the_old_way_on_torch_still_loads_on_torch_and_on_tensorflow(on_tensorflow):
     """Before kept models were plain Keras, a torch run's file named `seqkeras>FusedLSTM`, torch's optimizer
     class and the suite's loss, without the optimizer's state: `seqkeras.load_model` reads it on both."""
-    folder = trained(tmp_path)
-    kept = seqkeras.load_model(folder)
-    model = kept.model
-    model.optimizer = None  # as it was kept: `model.save` without the optimizer, the fused classes named
-    model.save(folder / "model.keras")
-    assert "seqkeras>FusedLSTM" in zipfile.ZipFile(folder / "model.keras").read("config.json").decode()
-    x = first_test_inputs(kept, 16)
-    on_torch = predictions(seqkeras.load_model(folder).model, x)
-    np.save(tmp_path / "x.npy", x)
-    script = textwrap.dedent(f"""
-        import json, numpy as np, seqkeras, keras
-        assert keras.backend.backend() == "tensorflow"
-        kept = seqkeras.load_model({str(folder)!r})
-        print(json.dumps(np.asarray(kept.model.predict(np.load({str(tmp_path / "x.npy")!r}), verbose=0)).tolist()))
-    """)
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
-                            cwd=REPOSITORY, env={**os.environ, "KERAS_BACKEND": "tensorflow"})
-    assert result.returncode == 0, result.stderr[-3000:]
-    np.testing.assert_allclose(json.loads(result.stdout.strip().splitlines()[-1]), on_torch, rtol=1e-4, atol=1e-6)
+    # The module's run loaded on torch, saved as it was kept then, loaded again on torch and on TensorFlow
+    # (on_tensorflow).
+    assert "seqkeras>FusedLSTM" in on_tensorflow.old_way_config
+    np.testing.assert_allclose(on_tensorflow.old_way_on_tensorflow, on_tensorflow.old_way_on_torch, rtol=1e-4,
+                               atol=1e-6)

@@ -21,8 +21,8 @@ from tests.probe_checks import (
     linear_recurrence_gradient_path,
     probe_cases,
     run_case,
-    tensorflow_imported_by_every_probe,
 )
+from tests.torch_backend.fresh_process import fresh_torch_checks
 
 LESSON_CASES = lesson_probe_cases()
 ORDER_CASES = probe_cases("recurrence-vs-attention", only=["probe.measure.name=order"])
@@ -77,4 +77,5 @@ def test_recurrence_vs_attention_on_torch_has_the_committed_sizes_and_order_blin
 def test_no_probe_imports_tensorflow_on_torch():
     """In a fresh process: another test of this process may have imported TensorFlow. keras-hub imports it
     whenever it is installed, unless imported through runtime's import hook (select_backend installs it)."""
-    assert tensorflow_imported_by_every_probe("torch") == "tensorflow imported: False"
+    # tests/probe_checks.py's EVERY_PROBE_WITHOUT_TENSORFLOW, the first step of the tier's one fresh torch process
+    assert fresh_torch_checks().verdict("probes") == "tensorflow imported: False"

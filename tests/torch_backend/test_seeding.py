@@ -30,30 +30,11 @@ def test_the_seeded_draws_differ_from_each_other():
     assert len(set(draws_after(keras.utils.set_random_seed))) == 4
 
 
-BUILD_WITHOUT_TENSORFLOW = """
-import sys
-from seqkeras.backends.runtime import select_backend, set_random_seed
-select_backend("torch")
-import keras
-set_random_seed(0)
-layer = keras.layers.Bidirectional(keras.layers.LSTM(4, return_sequences=True))  # copies its layer by serializing it
-model = keras.Sequential([keras.Input((3, 2)), layer])
-clone = keras.models.clone_model(model)  # serializes and deserializes the whole model
-assert clone.layers[0].get_config() == layer.get_config()
-assert clone.layers[0].backward_layer.go_backwards
-print("tensorflow imported:", "tensorflow" in sys.modules)
-"""
-
-
 def test_a_torch_process_builds_and_copies_a_bidirectional_layer_without_importing_tensorflow():
     """Keras's serializer asks whether TensorFlow is available (importing it: 3.2 s) to test for its types;
     runtime answers from what is imported (issue 20)."""
-    import os
-    import subprocess
-    import sys
+    from tests.torch_backend.fresh_process import BIDIRECTIONAL, fresh_torch_checks
 
-    environment = {**os.environ, "KERAS_BACKEND": "torch"}
-    result = subprocess.run([sys.executable, "-c", BUILD_WITHOUT_TENSORFLOW], env=environment,
-                            capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout.strip().splitlines()[-1] == "tensorflow imported: False"
+    # In the tier's one fresh torch process (tests/torch_backend/fresh_process.py): a Bidirectional LSTM built
+    # after set_random_seed(0), cloned (serialized and deserialized), its copy's config and backward layer checked.
+    assert fresh_torch_checks().verdict(BIDIRECTIONAL) == "tensorflow imported: False"

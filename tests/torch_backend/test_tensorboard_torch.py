@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-
 import pandas as pd
 import pytest
 
@@ -31,31 +29,17 @@ def test_the_lean_loop_logs_each_epoch_to_tensorboard(write_spec, tmp_path):
         assert events.Scalars("test/accuracy")[0].value == pytest.approx(run["accuracy"], rel=1e-6)
 
 
-WRITE_WITHOUT_TENSORFLOW = """
-import sys
-from pathlib import Path
-from seqkeras.backends.runtime import select_backend
-select_backend("torch")
-from seqkeras.tracking.tensorboard import EventWriter
-writer = EventWriter(Path(sys.argv[1]))
-writer.scalars(1, {"loss": 0.5})
-writer.close()
-print("tensorflow imported:", "tensorflow" in sys.modules)
-"""
-
-
-def test_a_torch_process_writes_event_files_without_importing_tensorflow(tmp_path):
+def test_a_torch_process_writes_event_files_without_importing_tensorflow():
     """TensorBoard's writer imports TensorFlow whenever it is installed, unless told to use its stub (3 s and
     TensorFlow's log lines in a torch worker); in a fresh process, since another test may have imported it here."""
-    import os
-    import subprocess
-
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    result = subprocess.run([sys.executable, "-c", WRITE_WITHOUT_TENSORFLOW, str(tmp_path)],
-                            env={**os.environ, "KERAS_BACKEND": "torch"}, capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout.strip().splitlines()[-1] == "tensorflow imported: False"
-    events = EventAccumulator(str(tmp_path))
+    from tests.torch_backend.fresh_process import EVENT_FILES, fresh_torch_checks
+
+    # In the tier's one fresh torch process (tests/torch_backend/fresh_process.py): EventWriter's scalars(1,
+    # {"loss": 0.5}) into a folder of the session, then whether TensorFlow is imported.
+    checks = fresh_torch_checks()
+    assert checks.verdict(EVENT_FILES) == "tensorflow imported: False"
+    events = EventAccumulator(str(checks.event_folder))
     events.Reload()
     assert [(e.step, e.value) for e in events.Scalars("loss")] == [(1, 0.5)]
