@@ -1,6 +1,6 @@
 # make run   — the lesson suite: every number of the lesson, reproduced and checked
 # make test  — what to run after every change (minutes): the tests not marked `system`, in three pytest
-#              processes: tests/ on TensorFlow, then tests/torch_backend/ on PyTorch, then tests/jax_backend/ on JAX
+#              processes: tests/ on TensorFlow, then tests/torch_backend/ on PyTorch beside tests/jax_backend/ on JAX
 # make test-fast — the same three, without the tests marked slow either
 # make test-system — the tests marked `system` alone: a wheel installed into a fresh virtualenv, Ray clusters,
 #              killed process groups, a real full disk (tmpfs), the report in a headless browser, the benchmarks
@@ -44,16 +44,22 @@ lint: $(STAMP)
 
 # `--durations=20` prints the slowest tests: the tier's goal is 8 minutes on 2 idle cores. The main process's
 # tests are spread over one pytest worker per core (pytest-xdist; PYTEST_WORKERS=0 runs them in this process).
+# The torch and JAX tiers are one pytest process each (xdist workers would each compile JAX's programs again: no
+# faster), so they run side by side: JAX's output as it comes, torch's once both are done. Both must pass.
 PYTEST_WORKERS ?= auto
+BOTH_BACKENDS = torch_log=$$(mktemp); \
+	$(TORCH_TESTS) $(1) >$$torch_log 2>&1 & torch=$$!; \
+	$(JAX_TESTS) $(1); jax=$$?; \
+	wait $$torch; torch_status=$$?; echo "--- the torch tier:"; cat $$torch_log; rm -f $$torch_log; \
+	test $$jax -eq 0 && test $$torch_status -eq 0
+
 test: $(STAMP) $(VENV)/.tracking $(VENV)/.export lint
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist worksteal --durations=20
-	$(TORCH_TESTS) --durations=10
-	$(JAX_TESTS) --durations=10
+	@$(call BOTH_BACKENDS,--durations=10)
 
 test-fast: $(STAMP) $(VENV)/.tracking $(VENV)/.export lint
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist worksteal -m "not slow"
-	$(TORCH_TESTS) -m "not slow"
-	$(JAX_TESTS) -m "not slow"
+	@$(call BOTH_BACKENDS,-m "not slow")
 
 # The tests marked `system` (tests/conftest.py deselects them unless --system is given). They are all in the
 # main process's tests/ (the torch and JAX folders hold none), one at a time: several start process groups,
