@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+
 import pandas as pd
 import pytest
 import yaml
@@ -20,8 +22,11 @@ def test_run_a_spec_file_and_read_its_runs_tables_and_verdicts(tiny_spec, tmp_pa
     results = seqkeras.run(tiny_spec, out=tmp_path / "out", overrides={"task.n_train": 48})
     folder = tmp_path / "out" / "tiny"
     assert results.folder == folder and results.name == "tiny"
-    # .runs is runs.csv as the suite wrote it; the override reached every run.
+    # .runs is runs.csv as the suite wrote it, as `load` reads it back; the override reached every run.
     pd.testing.assert_frame_equal(results.runs, read_runs(folder))
+    loaded = seqkeras.load(folder)
+    pd.testing.assert_frame_equal(loaded.runs, results.runs)
+    pd.testing.assert_frame_equal(loaded.verdicts, results.verdicts)
     assert len(results.runs) == 4 and set(results.runs["status"]) == {"ok"}
     assert all("n_train: 48" in (folder / run_id / "spec.yaml").read_text() for run_id in results.runs["run_id"])
     # The spec's table, titled as in table.md, as numbers: each cell's mean, std and n over the two seeds.
@@ -40,7 +45,14 @@ def test_run_a_spec_file_and_read_its_runs_tables_and_verdicts(tiny_spec, tmp_pa
                                              for stat in ("mean", "std", "n"))]
 
 
-def test_load_reads_what_run_wrote_and_a_rerun_reuses_it(tiny_spec, tmp_path, capsys):
+def test_load_reads_what_run_wrote_and_a_rerun_reuses_it(tiny_spec, tmp_path, capsys, trained_runs):
+    # The tiny runs as `seqkeras.run` wrote them, trained once per session (tests/trained_runs.py), cut to the
+    # seed-0 runs, as a first `only=["seed=0"]` run leaves the folder: that run rewrites runs.csv from their
+    # records. (A fresh run's results read back by `load`: test_run_a_spec_file_and_read_its_runs_tables_and_verdicts.)
+    folder = trained_runs.copied_experiment(TINY_TRAINING_SPEC, tmp_path)
+    for run_folder in folder.glob("*_seed=1_*"):
+        shutil.rmtree(run_folder)
+    (folder / "runs.csv").unlink()
     first = seqkeras.run(tiny_spec, out=tmp_path, only=["seed=0"])
     assert sorted(first.runs["seed"]) == [0, 0]
     loaded = seqkeras.load(tmp_path / "tiny")

@@ -4,6 +4,7 @@ made elsewhere (its data files absent, a claim unreadable, a link or a FIFO in i
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -36,11 +37,18 @@ print("ok:", results.ok)
 """
 
 
-def script_environment() -> dict[str, str]:
+def script_environment(unset: tuple[str, ...] = ("SEQKERAS_JOBS",)) -> dict[str, str]:
     """This process's environment, with the worker processes allowed and this checkout's seqkeras."""
-    env = {key: value for key, value in os.environ.items() if key != "SEQKERAS_JOBS"}
+    env = {key: value for key, value in os.environ.items() if key not in unset}
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])
     return env
+
+
+def resolve_backend_in_a_fresh_process() -> str:
+    """The backend `auto` picks where Keras is not imported yet (this process has TensorFlow's)."""
+    from seqkeras.backends.runtime import AUTO_PREFERENCE, BACKEND_PACKAGES
+
+    return next((b for b in AUTO_PREFERENCE if importlib.util.find_spec(BACKEND_PACKAGES[b])), "tensorflow")
 
 
 @pytest.mark.slow
@@ -52,8 +60,11 @@ def test_a_plain_script_without_a_main_guard_runs_in_worker_processes(tmp_path, 
     (tmp_path / "spec.yaml").write_text(yaml.safe_dump(TWO_RUNS), encoding="utf-8")
     (tmp_path / "script.py").write_text(SCRIPT, encoding="utf-8")
     command, stdin = ([str(PYTHON), "script.py"], None) if how == "a script file" else ([str(PYTHON), "-"], SCRIPT)
-    done = subprocess.run(command, input=stdin, cwd=tmp_path, env=script_environment(), capture_output=True,
-                          text=True, timeout=540)
+    # A reader's defaults, as docs/python-api.md's example has them: no $KERAS_BACKEND, so the workers run on
+    # the backend auto picks (torch where installed: its import costs each worker a third of TensorFlow's).
+    environment = script_environment(unset=("SEQKERAS_JOBS", "KERAS_BACKEND"))
+    done = subprocess.run(command, input=stdin, cwd=tmp_path, env=environment, capture_output=True, text=True,
+                          timeout=540)
     output = done.stdout + done.stderr
     assert done.returncode == 0, output
     assert "Traceback" not in output and "BrokenProcessPool" not in output, output
@@ -62,6 +73,7 @@ def test_a_plain_script_without_a_main_guard_runs_in_worker_processes(tmp_path, 
     assert "2 of 2 claim(s)" not in done.stdout and "ok: True" in done.stdout, output
     runs = pd.read_csv(tmp_path / "out" / "tiny" / "runs.csv")
     assert list(runs["status"]) == ["ok", "ok"]
+    assert set(runs["backend"]) == {resolve_backend_in_a_fresh_process()}
 
 
 @pytest.mark.parametrize("main_file", ["script", "<stdin>"])

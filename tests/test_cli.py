@@ -2,20 +2,36 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import re
+import textwrap
 
 import pandas as pd
 import pytest
 
+from seqkeras.cli import main
+from tests.conftest import TINY_TRAINING_SPEC
 from tests.helpers import run_cli
 
 
-def test_tiny_end_to_end_run_writes_every_file(tiny_spec, tmp_path, capsys):
-    out = tmp_path / "results"
-    code, stdout, _ = run_cli(capsys, "run", tiny_spec, "--out", out)
+@pytest.fixture(scope="module")
+def tiny_cli_run(tmp_path_factory):
+    """`seqkeras run` of the tiny spec (4 runs), once for this module's tests that only read what it wrote:
+    its exit code, stdout and results folder."""
+    root = tmp_path_factory.mktemp("tiny-cli-run")
+    spec = root / "spec.yaml"
+    spec.write_text(textwrap.dedent(TINY_TRAINING_SPEC), encoding="utf-8")
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        code = main(["run", str(spec), "--out", str(root / "results")])
+    return code, stdout.getvalue(), root / "results" / "tiny"
+
+
+def test_tiny_end_to_end_run_writes_every_file(tiny_cli_run):
+    code, stdout, folder = tiny_cli_run
     assert code == 0
-    folder = out / "tiny"
     runs = pd.read_csv(folder / "runs.csv")
     assert list(runs.columns) == [
         "experiment", "run_id", "status", "model.cell", "seed", "accuracy",
@@ -35,20 +51,21 @@ def test_tiny_end_to_end_run_writes_every_file(tiny_spec, tmp_path, capsys):
     assert "[4/4]" in stdout
 
 
-def test_same_spec_and_seed_give_identical_metrics(tiny_spec, tmp_path, capsys):
-    first = tmp_path / "a"
-    second = tmp_path / "b"
-    assert run_cli(capsys, "run", tiny_spec, "--out", first, "--set", "seeds=[3]")[0] == 0
-    assert run_cli(capsys, "run", tiny_spec, "--out", second, "--set", "seeds=[3]")[0] == 0
-    a = pd.read_csv(first / "tiny" / "runs.csv")
-    b = pd.read_csv(second / "tiny" / "runs.csv")
-    assert list(a["run_id"]) == list(b["run_id"])
+def test_same_spec_and_seed_give_identical_metrics(tiny_cli_run, trained_runs):
+    """The command line's tiny runs and the same spec's runs trained apart by `seqkeras.run` (once per session,
+    tests/trained_runs.py: in another process under pytest-xdist), seed by seed."""
+    code, _, second = tiny_cli_run
+    assert code == 0
+    first = trained_runs.experiment(TINY_TRAINING_SPEC)
+    a = pd.read_csv(first / "runs.csv")
+    b = pd.read_csv(second / "runs.csv")
+    assert len(a) == 4 and list(a["run_id"]) == list(b["run_id"])
     assert list(a["accuracy"]) == list(b["accuracy"])
 
 
-def test_finished_runs_are_skipped_unless_forced(tiny_spec, tmp_path, capsys):
+def test_finished_runs_are_skipped_unless_forced(tiny_spec, tmp_path, capsys, trained_runs):
     out = tmp_path / "r"
-    run_cli(capsys, "run", tiny_spec, "--out", out, "--set", "seeds=[0]")
+    trained_runs.copied_experiment(TINY_TRAINING_SPEC, out)  # the tiny spec's runs, finished
     code, stdout, _ = run_cli(capsys, "run", tiny_spec, "--out", out, "--set", "seeds=[0]")
     assert code == 0 and "2 of 2 runs done before, reused" in stdout
     code, stdout, _ = run_cli(capsys, "run", tiny_spec, "--out", out, "--set", "seeds=[0]", "--force")
@@ -92,8 +109,6 @@ def test_set_and_table_from_the_command_line(tiny_spec, tmp_path, capsys):
     ],
 )
 def test_spec_errors_exit_2_without_traceback(write_spec, tmp_path, capsys, edit, message):
-    from tests.conftest import TINY_TRAINING_SPEC
-
     path = write_spec(edit(TINY_TRAINING_SPEC))
     code, stdout, stderr = run_cli(capsys, "run", path, "--out", tmp_path / "r")
     assert code == 2

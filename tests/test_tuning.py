@@ -7,13 +7,18 @@ which learning rate wins.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import re
+import shutil
+import textwrap
 
 import optuna
 import pandas as pd
 import pytest
 
+from seqkeras.cli import main
 from seqkeras.errors import SpecError
 from seqkeras.spec.loader import load_experiment
 from seqkeras.tuning.pruning import best_epoch_value
@@ -245,7 +250,8 @@ def test_the_trainer_stops_where_after_epoch_says_so():
 
 @pytest.mark.slow
 def test_trials_run_in_worker_processes_and_report_to_the_study(write_spec, tmp_path, capsys):
-    spec = write_spec(TUNED.replace("trials: 3", "trials: 2"))
+    # Two points × two trials in the workers; the chosen settings on one seed (the trials' own) are enough here.
+    spec = write_spec(TUNED.replace("trials: 3", "trials: 2").replace("seeds: [0, 1]", "seeds: [0]"))
     code, out, err = run_cli(capsys, "run", spec, "--out", tmp_path / "r", "--jobs", "2")
     assert code == 0, out + err
     assert "2 worker processes" in out
@@ -399,12 +405,23 @@ def tuned_study(folder):
     return storage, optuna.load_study(study_name=name, storage=storage)
 
 
-def test_a_study_is_named_after_its_experiment_and_point_and_numbers_its_trials_as_optuna(write_spec, tmp_path,
-                                                                                          capsys):
+@pytest.fixture(scope="module")
+def one_point_tuned(tmp_path_factory):
+    """`seqkeras run` of ONE_POINT (one study of two trials, then its chosen setting on one seed), once for the
+    named-study tests: its spec, exit code, stdout, stderr and results folder. A test that writes copies it."""
+    root = tmp_path_factory.mktemp("one-point-tuned")
+    spec = root / "spec.yaml"
+    spec.write_text(textwrap.dedent(ONE_POINT), encoding="utf-8")
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["run", str(spec), "--out", str(root / "r"), "--jobs", "1"])
+    return spec, code, out.getvalue(), err.getvalue(), root / "r" / "tuned"
+
+
+def test_a_study_is_named_after_its_experiment_and_point_and_numbers_its_trials_as_optuna(one_point_tuned):
     wsgi = pytest.importorskip("optuna_dashboard", reason="pip install -r requirements-tracking.txt").wsgi
-    code, out, err = run_cli(capsys, "run", write_spec(ONE_POINT), "--out", tmp_path / "r", "--jobs", "1")
+    _, code, out, err, folder = one_point_tuned
     assert code == 0, out + err
-    folder = tmp_path / "r" / "tuned"
     storage, study = tuned_study(folder)
     experiment, _, key = study.study_name.partition("/")
     assert experiment == "tuned" and re.fullmatch(r"cell=gru_[0-9a-f]{8}", key), study.study_name
@@ -441,13 +458,14 @@ def test_a_study_is_named_after_its_experiment_and_point_and_numbers_its_trials_
         == folders
 
 
-def test_a_study_from_before_studies_were_named_is_read_and_continued_as_it_was_numbered(write_spec, tmp_path,
+def test_a_study_from_before_studies_were_named_is_read_and_continued_as_it_was_numbered(one_point_tuned, tmp_path,
                                                                                           capsys):
     """A results folder of seqkeras 0.1.0: each study named by its point key alone, its folders numbered from 1.
     Made here from a fresh one (the study copied to its former name, the folders renumbered)."""
-    spec = write_spec(ONE_POINT)
-    assert run_cli(capsys, "run", spec, "--out", tmp_path / "r", "--jobs", "1").code == 0
+    spec, code, _, _, fresh = one_point_tuned
+    assert code == 0
     folder = tmp_path / "r" / "tuned"
+    shutil.copytree(fresh, folder)
     storage, study = tuned_study(folder)
     key = study.study_name.partition("/")[2]
     former = optuna.create_study(storage=storage, study_name=key, direction="minimize")  # no attributes, no metric
