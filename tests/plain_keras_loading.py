@@ -6,8 +6,10 @@
 JOBS.json: {"import_seqkeras": bool, "models": [{"file": model.keras, "inputs": inputs.npz}, ...]}. The process
 imports Keras, notes which backend frameworks are in `sys.modules` then, imports seqkeras if asked, and loads each
 file with `keras.saving.load_model` (compile and safe_mode at Keras's defaults; Keras imports keras_hub itself
-for a file that names its layers). OUT.json: per file its predictions on its
-inputs and the warnings its loading gave; and the frameworks that loading added to the process.
+for a file that names its layers). A model job marked `"keras_alone": true` is loaded before seqkeras is imported
+(so one process checks both a model that needs Keras alone and those that need `import seqkeras`). OUT.json: per
+file its predictions on its inputs, the warnings its loading gave and whether any seqkeras module was imported
+when it was loaded; and the frameworks that loading added to the process.
 
 `train` runs model kind cases (tests/model_kind_specs.py) on the backend into OUT_DIR and writes
 OUT_DIR/manifest.json: per case its model file, a few test inputs and the kept model's predictions on them,
@@ -98,10 +100,12 @@ def load(jobs_file: str, out_file: str) -> None:
     import keras
 
     before = frameworks()
-    if jobs["import_seqkeras"]:
-        import seqkeras  # noqa: F401
     results = {}
-    for job in jobs["models"]:
+    # The jobs marked keras_alone first, with no seqkeras imported; then seqkeras, if asked, and the others.
+    ordered = sorted(jobs["models"], key=lambda job: not job.get("keras_alone", False))
+    for job in ordered:
+        if not job.get("keras_alone", False) and jobs["import_seqkeras"] and "seqkeras" not in sys.modules:
+            import seqkeras  # noqa: F401
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             model = keras.saving.load_model(job["file"])
@@ -110,6 +114,7 @@ def load(jobs_file: str, out_file: str) -> None:
             "optimizer": f"{type(model.optimizer).__module__}" if getattr(model, "optimizer", None) else None,
             "warnings": [f"{w.category.__name__}: {w.message}" for w in caught],
             "predictions": predictions(model, read_inputs(job["inputs"])),
+            "seqkeras_imported": any(name == "seqkeras" or name.startswith("seqkeras.") for name in sys.modules),
         }
     Path(out_file).write_text(json.dumps({"backend": keras.backend.backend(), "models": results,
                                           "frameworks_added": sorted(frameworks() - before)}))

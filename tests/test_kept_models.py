@@ -15,7 +15,6 @@ import os
 import subprocess
 import sys
 import textwrap
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -204,10 +203,9 @@ def test_a_kept_text_classifier_encodes_texts_as_its_task_did(write_spec, tmp_pa
     assert kept.preprocessing.labels_of(probabilities.argmax(-1))[0] in ("neg", "pos")
 
 
-def test_a_kept_seq2seq_model_names_its_outputs(tmp_path):
+def test_a_kept_seq2seq_model_names_its_outputs(trained_runs):
     case = next(case for case in CASES if case.id == "seq2seq")
-    seqkeras.run(replace(case, evaluate={}).spec(), out=tmp_path, backend="tensorflow")
-    kept = seqkeras.load_model(run_folder(tmp_path, f"kind-{case.id}"))
+    kept = seqkeras.load_model(trained_runs.run_folder(case))  # the session's run: read only
     document = kept.preprocessing.document
     assert (document.input.split, document.output.kind, document.output.join) == ("characters", "target", "")
     encoded = kept.encode(["abcd", "dz"])

@@ -82,22 +82,25 @@ def test_a_kept_model_names_keras_classes_and_only_the_suites_own_layers(case_id
 
 def test_plain_keras_loads_kept_models_in_a_fresh_tensorflow_process(trained_runs, tmp_path):
     """A classifier needs nothing but Keras; a CRF tagger and an encoder-decoder need `import seqkeras`, and no
-    more. No warning (the optimizer's state is kept), the same predictions, no second framework imported."""
-    jobs, expected = {True: [], False: []}, {}
+    more. No warning (the optimizer's state is kept), the same predictions, no second framework imported.
+    One fresh process: the classifier is loaded before seqkeras is imported, the others after."""
+    models, expected, keras_alone = [], {}, {}
     for case in [case for case in CASES if case.id in ("classifier", "tagger-crf", "seq2seq")]:
         folder = trained_runs.run_folder(case)
         kept = seqkeras.load_model(folder)
         x = first_test_inputs(kept)
         model_file = str(folder / "model.keras")
         expected[model_file] = predictions(kept.model, x)
+        keras_alone[model_file] = case.id == "classifier"
         inputs = str(save_inputs(x, tmp_path / f"{case.id}.npz"))
-        jobs[case.id != "classifier"].append({"file": model_file, "inputs": inputs})
-    for import_seqkeras, models in jobs.items():
-        loaded = load_in_fresh_process("tensorflow", models, tmp_path, import_seqkeras=import_seqkeras)
-        assert loaded["frameworks_added"] == [], loaded["frameworks_added"]
-        for model_file, result in loaded["models"].items():
-            assert result["warnings"] == [], result["warnings"]
-            np.testing.assert_allclose(result["predictions"], expected[model_file], rtol=1e-5, atol=1e-5)
+        models.append({"file": model_file, "inputs": inputs, "keras_alone": keras_alone[model_file]})
+    loaded = load_in_fresh_process("tensorflow", models, tmp_path, import_seqkeras=True)
+    assert loaded["frameworks_added"] == [], loaded["frameworks_added"]
+    assert set(loaded["models"]) == set(expected)
+    for model_file, result in loaded["models"].items():
+        assert result["seqkeras_imported"] is not keras_alone[model_file], (model_file, result["seqkeras_imported"])
+        assert result["warnings"] == [], result["warnings"]
+        np.testing.assert_allclose(result["predictions"], expected[model_file], rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.system

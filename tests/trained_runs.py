@@ -10,17 +10,25 @@ into the session's temporary folder, and later tests of the session reuse it:
 A test that checks training itself (what `run` writes, skips, resumes) still trains; this is for tests that
 start from a finished run.
 
+A model kind's one-run experiment is trained without its experiment's plots (`plots=False`): drawing and saving
+the PNGs is a fifth of such a tiny run's CPU time, and the tests that start from a kind's run read its run
+folder (the kept model, metrics.json, outputs), never its experiment's figures. Plots are the subject of their own
+tests (tests/test_plots_report.py, and every test that runs a spec itself draws them); a spec given to
+`experiment` (as the tiny sweep of tests/conftest.py) is trained with them, as `seqkeras.run` writes it.
+
 Under pytest-xdist each worker is its own session: the workers share one root (tests/conftest.py) and a lock per
 experiment, so the first worker that asks trains it and the others wait for it and read the same folder.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import shutil
 import textwrap
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import yaml
 
@@ -39,9 +47,10 @@ class TrainedRuns:
         self.backend = backend
         self._experiments: dict[str, Path] = {}
 
-    def experiment(self, spec: dict[str, Any] | str) -> Path:
+    def experiment(self, spec: dict[str, Any] | str, *, plots: bool = True) -> Path:
         """The results folder of `spec` (a mapping, as `seqkeras.run` takes it, or a spec file's text, as
-        tests/conftest.py's TINY_TRAINING_SPEC), trained on first use."""
+        tests/conftest.py's TINY_TRAINING_SPEC), trained on first use; without the experiment's plots where
+        `plots` is false (a kind's one run: see above)."""
         if isinstance(spec, str):
             spec = yaml.safe_load(textwrap.dedent(spec))
         name = spec["name"]
@@ -50,22 +59,24 @@ class TrainedRuns:
             with open(self.root / f"{name}.lock", "w") as lock:
                 fcntl.flock(lock, fcntl.LOCK_EX)  # another worker may be training it: wait, then reuse
                 if not done.exists():
-                    seqkeras.run(spec, out=self.root, backend=self.backend)
+                    with contextlib.nullcontext() if plots else mock.patch(
+                            "seqkeras.execution.experiment.write_plots", lambda *args, **kwargs: []):
+                        seqkeras.run(spec, out=self.root, backend=self.backend)
                     done.touch()
             self._experiments[name] = self.root / name
         return self._experiments[name]
 
     def run_folder(self, case: KindCase) -> Path:
         """The run folder of a model kind's one-run case. Shared: a test must not write into it."""
-        return only_run_folder(self.experiment(case.spec()))
+        return only_run_folder(self.experiment(case.spec(), plots=False))
 
-    def copied_experiment(self, spec: dict[str, Any] | str, destination: Path) -> Path:
+    def copied_experiment(self, spec: dict[str, Any] | str, destination: Path, *, plots: bool = True) -> Path:
         """A copy of the experiment's results folder as `destination/<name>`, for a test that writes into it."""
-        trained = self.experiment(spec)
+        trained = self.experiment(spec, plots=plots)
         copy = destination / trained.name
         shutil.copytree(trained, copy)
         return copy
 
     def copied_run_folder(self, case: KindCase, destination: Path) -> Path:
         """A copy of the case's results folder under `destination`, and the run folder inside it."""
-        return only_run_folder(self.copied_experiment(case.spec(), destination))
+        return only_run_folder(self.copied_experiment(case.spec(), destination, plots=False))
