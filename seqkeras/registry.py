@@ -44,8 +44,9 @@ class Params(BaseModel):
 
     # strict: `units: true` or `units: "5"` is a mistake to point at, not 1 or 5 units
     # (an int still fills a float field: `learning_rate: 1`); allow_inf_nan: no
-    # hyperparameter is meant to be .inf or .nan.
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+    # hyperparameter is meant to be .inf or .nan. defer_build: each class's validator is built when it first
+    # validates, not when the catalog is imported: a process uses a few of the ~70 (a kept model's load, a command).
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False, defer_build=True)
 
     # Parameters added after results existed: in a run's resolved spec, and so its id, only when set to another
     # value than their default, so the runs of specs without them keep their ids (spec.loader).
