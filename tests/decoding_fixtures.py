@@ -11,7 +11,6 @@ results folder and exit code. A test must not write into it.
 
 from __future__ import annotations
 
-import fcntl
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,13 +20,14 @@ def shared_cli_run(trained_runs, name: str, write_inputs: Callable[[Path], Path]
     from seqkeras.cli import main
 
     root = trained_runs.root / f"cli-{name}"
-    done = trained_runs.root / f"cli-{name}.code"
-    with open(trained_runs.root / f"cli-{name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # another worker may be running it: wait, then reuse
-        if not done.exists():
-            inputs = root / "inputs"
-            inputs.mkdir(parents=True, exist_ok=True)
-            spec = write_inputs(inputs)
-            code = main(["run", str(spec), "--out", str(root / "out"), "--backend", trained_runs.backend])
-            done.write_text(str(code))
-    return int(done.read_text()), root / "out" / name
+    exit_code = root / "exit_code"
+
+    def run() -> None:
+        inputs = root / "inputs"
+        inputs.mkdir(parents=True, exist_ok=True)
+        spec = write_inputs(inputs)
+        exit_code.write_text(str(main(["run", str(spec), "--out", str(root / "out"), "--backend",
+                                       trained_runs.backend])))
+
+    trained_runs.once(f"cli-{name}", run)  # the first worker runs it, the others wait and read the same folder
+    return int(exit_code.read_text()), root / "out" / name

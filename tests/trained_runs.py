@@ -26,6 +26,7 @@ import contextlib
 import fcntl
 import shutil
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -55,16 +56,24 @@ class TrainedRuns:
             spec = yaml.safe_load(textwrap.dedent(spec))
         name = spec["name"]
         if name not in self._experiments:
-            done = self.root / f"{name}.trained"
-            with open(self.root / f"{name}.lock", "w") as lock:
-                fcntl.flock(lock, fcntl.LOCK_EX)  # another worker may be training it: wait, then reuse
-                if not done.exists():
-                    with contextlib.nullcontext() if plots else mock.patch(
-                            "seqkeras.execution.experiment.write_plots", lambda *args, **kwargs: []):
-                        seqkeras.run(spec, out=self.root, backend=self.backend)
-                    done.touch()
+            def train() -> None:
+                with contextlib.nullcontext() if plots else mock.patch(
+                        "seqkeras.execution.experiment.write_plots", lambda *args, **kwargs: []):
+                    seqkeras.run(spec, out=self.root, backend=self.backend)
+
+            self.once(name, train)
             self._experiments[name] = self.root / name
         return self._experiments[name]
+
+    def once(self, name: str, make: Callable[[], None]) -> None:
+        """Call `make` (which writes under `self.root`) the first time any worker of the session asks for `name`;
+        a later call, in any worker, waits for that one to finish and returns."""
+        done = self.root / f"{name}.trained"
+        with open(self.root / f"{name}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # another worker may be making it: wait, then reuse
+            if not done.exists():
+                make()
+                done.touch()
 
     def run_folder(self, case: KindCase) -> Path:
         """The run folder of a model kind's one-run case. Shared: a test must not write into it."""

@@ -50,7 +50,8 @@ MAX_RUN_SEED = 999_999
 MAX_DECODER_SEED = 999_999_999
 # A beam's candidates are [inputs, width, min(width, vocabulary)] numbers at each step, and the step model runs on
 # inputs × width rows: the evaluator decodes fewer inputs at a time as the beam widens (`hypotheses_per_input`),
-# and 4096 (an exhaustive search of 5 tokens over 5 words, 5**5) keeps one input's step near 130 MB. Published
+# and at 4096 (an exhaustive search of 5 tokens over 5 words, 5**5) one input's step holds a few arrays of
+# 4096 × min(4096, vocabulary) 8-byte numbers (scores, tokens, their ranking): a few hundred MB at most. Published
 # beams are 4 to 12; a width of millions would ask for terabytes.
 MAX_BEAM_WIDTH = 4096
 

@@ -97,6 +97,7 @@ def read_curves(folder: Path, runs: pd.DataFrame, name: str, matrix_columns: lis
     several_seeds = runs["seed"].nunique() > 1 if "seed" in runs else False
     kind = next((plot for plot in CURVE_PLOTS if plot.curve == name), None)
     pooled = kind is not None and kind.pooled_over_seeds
+    as_text = {"dtype": str, "keep_default_na": False} if kind is not None and kind.text else {}
     curves = []
     for _, row in runs.iterrows():
         run_id = str(row["run_id"])
@@ -106,7 +107,6 @@ def read_curves(folder: Path, runs: pd.DataFrame, name: str, matrix_columns: lis
         if not files.present(folder, f"{run_id}/{name}.csv"):
             continue
         try:
-            as_text = {"dtype": str, "keep_default_na": False} if kind is not None and kind.text else {}
             frame = pd.read_csv(io.StringIO(files.read_text(folder, f"{run_id}/{name}.csv")), **as_text)
         except SpecError as error:  # a link, a FIFO, too big: named, never followed
             print_warning(f"{error}; left out of its plot")
