@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import zipfile
@@ -28,6 +27,7 @@ import numpy as np
 import seqkeras
 from seqkeras.backends.torch.fused_rnn import FusedLSTM
 from tests.plain_keras_loading import first_test_inputs, predictions, save_inputs
+from tests.trained_runs import only_run_folder
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 SPEC = {
@@ -40,18 +40,9 @@ SPEC = {
 }
 
 
-@pytest.fixture(scope="module")
-def kept_torch(tmp_path_factory) -> Path:
-    """SPEC's results, trained once for the module's tests (each works on its own copy)."""
-    root = tmp_path_factory.mktemp("kept-torch")
-    seqkeras.run(SPEC, out=root, backend="torch")
-    return root / "kept-torch"
-
-
-def trained(tmp_path, kept_torch: Path) -> Path:
-    shutil.copytree(kept_torch, tmp_path / "kept-torch")
-    (folder,) = [p for p in (tmp_path / "kept-torch").iterdir() if p.is_dir()]
-    return folder
+def trained(tmp_path, trained_runs) -> Path:
+    """SPEC's run folder, in a copy of its results under `tmp_path` (trained once for the session: `trained_runs`)."""
+    return only_run_folder(trained_runs.copied_experiment(SPEC, tmp_path))
 
 
 # One fresh TensorFlow process loads both tests' files: first Keras alone (tests/plain_keras_loading.py's `load`,
@@ -78,16 +69,16 @@ class OnTensorflow:
 
 
 @pytest.fixture(scope="module")
-def on_tensorflow(kept_torch, tmp_path_factory) -> OnTensorflow:
+def on_tensorflow(trained_runs, tmp_path_factory) -> OnTensorflow:
     """Both files, as each test used to make its own, loaded in one fresh TensorFlow process (not two)."""
     scratch = tmp_path_factory.mktemp("on-tensorflow")
-    plain = trained(scratch / "plain", kept_torch)
+    plain = trained(scratch / "plain", trained_runs)
     x = first_test_inputs(seqkeras.load_model(plain), 16)
     jobs, out = scratch / "jobs.json", scratch / "out.json"
     job = {"file": str(plain / "model.keras"), "inputs": str(save_inputs(x, scratch / "x.npz"))}
     jobs.write_text(json.dumps({"import_seqkeras": False, "models": [job]}))
 
-    folder = trained(scratch / "old-way", kept_torch)
+    folder = trained(scratch / "old-way", trained_runs)
     kept = seqkeras.load_model(folder)
     model = kept.model
     model.optimizer = None  # as it was kept: `model.save` without the optimizer, the fused classes named
@@ -106,9 +97,9 @@ def on_tensorflow(kept_torch, tmp_path_factory) -> OnTensorflow:
     return OnTensorflow(x, loaded, config, on_torch, json.loads(result.stdout.strip().splitlines()[-1]))
 
 
-def test_a_recurrent_model_kept_on_torch_loads_on_torch_and_with_plain_keras_on_tensorflow(tmp_path, kept_torch,
+def test_a_recurrent_model_kept_on_torch_loads_on_torch_and_with_plain_keras_on_tensorflow(tmp_path, trained_runs,
                                                                                              on_tensorflow):
-    folder = trained(tmp_path, kept_torch)
+    folder = trained(tmp_path, trained_runs)
     config = zipfile.ZipFile(folder / "model.keras").read("config.json").decode()
     assert "seqkeras>" not in config and "torch" not in config, "the file names Keras's classes only"
 
