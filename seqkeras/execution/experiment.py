@@ -5,7 +5,10 @@ unless it found no space left on the disk: then the sweep stops (DiskFullStop),
 as every run after it would fail the same way;
 a run whose folder already holds a finished record of the same resolved spec
 is skipped unless `force` is set. runs.csv is rewritten after every run, so an
-interrupted sweep keeps everything it finished.
+interrupted sweep keeps everything it finished. A rerun never takes a finished
+record out of runs.csv before it has finished itself: until then, and when it
+fails, the run's earlier finished record stands there, as its files stand in its
+folder (results.rerun); the failure is still counted and said.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from seqkeras.reporting.spec_rows import own_rows
 from seqkeras.reporting.tables import render_page, summary_tables
 from seqkeras.reporting.tuning import write_tuning_report
 from seqkeras.results.folder import DISK_FULL, FAILED, OK, run_counts, runs_frame, write_atomic, write_csv, write_yaml
+from seqkeras.results.record import read_record
 from seqkeras.spec.runs import Experiment, own_decoder_labels
 
 
@@ -36,10 +40,11 @@ from seqkeras.spec.runs import Experiment, own_decoder_labels
 class Outcome:
     runs: pd.DataFrame
     verdicts: list[Verdict]
+    failed_reruns: int = 0  # reruns that failed where an earlier finished record stands in runs.csv
 
     @property
     def failed_runs(self) -> int:
-        return run_counts(self.runs)[2]
+        return run_counts(self.runs)[2] + self.failed_reruns
 
     @property
     def failed_claims(self) -> int:
@@ -71,6 +76,7 @@ def run_experiment(
         experiment = tune(experiment, folder, executor, echo=echo, tracker=tracker)
     total = len(experiment.runs)
     records: dict[int, dict[str, Any]] = {}
+    standing: dict[int, dict[str, Any]] = {}  # finished records that stand in runs.csv until their rerun finishes
     pending: list[Job] = []
     # Runs left out by --only keep their finished records in runs.csv: a subset never erases the rest.
     kept = [record for run in experiment.unselected
@@ -86,6 +92,8 @@ def run_experiment(
         else:
             if why_not:
                 echo(f"{run.run_id}: {why_not}; running it again")
+            if (earlier := finished_record(run_folder, run)) is not None:
+                standing[index] = earlier
             pending.append(Job(index, run, run_folder, f"run {index + 1} of {total}: {run.run_id}", run_label(run),
                                tracker.live(folder) if tracker is not None else None))
     if records:
@@ -98,8 +106,11 @@ def run_experiment(
     if pending:
         echo(f"{experiment.spec.name}: {len(pending)} run(s) {executor.describe()}")
 
+    failed_reruns: set[int] = set()
+
     def write_runs() -> pd.DataFrame:
-        ordered = [records[i] for i in sorted(records)] + kept
+        shown = {**standing, **{i: r for i, r in records.items() if r["status"] == OK or i not in standing}}
+        ordered = [shown[i] for i in sorted(shown)] + kept
         frame = runs_frame(ordered, experiment.matrix_columns)
         with file_lock(folder / ".runs.lock"):
             write_csv(folder / "runs.csv", frame)
@@ -110,6 +121,13 @@ def run_experiment(
         for done, (job, record) in enumerate(executor.map(pending, force), start=1):
             records[job.index] = record
             status = "ok" if record["status"] == OK else f"FAILED: {record['error']}"
+            if record["status"] != OK and job.index in standing:
+                if (earlier := finished_record(job.folder, job.run)) is not None:  # as the rerun left it
+                    standing[job.index] = earlier
+                    failed_reruns.add(job.index)
+                    status += f" (its finished record of {earlier.get('started') or 'before'} is kept)"
+                else:
+                    del standing[job.index]
             if record.get("reused"):
                 status = "finished by another process, reused"
             # A record another process finished took this sweep no time: its seconds are not this sweep's pace.
@@ -126,7 +144,19 @@ def run_experiment(
     finally:
         # Also on Ctrl-C: what finished is summarized, nothing is lost.
         runs = write_runs()
-    return summarize(folder, experiment, runs, echo=echo)
+    outcome = summarize(folder, experiment, runs, echo=echo)
+    outcome.failed_reruns = len(failed_reruns)
+    return outcome
+
+
+def finished_record(run_folder: Path, run) -> dict[str, Any] | None:
+    """The finished record in the run's folder, of this run (whatever code or backend made it), or None."""
+    record = read_record(run_folder / "metrics.json").record
+    if record is None or record.get("status") != OK:
+        return None
+    if record.get("experiment") != run.experiment or record.get("run_id") != run.run_id:
+        return None
+    return record
 
 
 def failed_record(run, why: str) -> dict[str, Any]:

@@ -24,8 +24,10 @@ from seqkeras.evaluation import gradient_flow
 from seqkeras.execution import machine
 from seqkeras.execution.identity import code_version, run_identity
 from seqkeras.execution.workers import worker_place
+from seqkeras.results import rerun
 from seqkeras.results.folder import (
-    DATA_CARD, DISK_FULL, FAILED, OK, DiskFull, disk_full, write_atomic, write_csv, write_json, write_yaml,
+    DATA_CARD, DISK_FULL, FAILED, OK, DiskFull, disk_full, write_atomic, write_csv, write_json,
+    write_yaml,
 )
 from seqkeras.spec.checks import check_model_size
 from seqkeras.spec.runs import RunSpec
@@ -43,9 +45,31 @@ def execute(run: RunSpec, folder: Path, progress: ProgressOutput | None = None,
     """Run one run and write its folder; never raises for a failing run. progress: how its training names it on
     stderr (training.progress; None: by nothing, as a run alone on its output); tracking: where to log it while
     it runs (`run --track`), from this process."""
+    folder.mkdir(parents=True, exist_ok=True)
+    rerun.recover(folder)
+    if not rerun.holds_finished_run(folder):
+        return execute_into(run, folder, progress, tracking)
+    # A finished run's files stay until its rerun has finished too (results.rerun).
+    staging = rerun.staging_folder(folder)
+    # Ctrl-C or SIGTERM inside it: the finished files stay, and the staged checkpoint resumes the next rerun.
+    record = execute_into(run, staging, progress, tracking)
+    if record["status"] != OK or not (staging / "metrics.json").is_file():
+        rerun.discard(staging)
+        return record
+    try:
+        rerun.replace_with_rerun(folder)
+    except OSError as error:  # e.g. a folder made read-only meanwhile: the finished files are put back
+        rerun.recover(folder)
+        rerun.discard(staging)
+        return {**record, **failure(error, folder)}
+    return record
+
+
+def execute_into(run: RunSpec, folder: Path, progress: ProgressOutput | None = None,
+                 tracking: LiveTracking | None = None) -> dict[str, Any]:
+    """`execute`, writing every file of the run into `folder`."""
     import keras
 
-    folder.mkdir(parents=True, exist_ok=True)
     write_yaml(folder / "spec.yaml", run.resolved)  # before the MLflow run opens: its params
     if tracking is not None:
         tracking.prepare()  # MLflow's import, in a fresh worker, before the run's start is taken
