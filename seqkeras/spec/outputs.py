@@ -63,7 +63,10 @@ def output_rows(run: RunSpec) -> list[OutputRow]:
 
 
 def same_value(value: Any, wanted: Any) -> bool:
-    """A key's value equals what a `where` asks for (numbers as numbers, booleans by their text)."""
+    """A key's value equals what a `where` asks for (numbers as numbers, booleans by their text); `null` asks for
+    the runs where the key is unset: no value in the spec's rows, an empty cell (NaN) in runs.csv."""
+    if wanted is None or unset(value):
+        return wanted is None and unset(value)
     if isinstance(wanted, bool) or type(value).__name__ in ("bool", "bool_"):  # numpy's bool_ too, from runs.csv
         return str(value).lower() == str(wanted).lower()
     if isinstance(wanted, (int, float)):
@@ -72,6 +75,11 @@ def same_value(value: Any, wanted: Any) -> bool:
         except (TypeError, ValueError):
             return False
     return str(value) == str(wanted)
+
+
+def unset(value: Any) -> bool:
+    """No value: None, or an empty cell of runs.csv as pandas reads it (NaN, pandas' NA)."""
+    return value is None or (isinstance(value, float) and value != value) or type(value).__name__ == "NAType"
 
 
 def matching(rows: list[OutputRow], where: dict[str, Any]) -> list[OutputRow]:
