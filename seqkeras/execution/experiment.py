@@ -34,6 +34,7 @@ from seqkeras.reporting.tuning import write_tuning_report
 from seqkeras.results.folder import DISK_FULL, FAILED, OK, run_counts, runs_frame, write_atomic, write_csv, write_yaml
 from seqkeras.results.record import read_record
 from seqkeras.spec.runs import Experiment, own_decoder_labels
+from seqkeras.tracking import tensorboard
 
 
 @dataclass
@@ -99,6 +100,12 @@ def run_experiment(
     if records:
         echo(f"{experiment.spec.name}: {len(records)} of {total} runs done before, reused: {reused_under()} "
              "(--force reruns them)")
+        no_events = [experiment.runs[i].run_id for i, record in records.items() if record["status"] == OK
+                     and experiment.runs[i].train is not None and experiment.runs[i].train.tensorboard
+                     and not (folder / experiment.runs[i].run_id / tensorboard.FOLDER).is_dir()]
+        if no_events:
+            echo(f"{experiment.spec.name}: {len(no_events)} reused run(s) were trained without TensorBoard "
+                 f"events (the first: {no_events[0]}); --force trains them again with events")
     if tracker is not None:
         echo(f"{experiment.spec.name}: {tracker.describe()}")
         for index, record in records.items():

@@ -1,11 +1,15 @@
 """What makes a finished run's record the result of this run: a record is reused only when all of it matches.
 
 The run id already covers the resolved spec (its digest). Besides the spec, a
-run's numbers change with the code, the Keras backend and the versions of Keras
+run's numbers change with the code (its results version: seqkeras.version, bumped
+only by a change that alters numbers), the Keras backend and the versions of Keras
 and of the backend's package, and with the contents of every file the run reads
 (a user's train, test or text file, a packaged corpus: each task lists its own).
 All of these go into the record as its `identity`; a record whose identity
-differs from the run's is run again, and the sweep says why (naming the file).
+differs from the run's is run again, and the sweep says why (naming the file, or
+the results version's change). The code version (`versions.seqkeras` of the
+record: the package version plus a hash of its source) is kept for provenance,
+not compared: a comment or a refactoring keeps every recorded run.
 
 Light on purpose: the parent of `--jobs N` checks identities before its workers
 have imported anything, so nothing here imports Keras or a backend.
@@ -19,7 +23,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from seqkeras.version import __version__
+from seqkeras.version import RESULTS_CHANGES, RESULTS_VERSION, __version__
 from seqkeras.backends.runtime import BACKEND_PACKAGES, current_backend
 from seqkeras.errors import SpecError
 from seqkeras.user_files import open_regular_file
@@ -28,11 +32,14 @@ if TYPE_CHECKING:
     from seqkeras.spec.runs import RunSpec
 
 PACKAGE = Path(__file__).resolve().parents[1]  # the whole package's source goes into the code version
+RESULTS = "results"  # the identity's key of the results version
+# Records made before results versions existed name the code version instead; they are results version 1.
+BEFORE_RESULTS_VERSIONS = "1"
 
 
 @functools.cache
 def code_version() -> str:
-    """The package version plus a hash of its source: any code change means rerun, not reuse."""
+    """The package version plus a hash of its source: which code made a record (its provenance)."""
     digest = hashlib.sha256()
     for path in sorted(PACKAGE.rglob("*.py")):
         digest.update(path.read_bytes())
@@ -55,7 +62,7 @@ def run_identity(run: RunSpec) -> dict[str, str]:
 def _identity(run: RunSpec, files: dict[str, Path]) -> dict[str, str]:
     backend = current_backend()
     identity = {
-        "seqkeras": code_version(),
+        RESULTS: str(RESULTS_VERSION),
         "backend": backend,
         "keras": _installed("keras"),
         backend: _installed(BACKEND_PACKAGES.get(backend, backend)),
@@ -118,9 +125,14 @@ def identity_changes(recorded: dict[str, Any], run: RunSpec) -> list[str]:
     changes = []
     for key, value in _identity(run, files).items():
         old = before.get(key)
+        if key == RESULTS and old is None and "seqkeras" in before:
+            old = BEFORE_RESULTS_VERSIONS
         if old == value:
             continue
-        if key in files:  # name the file: a digest says nothing to the reader
+        if key == RESULTS:
+            why = RESULTS_CHANGES.get(RESULTS_VERSION, "")
+            changes.append(f"results version {'none' if old is None else old} → {value}" + (f" ({why})" if why else ""))
+        elif key in files:  # name the file: a digest says nothing to the reader
             how = ("cannot be read" if value == "unreadable"
                    else "has no digest in the record" if old is None else "changed")
             changes.append(f"{key} file ({files[key]} {how})")
@@ -132,4 +144,5 @@ def identity_changes(recorded: dict[str, Any], run: RunSpec) -> list[str]:
 def reused_under() -> str:
     """What reused records were made with, for the line that says they are reused."""
     backend = current_backend()
-    return f"seqkeras {code_version()}, {backend} {_installed(BACKEND_PACKAGES.get(backend, backend))}"
+    return (f"seqkeras {__version__} (results version {RESULTS_VERSION}), "
+            f"{backend} {_installed(BACKEND_PACKAGES.get(backend, backend))}")

@@ -387,19 +387,25 @@ def resolve_run(spec: ExperimentSpec, run_raw: dict[str, Any]) -> _Resolved:
 # train.verbose's default when run ids were first hashed. It became 1 (a bar on a terminal) later; a run that
 # leaves it unset is hashed with this value, so that change renamed no run.
 VERBOSE_IN_RUN_IDS = 2
+# Training options that change no number, left out of the run id. (train.verbose changes none either, but the
+# committed results name it in their ids: it stays, hashed as above.)
+NOT_IN_RUN_IDS = frozenset({"tensorboard"})
 
 
 def hashed_spec(resolved: dict[str, Any], default_metrics_of: str | None) -> dict[str, Any]:
     """The resolved spec as its run id hashes it: the same, but that a run naming no metrics (`default_metrics_of`:
     its problem) is hashed with `metric_catalog.DEFAULTS_IN_RUN_IDS`, not the DEFAULT_METRICS it computes, so a
     metric added to a problem's defaults changes no run id; and a run that leaves train.verbose unset (its
-    spec.yaml leaves it out too) is hashed with VERBOSE_IN_RUN_IDS, whatever today's default."""
+    spec.yaml leaves it out too) is hashed with VERBOSE_IN_RUN_IDS, whatever today's default. What changes no
+    number is not hashed: train.tensorboard (event files beside the same results), so `run --tensorboard` reuses
+    the runs already recorded, and says which have no events."""
     hashed = dict(resolved)
     if default_metrics_of is not None:
         hashed["evaluate"] = {**resolved["evaluate"],
                               "metrics": list(metric_catalog.DEFAULTS_IN_RUN_IDS[default_metrics_of])}
-    if "train" in resolved and "verbose" not in resolved["train"]:
-        hashed["train"] = {**resolved["train"], "verbose": VERBOSE_IN_RUN_IDS}
+    if "train" in resolved:
+        train = {key: value for key, value in resolved["train"].items() if key not in NOT_IN_RUN_IDS}
+        hashed["train"] = {**train, "verbose": train.get("verbose", VERBOSE_IN_RUN_IDS)}
     return hashed
 
 
