@@ -67,3 +67,16 @@ def test_tensorboard_is_no_part_of_a_run_id_so_it_reuses_every_recorded_run_and_
     assert "tiny: 2 reused run(s) were trained without TensorBoard events" in out and "--force" in out
     # All four recorded runs, as they were (--only puts the selected ones first).
     assert sorted((experiment / "runs.csv").read_text().splitlines()) == runs_before
+
+
+def test_runs_of_another_version_of_the_spec_are_counted_and_named_when_runs_csv_leaves_them_out(
+        trained_runs, tmp_path, capsys):
+    experiment = trained_runs.copied_experiment(TINY_TRAINING_SPEC, tmp_path)
+    old_ids = sorted(p.parent.name for p in experiment.glob("*/metrics.json"))
+    code, out, err = run_cli(capsys, "run", experiment / "experiment.yaml", "--out", experiment.parent,
+                             "--only", "seed=0", "--set", "model.units=3", "--backend", keras.backend.backend())
+    assert code == 0, out + err
+    (line,) = [line for line in out.splitlines() if "left out of runs.csv" in line]
+    assert line.startswith(f"tiny: 4 finished run folder(s) in {experiment} are not runs of this spec")
+    assert f"the first, {old_ids[0]}" in line and "running that version again puts them back" in line
+    assert all((experiment / run_id / "metrics.json").is_file() for run_id in old_ids)  # their folders stay

@@ -32,6 +32,7 @@ from seqkeras.reporting.spec_rows import own_rows
 from seqkeras.reporting.tables import render_page, summary_tables
 from seqkeras.reporting.tuning import write_tuning_report
 from seqkeras.results.folder import DISK_FULL, FAILED, OK, run_counts, runs_frame, write_atomic, write_csv, write_yaml
+from seqkeras.results import files
 from seqkeras.results.record import read_record
 from seqkeras.spec.runs import Experiment, own_decoder_labels
 from seqkeras.tracking import tensorboard
@@ -97,6 +98,11 @@ def run_experiment(
                 standing[index] = earlier
             pending.append(Job(index, run, run_folder, f"run {index + 1} of {total}: {run.run_id}", run_label(run),
                                tracker.live(folder) if tracker is not None else None))
+    set_aside = finished_elsewhere(folder, experiment)
+    if set_aside:
+        echo(f"{experiment.spec.name}: {len(set_aside)} finished run folder(s) in {folder} are not runs of this "
+             f"spec (another version of it: the first, {set_aside[0]}) and are left out of runs.csv; their folders "
+             "stay, and running that version again puts them back without training")
     if records:
         echo(f"{experiment.spec.name}: {len(records)} of {total} runs done before, reused: {reused_under()} "
              "(--force reruns them)")
@@ -154,6 +160,21 @@ def run_experiment(
     outcome = summarize(folder, experiment, runs, echo=echo)
     outcome.failed_reruns = len(failed_reruns)
     return outcome
+
+
+def finished_elsewhere(folder: Path, experiment: Experiment) -> list[str]:
+    """The run folders of `folder` holding a finished record of this experiment that none of its runs is (an
+    earlier version of the spec): runs.csv, rewritten with this spec's runs, leaves them out."""
+    own = {run.run_id for run in experiment.runs + experiment.unselected}
+    others = []
+    for path in files.subfolders_with(folder, "metrics.json"):
+        if path.name in own:
+            continue
+        record = read_record(path / "metrics.json").record
+        if record is not None and record.get("status") == OK and record.get("experiment") == experiment.spec.name \
+                and record.get("run_id") == path.name:
+            others.append(path.name)
+    return others
 
 
 def finished_record(run_folder: Path, run) -> dict[str, Any] | None:
