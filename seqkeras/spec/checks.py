@@ -63,14 +63,18 @@ def check_validation(task: ResolvedComponent, train: TrainSpec) -> None:
             "training set)",
             path=own,
         )
-    stopping = train.early_stopping
-    if stopping and stopping.monitor.startswith("val_") and train.validation_split == 0 and not own:
-        raise SpecError(
-            f"early_stopping monitors {stopping.monitor!r}, which needs validation data: train.validation_split > 0"
-            + (", or the task's task.validation_path or task.validation_share" if "validation_path" in
-               type(task.params).model_fields else ""),
-            path="train.early_stopping.monitor",
-        )
+    for key in ("early_stopping", "reduce_on_plateau"):
+        watching = getattr(train, key)
+        if watching and watching.monitor.startswith("val_") and train.validation_split == 0 and not own:
+            raise SpecError(
+                f"{key} monitors {watching.monitor!r}, which needs validation data: train.validation_split > 0"
+                + (", or the task's task.validation_path or task.validation_share" if "validation_path" in
+                   type(task.params).model_fields else ""),
+                path=f"train.{key}.monitor",
+            )
+    if train.reduce_on_plateau and train.optimizer.schedule:
+        raise SpecError("train.optimizer.schedule sets the learning rate at every step, so reduce_on_plateau "
+                        "cannot lower it: keep one", path="train.reduce_on_plateau")
 
 
 def check_diagnostics(model: ResolvedComponent, evaluate: EvaluateSpec | None) -> None:

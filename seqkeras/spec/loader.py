@@ -333,7 +333,9 @@ def _attribute_error(error: SpecError, point: dict[str, Any], set_keys: set[str]
 
 # Train keys that are in a run's resolved spec (and so its id) only when set to another value than these:
 # added after results existed, whose run ids must not change.
-UNHASHED_DEFAULTS = {"tensorboard": False, "keep_model": True}
+UNHASHED_DEFAULTS = {"tensorboard": False, "keep_model": True, "reduce_on_plateau": None}
+# The same for the optimizer's keys added after results existed.
+UNHASHED_OPTIMIZER_DEFAULTS = {"schedule": None}
 
 
 @dataclass
@@ -365,7 +367,12 @@ def resolve_run(spec: ExperimentSpec, run_raw: dict[str, Any]) -> _Resolved:
         left_out = {key for key, default in UNHASHED_DEFAULTS.items() if getattr(train, key) == default}
         if "verbose" not in train.model_fields_set:
             left_out.add("verbose")  # hashed as VERBOSE_IN_RUN_IDS (hashed_spec)
-        resolved["train"] = train.model_dump(mode="json", exclude=left_out or None)
+        exclude: dict[str, Any] = dict.fromkeys(left_out, True)
+        optimizer_left_out = {key: True for key, default in UNHASHED_OPTIMIZER_DEFAULTS.items()
+                              if getattr(train.optimizer, key) == default}
+        if optimizer_left_out:
+            exclude["optimizer"] = optimizer_left_out
+        resolved["train"] = train.model_dump(mode="json", exclude=exclude or None)
         check_validation(components["task"], train)
     metrics = check_run(components, evaluate)
     decoders = list(evaluate.decoders) if evaluate else []

@@ -14,6 +14,24 @@ from pydantic import Field
 from seqkeras.registry import Params
 
 
+class ScheduleSpec(Params):
+    decay: Literal["constant", "linear", "cosine", "exponential"] = Field(
+        "constant", description="After the warmup: constant keeps learning_rate; linear and cosine decay it to "
+        "final_learning_rate over decay_steps (then keep it); exponential multiplies it by decay_rate every "
+        "decay_steps (continuously)."
+    )
+    warmup_steps: int = Field(
+        0, ge=0, le=100_000_000, description="Optimizer steps over which the rate rises linearly from 0 to "
+        "learning_rate (0: no warmup)."
+    )
+    decay_steps: int | None = Field(
+        None, ge=1, le=100_000_000, description="Steps of the decay (exponential: of one decay_rate). Default: the "
+        "run's steps after the warmup (epochs × batches per epoch − warmup_steps)."
+    )
+    final_learning_rate: float = Field(0.0, ge=0, le=10, description="linear, cosine: the rate the decay ends at.")
+    decay_rate: float = Field(0.5, gt=0, lt=1, description="exponential: the factor per decay_steps.")
+
+
 class OptimizerSpec(Params):
     name: Literal["adam", "adamw", "sgd", "rmsprop", "adagrad"] = Field(
         "adam", description="Keras optimizer by name."
@@ -24,12 +42,23 @@ class OptimizerSpec(Params):
     )
     clipvalue: float | None = Field(None, gt=0, description="Clip each gradient element to ±this.")
     momentum: float | None = Field(None, ge=0, lt=1, description="Momentum for sgd and rmsprop.")
+    schedule: ScheduleSpec | None = Field(
+        None, description="How the learning rate changes with the optimizer's steps: a warmup, then constant, "
+        "linear, cosine or exponential decay (training.schedules). Default: learning_rate throughout."
+    )
 
 
 class EarlyStoppingSpec(Params):
     monitor: str = Field("val_loss", description="Quantity Keras watches, e.g. val_loss or val_accuracy.")
     patience: int = Field(2, ge=1, description="Epochs without improvement before stopping.")
     restore_best_weights: bool = Field(True, description="Evaluate the best epoch's weights, not the last.")
+
+
+class ReduceOnPlateauSpec(Params):
+    monitor: str = Field("val_loss", description="History value watched, e.g. val_loss or val_accuracy.")
+    factor: float = Field(0.5, gt=0, lt=1, description="The learning rate is multiplied by this on a plateau.")
+    patience: int = Field(2, ge=1, description="Epochs without improvement that make a plateau.")
+    min_learning_rate: float = Field(0.0, ge=0, description="The rate is never reduced below this.")
 
 
 class TrainSpec(Params):
@@ -43,6 +72,10 @@ class TrainSpec(Params):
     # A val_* monitor needs validation data, from validation_split or from the task: spec.checks.check_validation,
     # which sees both sections, checks it.
     early_stopping: EarlyStoppingSpec | None = Field(None, description="Stop when the monitored value stalls.")
+    reduce_on_plateau: ReduceOnPlateauSpec | None = Field(
+        None, description="Lower the learning rate when the monitored value stalls (not with optimizer.schedule, "
+        "which sets the rate at every step)."
+    )
     verbose: Literal[0, 1, 2] = Field(
         1, description="Progress while the run trains, on stderr: 0 nothing; 1 a bar within each epoch (steps, rate, "
         "time left) on a terminal the run has to itself, else one line per epoch, as 2; 2 one line per epoch "

@@ -22,6 +22,7 @@ from seqkeras.registry import KERAS_MODEL, Abilities
 from seqkeras.training.predictions import Predictions
 from seqkeras.training.progress import EpochProgress, ProgressOutput
 from seqkeras.results.folder import write_atomic
+from seqkeras.training import schedules
 from seqkeras.training.settings import EarlyStoppingSpec, OptimizerSpec, TrainSpec
 from seqkeras.tasks.base import CLASSIFICATION, REGRESSION, SEQ2SEQ, SequenceData
 from seqkeras.training.losses import loss_and_metrics
@@ -38,8 +39,9 @@ OPTIMIZERS = {
 }
 
 
-def make_optimizer(spec: OptimizerSpec) -> keras.optimizers.Optimizer:
-    options = {"learning_rate": spec.learning_rate}
+def make_optimizer(spec: OptimizerSpec, total_steps: int = 1) -> keras.optimizers.Optimizer:
+    """The optimizer `spec` names; `total_steps` (the run's optimizer steps) sets a schedule's default decay."""
+    options = {"learning_rate": schedules.learning_rate(spec.learning_rate, spec.schedule, total_steps)}
     if spec.clipnorm is not None:
         options["clipnorm"] = spec.clipnorm
     if spec.clipvalue is not None:
@@ -110,14 +112,6 @@ def fit(
     # A model with its own loss (a CRF's sequence likelihood) is compiled with the
     # optimizer only and masks padding itself, without per-token sample weights.
     own_loss = abilities.own_loss
-    if not getattr(model, "compiled", False):
-        if own_loss:
-            objective = {}
-        elif data.problem == REGRESSION:
-            objective = {"loss": "mse"}
-        else:
-            objective = loss_and_metrics()
-        model.compile(optimizer=make_optimizer(train.optimizer), **objective)
     x, y = data.x_train, data.y_train
     weights = None if own_loss else token_weights(x, data.problem, y)
     validation = None
@@ -132,6 +126,15 @@ def fit(
                       + ((weights[-held_out:],) if weights is not None else ()))
         x, y = take_rows(x, slice(None, -held_out)), y[:-held_out]
         weights = weights[:-held_out] if weights is not None else None
+    steps = math.ceil(len(y) / train.batch_size)  # batches per epoch, the last one partial, as both loops cut them
+    if not getattr(model, "compiled", False):
+        if own_loss:
+            objective = {}
+        elif data.problem == REGRESSION:
+            objective = {"loss": "mse"}
+        else:
+            objective = loss_and_metrics()
+        model.compile(optimizer=make_optimizer(train.optimizer, steps * train.epochs), **objective)
 
     first = slice(0, train.batch_size)
     build_before_tracing(model, (take_rows(x, first), y[first], None if weights is None else weights[first]))
@@ -139,10 +142,10 @@ def fit(
     state = checkpoint.restore(model) if checkpoint else None
     state = state or TrainingState()
     stopper = EarlyStopper(train.early_stopping, state)
+    reducer = schedules.PlateauReducer(train.reduce_on_plateau, state)
     started = time.perf_counter() - state.seconds
     lean = lean_loop(model)
     shown = EpochProgress(train.verbose, train.epochs, progress or ProgressOutput())
-    steps = math.ceil(len(y) / train.batch_size)  # batches per epoch, the last one partial, as both loops cut them
     on_step = shown.step_done if shown.shows_steps else None
     for callback in callbacks:
         callback.set_model(model)
@@ -156,6 +159,9 @@ def fit(
                 logs = lean_epoch(lean, epoch_data, validation, train, on_step)
             else:
                 logs = keras_epoch(model, epoch_data, validation, train, epoch, on_step)
+        reducer.update(logs, model)  # before the checkpoint: a resumed run goes on with the reduced rate
+        if train.optimizer.schedule or train.reduce_on_plateau:  # the rate the next step takes, in history.csv
+            logs["learning_rate"] = float(keras.ops.convert_to_numpy(model.optimizer.learning_rate))
         shown.epoch_ended(epoch + 1, time.perf_counter() - epoch_started, logs)
         if events is not None:
             events.scalars(epoch + 1, logs)
@@ -239,6 +245,8 @@ class TrainingState:
     seconds: float = 0.0  # training time so far, across interruptions
     best: float | None = None  # early stopping: best monitored value and epochs since
     wait: int = 0
+    plateau_best: float | None = None  # reduce-on-plateau: the same, for its own monitor
+    plateau_wait: int = 0
 
 
 class EarlyStopper:
@@ -254,8 +262,7 @@ class EarlyStopper:
         if self.spec.monitor not in row:
             raise KeyError(f"early_stopping.monitor {self.spec.monitor!r} is not one of {sorted(row)}")
         value = row[self.spec.monitor]
-        # Losses improve downwards, accuracies upwards (as Keras's mode="auto").
-        sign = 1.0 if "acc" in self.spec.monitor else -1.0
+        sign = 1.0 if schedules.higher_is_better(self.spec.monitor) else -1.0
         if self.state.best is None or sign * value > sign * self.state.best:
             self.state.best, self.state.wait = value, 0
             self.best_weights = model.get_weights()
@@ -346,6 +353,9 @@ class Checkpoint:
             (isinstance(state.seconds, number), f"'seconds' is {state.seconds!r}, not a number"),
             (state.best is None or isinstance(state.best, number), f"'best' is {state.best!r}, not a number"),
             (isinstance(state.wait, int), f"'wait' is {state.wait!r}, not a count"),
+            (state.plateau_best is None or isinstance(state.plateau_best, number),
+             f"'plateau_best' is {state.plateau_best!r}, not a number"),
+            (isinstance(state.plateau_wait, int), f"'plateau_wait' is {state.plateau_wait!r}, not a count"),
         ]
         for holds, problem in checks:
             if not holds:
