@@ -18,7 +18,8 @@ name, the function that gives its content and the one that reads it; this module
 the files. Keras's native format (`keras_image`, `keras_model`) is the default.
 
 Reading goes through `results.files` (a run folder may be someone else's: regular files inside it, no
-link followed, bounded), and every problem is one `SpecError` naming the file.
+link followed, bounded), and every problem is one `SpecError` naming the file. A model that does not fit its
+preprocessing (another run's, or a vocabulary or labels edited by hand) is refused when loaded (`kept.consistency`).
 """
 
 from __future__ import annotations
