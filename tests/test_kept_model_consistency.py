@@ -120,7 +120,14 @@ def test_a_softmax_taggers_model_where_the_spec_says_crf_is_refused(copy_run):
     crf, softmax = copy_run("tagger-crf"), copy_run("tagger", "softmax")
     shutil.copy(softmax / "model.keras", crf / "model.keras")
     assert refused(crf) == (f"{crf / 'model.keras'}: the model has no predict_tags(), which a tagger model of these "
-                            "parameters has (spec.yaml's model section): it is another kind's model")
+                            "parameters has (spec.yaml's model section): it is another run's model")
+
+
+def test_a_model_kind_of_another_problem_is_refused(copy_run):
+    folder = copy_run("classifier")
+    edit_json(folder / FILE, lambda document: document.update(model_kind="tagger"))
+    assert refused(folder) == (f"{folder / FILE}: model_kind 'tagger' solves tagging, but its problem is "
+                               "classification")
 
 
 def test_a_context_beyond_the_position_table_is_refused(copy_run):

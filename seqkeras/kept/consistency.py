@@ -87,7 +87,7 @@ def missing_ability(abilities: Abilities, model: Any, model_path: Path, kind: st
             for method in methods:
                 if not callable(getattr(model, method, None)):
                     return (f"{model_path}: the model has no {method}(), which a {kind} model of these parameters "
-                            f"has (spec.yaml's model section): it is another kind's model")
+                            f"has (spec.yaml's model section): it is another run's model")
     return ""
 
 

@@ -311,7 +311,11 @@ def load_model(folder: str | Path, *, where: dict[str, Any] | None = None, seed:
     if document.model_kind not in catalog.MODELS:
         raise SpecError(f"{folder / FILE}: model_kind {document.model_kind!r} is not a model kind of this "
                         f"seqkeras ({', '.join(catalog.MODELS.names())})")
-    stored = catalog.MODELS.get(document.model_kind).model_file
+    kind = catalog.MODELS.get(document.model_kind)
+    if kind.problem != document.problem:
+        raise SpecError(f"{folder / FILE}: model_kind {document.model_kind!r} solves {kind.problem}, but its problem "
+                        f"is {document.problem}")
+    stored = kind.model_file
     if document.model_file != stored.name:
         raise SpecError(f"{folder / FILE}: model_file is {document.model_file!r}, but model kind "
                         f"{document.model_kind!r} keeps its models in {stored.name}")
@@ -320,7 +324,6 @@ def load_model(folder: str | Path, *, where: dict[str, Any] | None = None, seed:
     model = read_model(folder, stored)
     # The model must fit its preprocessing (a model.keras from another run, a vocabulary edited by hand): refused
     # here, in one line, not in the middle of a prediction (kept.consistency).
-    kind = catalog.MODELS.get(document.model_kind)
     shape = checked_shape(kind, model, preprocessing, folder / stored.name)
     kept = KeptModel(model, preprocessing, spec, folder, shape)
     try:
