@@ -105,7 +105,8 @@ MODELS = Registry(
         ModelKind("tagger", "Embedding → recurrent stack → per-token softmax or CRF (one label per token).",
                   recurrent.TaggerParams, recurrent.build_tagger, problem=TAGGING,
                   size=RECURRENT_SIZE, diagnostics=(GRADIENT_FLOW,),
-                  abilities=recurrent.tagger_abilities),  # a CRF output: own loss, Viterbi tags
+                  abilities=recurrent.tagger_abilities,  # a CRF output: own loss, Viterbi tags
+                  model_shape=recurrent.tagger_shape),
         ModelKind("lm", "Embedding → recurrent stack → next-token softmax; reports perplexity.",
                   recurrent.LanguageModelParams, recurrent.build_lm, problem=LANGUAGE_MODELING,
                   size=RECURRENT_SIZE, diagnostics=(GRADIENT_FLOW,), step_model=cached_step_models.RecurrentStepModel,
@@ -114,6 +115,7 @@ MODELS = Registry(
                   ngram_lm.NgramParams, ngram_lm.build, problem=LANGUAGE_MODELING,
                   size=NoSizeEstimate("its parameters are counts of the training text, known only once counted"),
                   abilities=Abilities(estimated=True, scores=True), model_file=ngram_lm.MODEL_FILE,
+                  model_shape=ngram_lm.model_shape,
                   evaluator=Lazy("seqkeras.evaluation.language_model", "evaluate")),
         ModelKind("nplm", "Bengio et al. 2003: the previous n−1 embeddings concatenated → tanh layer → softmax.",
                   nplm.NplmParams, nplm.build, problem=LANGUAGE_MODELING,
@@ -123,15 +125,16 @@ MODELS = Registry(
                   "blocks (self-attention only) → softmax.",
                   transformer.TransformerParams, transformer.build_lm, problem=LANGUAGE_MODELING,
                   size=TRANSFORMER_SIZE, evaluator=Lazy("seqkeras.evaluation.language_model", "evaluate"),
-                  step_model=cached_step_models.CachedTransformerStepModel),
+                  step_model=cached_step_models.CachedTransformerStepModel, model_shape=transformer.model_shape),
         ModelKind("transformer_classifier",
                   "keras-hub TransformerEncoder blocks → mean over tokens → softmax over classes.",
                   transformer.TransformerParams, transformer.build_classifier,
-                  problem=CLASSIFICATION, size=TRANSFORMER_SIZE),
+                  problem=CLASSIFICATION, size=TRANSFORMER_SIZE, model_shape=transformer.model_shape),
         ModelKind("seq2seq", "Recurrent encoder-decoder, attention none/bahdanau/luong; teacher forcing; any decoder.",
                   seq2seq_params.Seq2SeqParams, Lazy("seqkeras.models.seq2seq", "build"), problem=SEQ2SEQ,
                   size=NoSizeEstimate("none declared yet: a model too wide fails when Keras allocates it"),
-                  evaluator=Lazy("seqkeras.evaluation.seq2seq", "evaluate")),
+                  evaluator=Lazy("seqkeras.evaluation.seq2seq", "evaluate"),
+                  model_shape=Lazy("seqkeras.models.seq2seq", "model_shape")),
     ],
 )
 

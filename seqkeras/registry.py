@@ -15,7 +15,8 @@ its problem kind (and, through its Params' `input_rule(data)` and
 reads); a `ModelKind` declares its problem, its size estimate (or, deliberately,
 `NoSizeEstimate`), its evaluator, what its models can do beyond a Keras
 softmax model trained by fit (`Abilities`), how they are kept and read back
-(`ModelFile`; Keras's native format by default) and the step model a decoder
+(`ModelFile`; Keras's native format by default), what they read and write
+(`ModelShape`, which a kept model's preprocessing must fit) and the step model a decoder
 drives (by default the prefix, rerun at each step); a `Metric` declares one function per
 problem kind it applies to, each of that problem's input type; a `Probe`
 declares the metric names it reports. The trainer, the evaluators and the spec
@@ -241,6 +242,44 @@ KERAS_NATIVE = ModelFile("model.keras", "a Keras model", save=Lazy("seqkeras.kep
 
 
 @dataclass(frozen=True)
+class ModelShape:
+    """What a trained model reads and writes, read off the model by its kind (`ModelKind.model_shape`): what a kept
+    model's preprocessing.json must fit (`kept.consistency`), so that a model from another run, or a preprocessing
+    file edited by hand, is refused when it is loaded rather than failing in the middle of a prediction."""
+
+    # The token ids its input embedding takes (ids 0 to vocabulary − 1); None for a model that reads real-valued
+    # features (`features` of them per step).
+    vocabulary: int | None
+    # The width of its output: classes, tags, next tokens or target tokens; 1 for a value.
+    outputs: int
+    # One output per input position (tagging, language modelling, seq2seq's decoder) rather than one per input.
+    per_token: bool = False
+    features: int | None = None
+    # The longest input it reads (a learned position table's length); None: any length.
+    positions: int | None = None
+
+
+def keras_model_shape(model: Any, embedding: Any = None) -> ModelShape:
+    """The shape of a Keras functional model with one input, token ids through an embedding (`embedding`, by default
+    the first layer with an `input_dim`) or real-valued features, and one output: the default `ModelKind.model_shape`.
+    A ValueError saying what the model is not, when it is no such model."""
+    inputs, outputs = getattr(model, "inputs", None), getattr(model, "outputs", None)
+    if not inputs or not outputs or len(inputs) != 1 or len(outputs) != 1:
+        raise ValueError(f"a {type(model).__name__}, not a Keras model of one input and one output")
+    output_shape = tuple(outputs[0].shape)
+    if len(output_shape) not in (2, 3) or not isinstance(output_shape[-1], int):
+        raise ValueError(f"its output has shape {output_shape}, neither one per input nor one per token")
+    per_token = len(output_shape) == 3
+    if "float" in str(inputs[0].dtype):
+        return ModelShape(None, output_shape[-1], per_token, features=tuple(inputs[0].shape)[-1])
+    embeddings = [embedding] if embedding is not None else \
+        [layer for layer in model.layers if isinstance(getattr(layer, "input_dim", None), int)]
+    if not embeddings:
+        raise ValueError("it reads token ids but has no embedding of them")
+    return ModelShape(int(embeddings[0].input_dim), output_shape[-1], per_token)
+
+
+@dataclass(frozen=True)
 class NoSizeEstimate:
     """A model kind's declaration that it has no size estimate, and why: its runs are not refused for size."""
 
@@ -280,6 +319,10 @@ class ModelKind(Component):
     # (the `lm` kind's recurrent state, the `transformer` kind's key/value cache). None: the decoders rerun the
     # model on the prefix at every step (`PrefixStepModel`).
     step_model: Callable[..., Any] | None = None
+    # What its trained models read and write, `model_shape(model)` → `ModelShape` (a ValueError saying what the model
+    # is not, for a model of another kind): a kept model is checked against its preprocessing.json by it when it is
+    # loaded. Keras functional models of one input and one output are read by the default, `keras_model_shape`.
+    model_shape: Callable[[Any], ModelShape] | Lazy = keras_model_shape
 
     def load_evaluator(self) -> Callable[..., Any]:
         return loaded(self.evaluator)
@@ -289,6 +332,10 @@ class ModelKind(Component):
         if isinstance(self.abilities, Abilities):
             return self.abilities
         return self.abilities(params)
+
+    def shape_of(self, model: Any) -> ModelShape:
+        """What `model`, one of this kind's, reads and writes (`model_shape`)."""
+        return loaded(self.model_shape)(model)
 
     def estimated_size(self, params: BaseModel, *, vocabulary: int, outputs: int, max_length: int = 0) -> int | None:
         """The parameter count the model will have, or None for a kind that declares `NoSizeEstimate`."""

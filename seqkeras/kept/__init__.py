@@ -5,7 +5,8 @@ training code: `model.keras` (Keras's native format; `model.ngram.json` for the
 count-based n-gram model, which is not a Keras model) and `preprocessing.json`
 (how a text becomes the ids the model reads, and its outputs names), written by
 `saving.keep` at the end of training and read by `saving.load_model`, which
-gives a `KeptModel`; `plain_keras` makes the file name Keras's own classes wherever
+gives a `KeptModel` once `consistency` finds the model fits its preprocessing (its sizes as its model kind
+reads them: `ModelKind.model_shape`); `plain_keras` makes the file name Keras's own classes wherever
 one computes the same function (a fused layer as Keras's, Keras's loss and optimizer), so plain
 `keras.saving.load_model` reads it on any backend; `export` writes a kept model for serving
 (ONNX, SavedModel) with its preprocessing as JSON; `predict` turns new inputs into a table of its outputs

@@ -126,6 +126,8 @@ def predict(kept, texts, decoder: Any = None, length: int | None = None) -> pd.D
             raise SpecError(f"input {index + 1} ({shown(texts[index])}) has no tokens once standardized as the "
                             "task did: give a text with words in it")
     lengths = [len(tokens) for tokens in encoded.tokens]
+    if problem in (CLASSIFICATION, TAGGING):
+        within_positions(kept, texts, lengths)
     if problem == CLASSIFICATION:
         probabilities = np.stack(per_input(kept.model.predict_on_batch, encoded.ids, lengths))
         best = probabilities.argmax(-1)
@@ -149,6 +151,17 @@ def predict(kept, texts, decoder: Any = None, length: int | None = None) -> pd.D
         outputs, log_probs = continuation(kept, texts, choice, seed, length)
     return pd.DataFrame({"input": texts, "decoder": decoder_label(choice), "output": outputs,
                          "log_prob": np.asarray(log_probs, dtype=float), "unknown": unknown})
+
+
+def within_positions(kept, texts: list[str], lengths: list[int]) -> None:
+    """Refuse an input longer than the model reads (a learned position table: `ModelShape.positions`)."""
+    positions = kept.shape.positions if kept.shape is not None else None
+    if positions is None:
+        return
+    for index, length in enumerate(lengths):
+        if length > positions:
+            raise SpecError(f"input {index + 1} ({shown(texts[index])}) has {length} tokens; this model reads at "
+                            f"most {positions} (its position table: the run's longest input, or model.max_length)")
 
 
 def seq2seq(kept, sources: np.ndarray, choice: BaseModel) -> tuple[list[str], np.ndarray]:

@@ -56,7 +56,7 @@ from seqkeras.errors import SpecError, translate_validation_error
 from seqkeras.registry import KERAS_NATIVE
 from seqkeras.tasks import subwords
 from seqkeras.tasks.base import (
-    CLASSIFICATION, LANGUAGE_MODELING, SEQ2SEQ, TAGGING, UNK, Problem, SequenceData, Vocabulary,
+    CLASSIFICATION, LANGUAGE_MODELING, REGRESSION, SEQ2SEQ, TAGGING, UNK, Problem, SequenceData, Vocabulary,
 )
 from seqkeras.tasks.input_rules import VOCABULARY_FILE, DeclaresInputRule, InputRule
 from seqkeras.tasks.seq2seq_data import END, START
@@ -65,6 +65,10 @@ FORMAT = 1
 FILE = "preprocessing.json"
 KERAS_FILE = KERAS_NATIVE.name  # the default; a model kind may keep its models in another file (ModelKind.model_file)
 TARGET_VOCABULARY_FILE = "target_vocabulary.json"
+
+# What each problem's model outputs (output.kind), as `of_run` writes it.
+OUTPUT_OF_PROBLEM = {CLASSIFICATION: "label", TAGGING: "tags", LANGUAGE_MODELING: "next_token", SEQ2SEQ: "target",
+                     REGRESSION: "value"}
 
 ASCII_WHITESPACE = re.compile(r"[ \t\n\v\f\r]+")
 ASCII_LOWER = subwords.ASCII_LOWER  # TextVectorization's `lower` and `strip_punctuation`, in one place
@@ -172,8 +176,8 @@ class Preprocessing:
             raw = json.loads(text)
         except ValueError as error:
             raise SpecError(f"{where} is not JSON ({error})") from None
-        try:
-            document = Document.model_validate(raw)
+        try:  # strict: a number written as a text, or true for 1, is a file this version did not write
+            document = Document.model_validate(raw, strict=True)
         except ValidationError as error:
             problem = translate_validation_error(error, Document, raw, path_prefix=None)
             raise SpecError(f"{problem.message.rstrip('.')}; not a preprocessing.json this version of seqkeras "
@@ -190,7 +194,47 @@ class Preprocessing:
             outputs = Vocabulary(list(document.output.labels))
         elif document.output.kind == "target":
             outputs = Vocabulary(read_vocabulary(document.output.vocabulary or TARGET_VOCABULARY_FILE))
-        return cls(document, vocabulary, outputs)
+        preprocessing = cls(document, vocabulary, outputs)
+        problem = preprocessing.inconsistency()
+        if problem:
+            raise SpecError(f"{where}: {problem}")
+        return preprocessing
+
+    def inconsistency(self) -> str:
+        """What in the file does not fit the rest of it ("" when nothing): an output rule of another problem, no
+        labels, a special token its vocabulary lacks, a length or count below 1. Read back, a
+        preprocessing.json is checked by it, so that a file edited by hand, or put together from several runs, is
+        refused when loaded rather than failing in the middle of a prediction; the model is checked against it
+        after (`kept.consistency`)."""
+        document, rule, output = self.document, self.document.input, self.document.output
+        expected = OUTPUT_OF_PROBLEM[document.problem]
+        if output.kind != expected:
+            return f"output.kind is {output.kind!r}, but a {document.problem} model's outputs are {expected!r}"
+        for name, value in (("input.max_length", rule.max_length), ("input.features", rule.features),
+                            ("output.context", output.context), ("output.max_output_length", output.max_output_length)):
+            if value is not None and value < 1:
+                return f"{name} is {value}, not a length (1 or more)"
+        if (rule.split == "features") != (document.problem == REGRESSION):
+            return (f"input.split is {rule.split!r}: a {document.problem} model reads "
+                    f"{'real-valued features' if document.problem == REGRESSION else 'text'}")
+        if rule.split == "features":
+            return ""
+        if not rule.vocabulary:
+            return "input.vocabulary names no vocabulary file: a text model's ids index one"
+        if output.labels is not None and output.kind not in ("label", "tags"):
+            return f"output.labels is set, but a {document.problem} model's outputs are no labels"
+        if output.kind in ("label", "tags") and not output.labels:
+            return f"output.labels names no {'labels' if output.kind == 'label' else 'tags'}"
+        if output.kind == "target":
+            target = output.vocabulary or TARGET_VOCABULARY_FILE
+            for name, token in (("start", output.start), ("end", output.end)):
+                if token is None:
+                    return f"output.{name} is missing: a seq2seq model's decoder needs its {name} token"
+                if token not in self.outputs.index:
+                    return f"{target} has no {name} token {token!r} (output.{name})"
+        if output.kind == "next_token" and output.end is not None and output.end not in self.vocabulary.index:
+            return f"{rule.vocabulary} has no end token {output.end!r} (output.end)"
+        return ""
 
     # ------------------------------------------------------------------ text → ids
 
@@ -286,4 +330,5 @@ class Preprocessing:
         if end is not None and join == " ":  # a language model's unit ends on a line of their own
             text = text.replace(f" {end} ", f" {end}\n")
         return text
+
 

@@ -18,7 +18,8 @@ name, the function that gives its content and the one that reads it; this module
 the files. Keras's native format (`keras_image`, `keras_model`) is the default.
 
 Reading goes through `results.files` (a run folder may be someone else's: regular files inside it, no
-link followed, bounded), and every problem is one `SpecError` naming the file.
+link followed, bounded), and every problem is one `SpecError` naming the file. A model that does not fit its
+preprocessing (another run's, or a vocabulary or labels edited by hand) is refused when loaded (`kept.consistency`).
 """
 
 from __future__ import annotations
@@ -40,8 +41,9 @@ from seqkeras import catalog
 from seqkeras.backends import layer_classes, serializable
 from seqkeras.errors import SpecError, translate_validation_error
 from seqkeras.kept import plain_keras
+from seqkeras.kept.consistency import checked_shape, missing_ability
 from seqkeras.kept.preprocessing import FILE, KERAS_FILE, TARGET_VOCABULARY_FILE, Encoded, Preprocessing
-from seqkeras.registry import Abilities, ModelFile, ModelKind
+from seqkeras.registry import Abilities, ModelFile, ModelKind, ModelShape
 from seqkeras.results import files
 from seqkeras.results.folder import write_atomic
 from seqkeras.spec.sections import SECTIONS_WITH_COMPONENTS
@@ -135,6 +137,8 @@ class KeptModel:
     preprocessing  `Preprocessing`: how the task turned a text into ids, and the output names
     spec           the run's resolved spec (spec.yaml) as a mapping
     folder         the run folder
+    shape          what the model reads and writes, as its kind reads it (`registry.ModelShape`), checked against
+                   the preprocessing when loaded (`kept.consistency`)
 
     Text → ids → model → names, the way the run did:
 
@@ -173,6 +177,7 @@ class KeptModel:
     preprocessing: Preprocessing
     spec: dict[str, Any]
     folder: Path
+    shape: ModelShape | None = None
 
     @property
     def problem(self) -> str:
@@ -279,8 +284,9 @@ def load_model(folder: str | Path, *, where: dict[str, Any] | None = None, seed:
                best: str | None = None) -> KeptModel:
     """The kept model of a run folder (results/<name>/<run_id>), or of the run of an experiment's results folder
     (results/<name>) that `where` (matrix key → value), `seed` and `best` (a metric: the best run by it) select
-    (`kept.selection`); a `SpecError` naming the file when there is none or a file is not what it should be, or
-    listing the candidates when the selection leaves several runs."""
+    (`kept.selection`); a `SpecError` naming the file when there is none, a file is not what it should be or the
+    model does not fit its preprocessing (`kept.consistency`), or listing the candidates when the selection leaves
+    several runs."""
     if not isinstance(folder, (str, Path)):
         raise SpecError(f"load_model takes a run folder's path (str or Path), not a {type(folder).__name__}")
     folder = Path(folder)
@@ -305,13 +311,29 @@ def load_model(folder: str | Path, *, where: dict[str, Any] | None = None, seed:
     if document.model_kind not in catalog.MODELS:
         raise SpecError(f"{folder / FILE}: model_kind {document.model_kind!r} is not a model kind of this "
                         f"seqkeras ({', '.join(catalog.MODELS.names())})")
-    stored = catalog.MODELS.get(document.model_kind).model_file
+    kind = catalog.MODELS.get(document.model_kind)
+    if kind.problem != document.problem:
+        raise SpecError(f"{folder / FILE}: model_kind {document.model_kind!r} solves {kind.problem}, but its problem "
+                        f"is {document.problem}")
+    stored = kind.model_file
     if document.model_file != stored.name:
         raise SpecError(f"{folder / FILE}: model_file is {document.model_file!r}, but model kind "
                         f"{document.model_kind!r} keeps its models in {stored.name}")
     if not files.present(folder, stored.name):
         raise SpecError(f"{folder / stored.name} is missing (preprocessing.json names it)")
-    return KeptModel(read_model(folder, stored), preprocessing, spec, folder)
+    model = read_model(folder, stored)
+    # The model must fit its preprocessing (a model.keras from another run, a vocabulary edited by hand): refused
+    # here, in one line, not in the middle of a prediction (kept.consistency).
+    shape = checked_shape(kind, model, preprocessing, folder / stored.name)
+    kept = KeptModel(model, preprocessing, spec, folder, shape)
+    try:
+        abilities = kept.abilities
+    except SpecError:  # spec.yaml's model section is read again where it is used, and refused there
+        return kept
+    problem = missing_ability(abilities, model, folder / stored.name, kind.name)
+    if problem:
+        raise SpecError(problem)
+    return kept
 
 
 class RefusedModelFile(ValueError):

@@ -30,6 +30,7 @@ from keras import ops
 
 from seqkeras.backends.serializable import keras_serializable
 from seqkeras.layers.crf import CRF, CRFTagger, bio_transition_constraints
+from seqkeras.registry import ModelShape, keras_model_shape
 from seqkeras.tasks.base import PAD, SequenceData
 
 
@@ -66,6 +67,15 @@ class SequenceCRFTagger(CRFTagger):
             for i in range(0, len(x), step)
         ]
         return np.concatenate(paths, axis=0) if paths else np.zeros(np.shape(x), np.int32)
+
+    def model_shape(self) -> ModelShape:
+        """Its encoder's token ids and emission scores, one per tag and token, which its CRF must score as many tags
+        as (`models.recurrent.tagger_shape`)."""
+        shape = keras_model_shape(self.encoder)
+        if self.crf.num_tags != shape.outputs:
+            raise ValueError(f"its CRF scores {self.crf.num_tags} tags but its encoder gives {shape.outputs} "
+                             "emission scores per token")
+        return shape
 
     @staticmethod
     def _mask(x):

@@ -44,7 +44,7 @@ from pydantic import Field, ValidationError, model_validator
 
 from seqkeras.errors import translate_validation_error
 from seqkeras.models.ngram_counts import NgramCounts
-from seqkeras.registry import ModelFile, Params
+from seqkeras.registry import ModelFile, ModelShape, Params
 from seqkeras.tasks.base import UNK, SequenceData
 
 BOS, EOS = "<s>", "</s>"
@@ -248,6 +248,14 @@ class NgramLanguageModel:
         """log P(next | prefix) for each row of [B, L] ids: [B, V] (for decoders)."""
         with np.errstate(divide="ignore"):
             return np.log(np.stack([self.distribution(prefix) for prefix in np.asarray(prefixes)]))
+
+
+def model_shape(model) -> ModelShape:
+    """What an `ngram` model reads and writes (the kind's `model_shape`): the task's token ids, and a distribution over
+    them after each."""
+    if not isinstance(model, NgramLanguageModel):
+        raise ValueError(f"a {type(model).__name__}, not a counted n-gram model")
+    return ModelShape(model.vocab_size, model.vocab_size, per_token=True)
 
 
 def read_kept(file: BinaryIO) -> NgramLanguageModel:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field, model_validator
 
 from seqkeras.models.cells import CELLS, CellName, textbook_parameter_count
-from seqkeras.registry import Abilities, Params
+from seqkeras.registry import Abilities, ModelShape, Params, keras_model_shape
 from seqkeras.tasks.base import SequenceData
 
 if TYPE_CHECKING:
@@ -217,6 +217,13 @@ def tagger_abilities(params: TaggerParams) -> Abilities:
     loss, the sequence likelihood, and decides by the Viterbi path (`predict_tags`), not the argmax."""
     crf = params.output == "crf"
     return Abilities(own_loss=crf, tags=crf)
+
+
+def tagger_shape(model) -> ModelShape:
+    """What a tagger reads and writes (the tagger kind's `model_shape`): a CRF tagger says it itself
+    (`SequenceCRFTagger.model_shape`), a softmax tagger is a Keras functional model (the default reading)."""
+    own = getattr(model, "model_shape", None)
+    return own() if callable(own) else keras_model_shape(model)
 
 
 def build_lm(params: LanguageModelParams, data: SequenceData) -> keras.Model:

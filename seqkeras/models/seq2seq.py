@@ -34,6 +34,7 @@ from keras import ops
 from seqkeras.backends.serializable import keras_serializable
 from seqkeras.layers.attention import BahdanauAttention, LuongAttention
 from seqkeras.models.seq2seq_params import Seq2SeqParams
+from seqkeras.registry import ModelShape
 from seqkeras.tasks.base import PAD
 from seqkeras.tasks.seq2seq_data import START, Seq2SeqData
 
@@ -231,6 +232,11 @@ class Seq2SeqModel(keras.Model):
         _, weights = self.teacher_forced(ops.convert_to_tensor(source), ops.convert_to_tensor(decoder_input))
         return None if weights is None else ops.convert_to_numpy(weights)
 
+    def model_shape(self) -> ModelShape:
+        """The source ids its encoder's embedding takes and the target tokens its decoder writes, one per step."""
+        return ModelShape(int(self.config["source_vocabulary_size"]), int(self.config["target_vocabulary_size"]),
+                          per_token=True)
+
     def step_model(self, source: np.ndarray, start_id: int, end_id: int) -> "Seq2SeqStepModel":
         return Seq2SeqStepModel(self, source, start_id, end_id)
 
@@ -265,6 +271,13 @@ class Seq2SeqStepModel:
     def select(self, state: dict, indices: np.ndarray) -> dict:
         indices = ops.convert_to_tensor(np.asarray(indices, dtype="int32"))
         return keras.tree.map_structure(lambda tensor: ops.take(tensor, indices, axis=0), state)
+
+
+def model_shape(model) -> ModelShape:
+    """What a `seq2seq` model reads and writes (the kind's `model_shape`); a ValueError for another model."""
+    if not isinstance(model, Seq2SeqModel):
+        raise ValueError(f"a {type(model).__name__}, not an encoder-decoder (Seq2SeqModel)")
+    return model.model_shape()
 
 
 def build(params: Seq2SeqParams, data: Seq2SeqData) -> Seq2SeqModel:

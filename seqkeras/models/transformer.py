@@ -24,11 +24,12 @@ layers would drop with a warning each.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, model_validator
 
-from seqkeras.registry import Params
+from seqkeras.registry import ModelShape, Params, keras_model_shape
 from seqkeras.tasks.base import SequenceData
 
 if TYPE_CHECKING:
@@ -91,6 +92,17 @@ def embed(params: TransformerParams, vocabulary: int, max_length: int, inputs):
     if params.positions == "sine":
         x = keras.layers.Add(name="add_positions")([x, keras_hub().layers.SinePositionEncoding(name="positions")(x)])
     return x
+
+
+def model_shape(model) -> ModelShape:
+    """What a `transformer` or `transformer_classifier` model reads and writes (its kinds' `model_shape`): the
+    default reading, and with learned positions the length of the position table, the longest input it reads."""
+    embedding = next((layer for layer in getattr(model, "layers", []) if layer.name == "embedding"), None)
+    table = getattr(embedding, "position_embedding", None)  # learned: keras-hub's TokenAndPositionEmbedding
+    if table is None:
+        return keras_model_shape(model)
+    shape = keras_model_shape(model, embedding=embedding.token_embedding)
+    return dataclasses.replace(shape, positions=int(table.sequence_length))
 
 
 def final_normalization(params: TransformerParams, x):
