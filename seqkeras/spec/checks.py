@@ -14,6 +14,7 @@ from seqkeras.errors import SpecError, did_you_mean, shown, unknown_choice
 from seqkeras.spec.outputs import OutputRow, matching
 from seqkeras.spec.runs import ResolvedComponent, decoder_columns
 from seqkeras.spec.sections import EvaluateSpec, ExperimentSpec
+from seqkeras.tasks.base import CLASSIFICATION, TAGGING
 from seqkeras.tasks.validation import validation_key
 from seqkeras.training.settings import TrainSpec
 
@@ -75,6 +76,20 @@ def check_validation(task: ResolvedComponent, train: TrainSpec) -> None:
     if train.reduce_on_plateau and train.optimizer.schedule:
         raise SpecError("train.optimizer.schedule sets the learning rate at every step, so reduce_on_plateau "
                         "cannot lower it: keep one", path="train.reduce_on_plateau")
+
+
+def check_class_weights(task: ResolvedComponent, model: ResolvedComponent | None, train: TrainSpec) -> None:
+    """Class weights weigh the labels of classification and tagging, through per-example (per-token) weights of the
+    loss, which a model with a loss of its own (a CRF's sequence likelihood) does not take."""
+    if train.class_weights is None:
+        return
+    problem = task.component.problem
+    if problem not in (CLASSIFICATION, TAGGING):
+        raise SpecError(f"class weights weigh labels, which a {problem} task has not: classification and tagging "
+                        "tasks only", path="train.class_weights")
+    if model is not None and model.component.abilities_for(model.params).own_loss:
+        raise SpecError(f"model kind {model.name!r} here has a loss of its own (a CRF's sequence likelihood), "
+                        "which takes no class weights", path="train.class_weights")
 
 
 def check_diagnostics(model: ResolvedComponent, evaluate: EvaluateSpec | None) -> None:

@@ -7,7 +7,7 @@ stage, which composes it into an experiment file's structure (`spec.sections`).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -75,6 +75,11 @@ class TrainSpec(Params):
     reduce_on_plateau: ReduceOnPlateauSpec | None = Field(
         None, description="Lower the learning rate when the monitored value stalls (not with optimizer.schedule, "
         "which sets the rate at every step)."
+    )
+    class_weights: Literal["balanced"] | dict[str, Annotated[float, Field(gt=0, le=1_000_000)]] | None = Field(
+        None, description="Classification and tagging: each training example's (token's) weight in the loss by its "
+        "label: balanced (n / (classes × the class's count), so every class weighs the same in all) or a weight per "
+        "label ({pos: 1, neg: 4}; labels left out weigh 1). Validation and test data are not weighted."
     )
     verbose: Literal[0, 1, 2] = Field(
         1, description="Progress while the run trains, on stderr: 0 nothing; 1 a bar within each epoch (steps, rate, "

@@ -22,7 +22,7 @@ from seqkeras.registry import KERAS_MODEL, Abilities
 from seqkeras.training.predictions import Predictions
 from seqkeras.training.progress import EpochProgress, ProgressOutput
 from seqkeras.results.folder import write_atomic
-from seqkeras.training import schedules
+from seqkeras.training import class_weights, schedules
 from seqkeras.training.settings import EarlyStoppingSpec, OptimizerSpec, TrainSpec
 from seqkeras.tasks.base import CLASSIFICATION, REGRESSION, SEQ2SEQ, SequenceData
 from seqkeras.training.losses import loss_and_metrics
@@ -126,6 +126,7 @@ def fit(
                       + ((weights[-held_out:],) if weights is not None else ()))
         x, y = take_rows(x, slice(None, -held_out)), y[:-held_out]
         weights = weights[:-held_out] if weights is not None else None
+    weights = class_weights.sample_weights(train.class_weights, data, y, weights)  # the training part's only
     steps = math.ceil(len(y) / train.batch_size)  # batches per epoch, the last one partial, as both loops cut them
     if not getattr(model, "compiled", False):
         if own_loss:
