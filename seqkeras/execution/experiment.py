@@ -36,6 +36,7 @@ from seqkeras.results import files
 from seqkeras.results.record import read_record
 from seqkeras.spec.runs import Experiment, own_decoder_labels
 from seqkeras.tracking import tensorboard
+from seqkeras.training import convergence
 
 
 @dataclass
@@ -157,9 +158,23 @@ def run_experiment(
     finally:
         # Also on Ctrl-C: what finished is summarized, nothing is lost.
         runs = write_runs()
+    say_still_improving(experiment.spec.name, list(records.values()), echo)
     outcome = summarize(folder, experiment, runs, echo=echo)
     outcome.failed_reruns = len(failed_reruns)
     return outcome
+
+
+def say_still_improving(name: str, records: list[dict[str, Any]], echo: Callable[[str], None]) -> None:
+    """A line when some finished runs were still improving as their budget ended: their comparison ranks how far
+    each got, not what each can do."""
+    improving = convergence.still_improving(records)
+    if not improving:
+        return
+    first = improving[0]["training"]
+    finished = sum(record.get("status") == OK for record in records)
+    echo(f"{name}: {len(improving)} of {finished} finished run(s) were still improving when their budget ended "
+         f"({convergence.STILL_IMPROVING.format(monitor=first['monitor'])}; the first: {improving[0]['run_id']}, "
+         f"epoch {first['epochs']}): more epochs, or early_stopping, before comparing them")
 
 
 def finished_elsewhere(folder: Path, experiment: Experiment) -> list[str]:

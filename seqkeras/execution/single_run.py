@@ -32,6 +32,7 @@ from seqkeras.results.folder import (
 from seqkeras.spec.checks import check_model_size
 from seqkeras.spec.runs import RunSpec
 from seqkeras.tasks import data_card
+from seqkeras.training import convergence
 from seqkeras.training.progress import ProgressOutput
 from seqkeras.tracking import tensorboard
 from seqkeras.tuning.pruning import TrialReporter, best_epoch_value
@@ -173,6 +174,9 @@ def run_training(run: RunSpec, folder: Path, record: dict[str, Any], progress: P
             trained = gradient_flow.measure(model, data) if measures_gradient_flow else None
         # After fitting: a count-based model (n-gram) has its parameters (counts) only then.
         record["params"] = int(model.count_params())
+        summary = convergence.training_summary(history, run.train)
+        if summary is not None:  # a counted model has no epochs to judge
+            record["training"] = summary
         record["train_seconds"] = seconds
         write_csv(folder / "history.csv", history)
         if run.train.keep_model:  # before evaluating: a run whose evaluation fails still keeps what it trained

@@ -24,6 +24,7 @@ import keras
 from keras import ops
 
 from seqkeras.backends.serializable import keras_serializable
+from seqkeras.training.convergence import higher_is_better
 from seqkeras.training.settings import ScheduleSpec
 
 
@@ -71,11 +72,6 @@ def learning_rate(peak: float, schedule: ScheduleSpec | None, total_steps: int):
     decay_steps = schedule.decay_steps or max(1, total_steps - schedule.warmup_steps)
     return WarmupDecay(peak, schedule.decay, schedule.warmup_steps, decay_steps, schedule.final_learning_rate,
                        schedule.decay_rate)
-
-
-def higher_is_better(monitor: str) -> bool:
-    """Losses improve downwards, accuracies upwards (as Keras's mode="auto")."""
-    return "acc" in monitor
 
 
 class PlateauReducer:

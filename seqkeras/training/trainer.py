@@ -22,7 +22,7 @@ from seqkeras.registry import KERAS_MODEL, Abilities
 from seqkeras.training.predictions import Predictions
 from seqkeras.training.progress import EpochProgress, ProgressOutput
 from seqkeras.results.folder import write_atomic
-from seqkeras.training import class_weights, schedules
+from seqkeras.training import class_weights, convergence, schedules
 from seqkeras.training.settings import EarlyStoppingSpec, OptimizerSpec, TrainSpec
 from seqkeras.tasks.base import CLASSIFICATION, REGRESSION, SEQ2SEQ, SequenceData
 from seqkeras.training.losses import loss_and_metrics
@@ -263,7 +263,7 @@ class EarlyStopper:
         if self.spec.monitor not in row:
             raise KeyError(f"early_stopping.monitor {self.spec.monitor!r} is not one of {sorted(row)}")
         value = row[self.spec.monitor]
-        sign = 1.0 if schedules.higher_is_better(self.spec.monitor) else -1.0
+        sign = 1.0 if convergence.higher_is_better(self.spec.monitor) else -1.0
         if self.state.best is None or sign * value > sign * self.state.best:
             self.state.best, self.state.wait = value, 0
             self.best_weights = model.get_weights()

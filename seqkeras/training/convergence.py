@@ -1,0 +1,57 @@
+"""Whether a run was trained to convergence: what its record says of its training (`training` in metrics.json).
+
+A comparison of under-trained models ranks how far each got in its budget, not what each can do. So every
+trained run records its epochs, its best epoch and value of the value it is judged by (early stopping's monitor,
+else val_loss where there is validation data, else the training loss), what ended it, and whether it was still
+improving when its budget ended, by one stated rule (STILL_IMPROVING): its best epoch is its last. `run` says
+how many runs of an experiment were.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+from seqkeras.training.settings import TrainSpec
+
+STILL_IMPROVING = "its best epoch, by {monitor}, was its last one of the budget"
+BUDGET, EARLY_STOPPING, STOPPED = "budget", "early_stopping", "stopped"  # what ended its training
+
+
+def higher_is_better(monitor: str) -> bool:
+    """Losses improve downwards, accuracies upwards (as Keras's mode="auto")."""
+    return "acc" in monitor
+
+
+def monitored(history: pd.DataFrame, train: TrainSpec) -> str | None:
+    """The history value a run is judged by: early stopping's monitor, else val_loss, else loss."""
+    for name in (train.early_stopping.monitor if train.early_stopping else None, "val_loss", "loss"):
+        if name is not None and name in history.columns:
+            return name
+    return None
+
+
+def training_summary(history: pd.DataFrame, train: TrainSpec) -> dict[str, Any] | None:
+    """The record's `training`: epochs, best_epoch, monitor, best, stopped_by, still_improving; None without
+    epochs (a model estimated by counting)."""
+    monitor = monitored(history, train)
+    if monitor is None or history.empty:
+        return None
+    values = [float(v) for v in history[monitor]]
+    finite = [(i, v) for i, v in enumerate(values) if math.isfinite(v)]
+    if not finite:
+        return None
+    sign = 1.0 if higher_is_better(monitor) else -1.0
+    best_index, best = max(finite, key=lambda item: (sign * item[1], -item[0]))  # the first of equal bests
+    epochs = len(values)
+    stopped_by = BUDGET if epochs >= train.epochs else EARLY_STOPPING if train.early_stopping else STOPPED
+    return {"epochs": epochs, "best_epoch": best_index + 1, "monitor": monitor, "best": best,
+            "stopped_by": stopped_by, "still_improving": stopped_by == BUDGET and best_index + 1 == epochs}
+
+
+def still_improving(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The finished records whose training was still improving when its budget ended."""
+    return [record for record in records
+            if record.get("status") == "ok" and (record.get("training") or {}).get("still_improving") is True]
