@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -254,7 +255,6 @@ class ProcessExecutor:
         self.pool: ProcessPoolExecutor | None = None
         # slot -> process id of the worker running its job (0: not taken yet); shared with the workers
         self.slots_taken = None
-        self.stops: dict[int, int] = {}  # id(job) -> how often another worker's death stopped it
         self.fruitless = 0  # pools in a row whose workers died before taking any run
 
     @property
@@ -295,6 +295,7 @@ class ProcessExecutor:
         self.start()
         flights: dict[Future, Flight] = {}
         stopped: list[Job] = []  # stopped when another worker died: they run again before any new job is drawn
+        stops: dict[int, int] = {}  # id(job) -> how often so
         try:
             while True:
                 while len(flights) < self.jobs and (job := stopped.pop(0) if stopped else next_job()) is not None:
@@ -311,7 +312,7 @@ class ProcessExecutor:
                 done, _ = wait(flights, return_when=FIRST_COMPLETED)
                 if any(_broke(future) for future in done):
                     wait(flights)  # a broken pool fails every future it holds at once
-                    yield from self._after_a_death(flights, stopped)
+                    yield from self._after_a_death(flights, stopped, stops)
                     continue
                 for future in sorted(done, key=lambda future: flights[future].job.index):
                     job = flights.pop(future).job
@@ -335,13 +336,14 @@ class ProcessExecutor:
             return None
         return future, Flight(job, slot)
 
-    def _after_a_death(self, flights: dict[Future, Flight], stopped: list[Job]
+    def _after_a_death(self, flights: dict[Future, Flight], stopped: list[Job], stops: dict[int, int]
                        ) -> Iterator[tuple[Job, dict[str, Any]]]:
         """Once a worker died: the runs that finished before are yielded as they are, the dead worker's run as
         failed (saying how its worker ended), and the runs the pool stopped with it are queued to run again, in a
         new pool."""
         ran_anything = self._ran_anything()
-        pids = {flight.slot: self.slots_taken[flight.slot] for flight in flights.values()}
+        pids = {flight.slot: self.slots_taken[flight.slot] if self.slots_taken is not None else 0
+                for flight in flights.values()}
         died = self._ended()  # the old pool is gone now: every worker's end is known
         by_pid = {process.pid: process for process in died}
         finished: list[tuple[Job, dict[str, Any]]] = []
@@ -353,12 +355,12 @@ class ProcessExecutor:
             elif pids[flight.slot] in by_pid:
                 finished.append((job, _worker_died(job, worker_end(by_pid[pids[flight.slot]]))))
             else:
-                self.stops[id(job)] = self.stops.get(id(job), 0) + 1
-                if self.stops[id(job)] < MOST_STOPS:
+                stops[id(job)] = stops.get(id(job), 0) + 1
+                if stops[id(job)] < MOST_STOPS:
                     again.append(job)
                     continue
                 how = "; ".join(worker_end(process) for process in died) or "it is not known how"
-                finished.append((job, _worker_died(job, f"worker process was stopped {self.stops[id(job)]} times "
+                finished.append((job, _worker_died(job, f"worker process was stopped {stops[id(job)]} times "
                                                         f"because another worker died ({how})")))
         flights.clear()
         stopped[:0] = again
@@ -385,8 +387,6 @@ class ProcessExecutor:
         return [process for process in workers if process.exitcode is not None and not stopped_by_parent(process)]
 
     def _new_pool(self, died: list) -> None:
-        import sys
-
         what = "; ".join(worker_end(process) for process in died) or "a worker process died"
         print(f"warning: {what}; new worker processes take the runs left", file=sys.stderr, flush=True)
         self.start(eager=False)
