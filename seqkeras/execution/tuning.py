@@ -301,9 +301,9 @@ class Trials:
             if record.get(WORKER_DIED) and self.train_again(point, number, record):
                 self.echo(f"{point.label}: trial {point.shown(number)}: {record.get('error')}; its values are trained "
                           "again (it does not count against the budget)")
-                continue
-            self.tell(point, job.run.trial.number, record)
-            self.say(point, job, record)
+            else:
+                self.tell(point, number, record)
+                self.say(point, job, record)
             if self.tracker is not None:
                 track(self.tracker, record, job.folder, self.echo, experiment_folder=self.folder)
 
