@@ -1,4 +1,5 @@
-"""Worker processes: each one's backend, its share of the cores, and its end with its parent.
+"""Worker processes: each one's backend, its share of the cores, its end with its parent, and which run it runs
+(so that the parent knows whose run a worker that dies was running).
 
 Defined apart from the executors, in a module that imports no TensorFlow,
 because a worker unpickles its initializer by importing the module that holds
