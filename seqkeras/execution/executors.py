@@ -9,13 +9,23 @@ as they come; the runner records each one immediately.
 the result before it has been taken, so that what is drawn next can depend on the
 results so far (tuning asks its studies for a trial that way, and no worker waits
 for a batch to end).
+
+A worker process that dies (out of memory, a user's `kill`) costs only the run it
+was running: that run is recorded as failed, saying how its worker ended, with
+`worker_died` set in its record (tuning trains such a trial's values again instead
+of counting it against the budget); the pool, which a dead worker breaks, is
+replaced, and the runs that the other workers had in flight, stopped with it,
+run again from their last checkpoint.
 """
 
 from __future__ import annotations
 
 import os
+import signal
+import sys
 from collections.abc import Callable, Iterator
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -26,9 +36,11 @@ from seqkeras.backends.threads import share as thread_share
 from seqkeras.backends.runtime import QUIET_TF_LOG_LEVEL, TF_LOG_LEVEL_VARIABLE
 from seqkeras.errors import SpecError
 from seqkeras.execution.identity import identity_changes
-from seqkeras.execution.workers import WorkerContext, setup_pool_worker, setup_worker, worker_ready
-from seqkeras.results.locks import file_lock
-from seqkeras.results.record import OK, read_record  # pydantic, not pandas: every job reads a record first
+from seqkeras.execution.workers import (
+    WorkerContext, claim_slot, setup_pool_worker, setup_worker, stopped_by_parent, worker_ready,
+)
+from seqkeras.results.locks import file_lock, try_file_lock
+from seqkeras.results.record import FAILED, OK, read_record  # pydantic, not pandas: every job reads a record first
 from seqkeras.training.progress import ProgressOutput  # light: Keras is imported where a run trains
 
 if TYPE_CHECKING:
@@ -208,12 +220,31 @@ class SerialExecutor:
         pass
 
 
+# A failed record's key, true when the run's worker process died while it ran (killed, out of memory): the run
+# itself raised nothing, so tuning trains a trial's values again rather than count it against the budget.
+WORKER_DIED = "worker_died"
+# How often a run may be stopped because another worker died (each time, the pool is replaced and it runs
+# again) before it is recorded as failed: a bound for workers that keep dying, whoever's run is to blame.
+MOST_STOPS = 3
+
+
+@dataclass
+class Flight:
+    """A job handed to the pool: its slot in the table where the worker that takes it writes its process id."""
+
+    job: Job
+    slot: int
+
+
 class ProcessExecutor:
     """N runs at once, each in its own process with its own TensorFlow and thread settings.
 
     The workers are started once and serve every experiment of the command: each
     start costs a TensorFlow import (3-5 s), which a folder of experiments would
-    otherwise pay again for each one.
+    otherwise pay again for each one. A worker that dies breaks the pool, which
+    stops the others too; which run was whose is known from a table that each
+    worker writes its process id into as it takes a run (`claim_slot`), so only
+    the dead worker's run fails, and the others run again in a new pool.
     """
 
     def __init__(self, jobs: int, backend: str, reason: str = ""):
@@ -222,6 +253,9 @@ class ProcessExecutor:
         self.reason = reason  # why this many, for the plan line
         self.threads = thread_share(jobs)  # the cores / N each worker may use ($SEQKERAS_THREADS when set)
         self.pool: ProcessPoolExecutor | None = None
+        # slot -> process id of the worker running its job (0: not taken yet); shared with the workers
+        self.slots_taken = None
+        self.fruitless = 0  # pools in a row whose workers died before taking any run
 
     @property
     def slots(self) -> int:  # runs at once
@@ -231,23 +265,27 @@ class ProcessExecutor:
         why = f"; {self.reason}" if self.reason else ""
         return f"in {self.jobs} worker processes ({self.threads} thread(s) each{why})"
 
-    def start(self) -> None:
+    def start(self, eager: bool = True) -> None:
         """Start every worker now, so that their backend imports overlap the parent's own start-up.
 
         A pool starts a worker at a submit that finds none idle; each `worker_ready`
-        submitted here finds none, so all of them start at once.
+        submitted here finds none, so all of them start at once. Not eager (a pool that
+        replaces a broken one): each worker starts with the first run that needs it.
         """
         if self.pool is not None:
             return
+        context = WorkerContext()
+        # No lock: one writer per slot at a time, and a worker killed while it writes cannot leave one held.
+        self.slots_taken = context.RawArray("q", self.jobs)
         self.pool = ProcessPoolExecutor(
             max_workers=self.jobs,
             # Spawn (a fresh interpreter: no TensorFlow state is shared) without running the caller's
             # main module again: a script with no __main__ guard, stdin, a notebook (workers.WorkerContext).
-            mp_context=WorkerContext(),
+            mp_context=context,
             initializer=setup_pool_worker,  # lives in runtime: unpickling it must not import TensorFlow
-            initargs=(self.backend, self.threads),
+            initargs=(self.backend, self.threads, self.slots_taken),
         )
-        for _ in range(self.jobs):
+        for _ in range(self.jobs if eager else 0):
             self.pool.submit(worker_ready)
 
     def map(self, jobs: list[Job], force: bool) -> Iterator[tuple[Job, dict[str, Any]]]:
@@ -255,34 +293,141 @@ class ProcessExecutor:
 
     def stream(self, next_job: NextJob, force: bool) -> Iterator[tuple[Job, dict[str, Any]]]:
         self.start()
-        futures: dict[Any, Job] = {}
+        flights: dict[Future, Flight] = {}
+        stopped: list[Job] = []  # stopped when another worker died: they run again before any new job is drawn
+        stops: dict[int, int] = {}  # id(job) -> how often so
         try:
             while True:
-                while len(futures) < self.jobs and (job := next_job()) is not None:
-                    # Every worker writes to this process's stderr: each epoch line says whose it is.
-                    futures[self.pool.submit(execute_once, job.run, job.folder, force, job.label,
-                                             job.progress(shared=True), job.tracking)] = job
-                if not futures:
-                    return
-                done, _ = wait(futures, return_when=FIRST_COMPLETED)
-                for future in sorted(done, key=lambda future: futures[future].index):
-                    job = futures.pop(future)
+                while len(flights) < self.jobs and (job := stopped.pop(0) if stopped else next_job()) is not None:
+                    submitted = self._submit(job, force, flights)
+                    if submitted is None:  # the pool broke since the last result: the job waits for the next pool
+                        stopped.insert(0, job)
+                        break
+                    flights[submitted[0]] = submitted[1]
+                if not flights:
+                    if not stopped:
+                        return
+                    self._new_pool(self._ended())  # a worker died while no run was in flight
+                    continue
+                done, _ = wait(flights, return_when=FIRST_COMPLETED)
+                if any(_broke(future) for future in done):
+                    wait(flights)  # a broken pool fails every future it holds at once
+                    yield from self._after_a_death(flights, stopped, stops)
+                    continue
+                for future in sorted(done, key=lambda future: flights[future].job.index):
+                    job = flights.pop(future).job
                     yield job, _result_or_failure(future.result, job)
         except BaseException:  # Ctrl-C, SIGTERM: stop the runs in flight too (a rerun resumes them)
-            for future in futures:
+            for future in flights:
                 future.cancel()
             self.close()
             raise
+
+    def _submit(self, job: Job, force: bool, flights: dict[Future, Flight]) -> tuple[Future, Flight] | None:
+        """The job handed to the pool in a free slot; None when the pool is broken."""
+        slot = min(set(range(self.jobs)) - {flight.slot for flight in flights.values()})
+        if self.slots_taken is not None:
+            self.slots_taken[slot] = 0  # until a worker takes it
+        try:
+            # Every worker writes to this process's stderr: each epoch line says whose it is.
+            future = self.pool.submit(execute_in_slot, slot, job.run, job.folder, force, job.label,
+                                      job.progress(shared=True), job.tracking)
+        except BrokenProcessPool:
+            return None
+        return future, Flight(job, slot)
+
+    def _after_a_death(self, flights: dict[Future, Flight], stopped: list[Job], stops: dict[int, int]
+                       ) -> Iterator[tuple[Job, dict[str, Any]]]:
+        """Once a worker died: the runs that finished before are yielded as they are, the dead worker's run as
+        failed (saying how its worker ended), and the runs the pool stopped with it are queued to run again, in a
+        new pool."""
+        ran_anything = self._ran_anything()
+        pids = {flight.slot: self.slots_taken[flight.slot] if self.slots_taken is not None else 0
+                for flight in flights.values()}
+        died = self._ended()  # the old pool is gone now: every worker's end is known
+        by_pid = {process.pid: process for process in died}
+        finished: list[tuple[Job, dict[str, Any]]] = []
+        again: list[Job] = []
+        for future, flight in sorted(flights.items(), key=lambda item: item[1].job.index):
+            job = flight.job
+            if not _broke(future):  # it finished before the pool broke
+                finished.append((job, _result_or_failure(future.result, job)))
+            elif pids[flight.slot] in by_pid:
+                finished.append((job, _worker_died(job, worker_end(by_pid[pids[flight.slot]]))))
+            else:
+                stops[id(job)] = stops.get(id(job), 0) + 1
+                if stops[id(job)] < MOST_STOPS:
+                    again.append(job)
+                    continue
+                how = "; ".join(worker_end(process) for process in died) or "it is not known how"
+                finished.append((job, _worker_died(job, f"worker process was stopped {stops[id(job)]} times "
+                                                        f"because another worker died ({how})")))
+        flights.clear()
+        stopped[:0] = again
+        self.fruitless = 0 if ran_anything or finished else self.fruitless + 1
+        if self.fruitless >= 2:  # workers that die before any run: a machine problem, not a run's
+            raise OSError("the worker processes of --jobs end before their first run ("
+                          + ("; ".join(worker_end(process) for process in died) or "it is not known how")
+                          + "); --jobs 1 runs in this process and shows why")
+        self._new_pool(died)
+        yield from finished
+
+    def _ran_anything(self) -> bool:
+        """Whether a worker of the present pool took a run (its process id is in the table)."""
+        return self.slots_taken is not None and any(self.slots_taken[slot] for slot in range(self.jobs))
+
+    def _workers(self) -> list:
+        return list(self.pool._processes.values()) if self.pool is not None and self.pool._processes else []
+
+    def _ended(self) -> list:
+        """Close the broken pool, and the workers of it that died on their own: not those it stopped itself
+        (`stopped_by_parent`). Closed first: its workers are then all joined, and their ends known."""
+        workers = self._workers()
+        self.close()
+        return [process for process in workers if process.exitcode is not None and not stopped_by_parent(process)]
+
+    def _new_pool(self, died: list) -> None:
+        what = "; ".join(worker_end(process) for process in died) or "a worker process died"
+        print(f"warning: {what}; new worker processes take the runs left", file=sys.stderr, flush=True)
+        self.start(eager=False)
 
     def close(self) -> None:
         """Stop the workers. Called when no run is in flight (all done, or interrupted), so
         nothing is lost: terminating spares the wait for TensorFlow's teardown (1.4 s)."""
         if self.pool is None:
             return
-        for process in list(self.pool._processes.values()):  # no public API lists a pool's workers
+        for process in self._workers():  # no public API lists a pool's workers
             process.terminate()
         self.pool.shutdown(wait=True, cancel_futures=True)
         self.pool = None
+
+
+def execute_in_slot(slot: int, *arguments) -> dict[str, Any]:
+    """`execute_once(*arguments)` in a pool worker, which first says in the pool's table (slot) that it runs it."""
+    claim_slot(slot)
+    return execute_once(*arguments)
+
+
+def _broke(future: Future) -> bool:
+    """Whether the future failed because its pool broke (a worker died)."""
+    return future.done() and not future.cancelled() and isinstance(future.exception(), BrokenProcessPool)
+
+
+def worker_end(process) -> str:
+    """How a worker process ended, for the record of the run it was running: `worker process 4242 was killed by
+    SIGKILL (signal 9: out of memory?)`."""
+    code = process.exitcode
+    if code is None:
+        return f"worker process {process.pid} died"
+    if code >= 0:
+        return f"worker process {process.pid} exited with status {code}"
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:
+        name = "a signal"
+    # The kernel's out-of-memory killer sends SIGKILL; so does `kill -9`.
+    hint = ": out of memory?" if -code == signal.SIGKILL else ""
+    return f"worker process {process.pid} was killed by {name} (signal {-code}{hint})"
 
 
 class RayExecutor:
@@ -366,21 +511,42 @@ class RayExecutor:
 
 
 def _result_or_failure(get, job: Job) -> dict[str, Any]:
-    """A worker that died (out of memory, killed) is a failed run, not a failed sweep."""
+    """The run's record; a failed one when its worker could not give one (a Ray task whose worker died, a
+    result that could not be sent back), not a failed sweep."""
     try:
         return get()
     except Exception as error:
         # Imported only here: single_run imports Keras and the backend (seconds, holding the GIL that the
         # pool's result thread needs), which the parent of `--jobs N` otherwise never imports.
         from seqkeras.execution.single_run import failure, new_record
-        from seqkeras.results.folder import write_json
 
+        # A Ray task whose worker died was already run again by Ray itself (its max_retries): what still fails
+        # is a failed run, and a trial counts against the budget.
         record = {**new_record(job.run), **failure(error), "seconds": 0.0}
-        try:
-            write_json(job.folder / "metrics.json", record)
-        except OSError:
-            pass  # the folder cannot be written: the record still reaches runs.csv
+        _write_failure(job, record)
         return record
+
+
+def _worker_died(job: Job, why: str) -> dict[str, Any]:
+    """The failed record of a run whose worker process died while it ran, written to its folder."""
+    from seqkeras.execution.single_run import new_record
+
+    record = {**new_record(job.run), "status": FAILED, "error": f"its {why}", "traceback": None, "seconds": 0.0,
+              WORKER_DIED: True}
+    _write_failure(job, record)
+    return record
+
+
+def _write_failure(job: Job, record: dict[str, Any]) -> None:
+    """A failed record into the run's folder, unless another process runs it now (it holds the folder's lock)."""
+    from seqkeras.results.folder import write_json
+
+    try:
+        with try_file_lock(job.folder / ".lock") as free:
+            if free:
+                write_json(job.folder / "metrics.json", record)
+    except OSError:
+        pass  # the folder cannot be written: the record still reaches runs.csv
 
 
 def _ray_task(run: RunSpec, folder: str, force: bool, backend: str, threads: int,

@@ -13,7 +13,10 @@ it. The worker reports each epoch to the study itself, so the pruner can stop it
 
 A trial that a killed command left running is found again: its record, when it
 finished, is told to the study; otherwise it is marked interrupted and its values
-queued to be trained again, and it does not count against the budget.
+queued to be trained again, and it does not count against the budget. So is a
+trial whose worker process died while it trained (out of memory, a `kill`), once:
+its values trained again die with their worker a second time only when they are
+what kills it (too large a model for the memory), and that trial then counts as failed.
 
 Then each point's best trial gives the point's runs: the spec's seeds, trained
 with the chosen values and evaluated as any run. `runs.csv`, the tables and the
@@ -34,7 +37,7 @@ from typing import Any
 import pandas as pd
 
 from seqkeras.errors import SpecError
-from seqkeras.execution.executors import Job
+from seqkeras.execution.executors import WORKER_DIED, Job
 from seqkeras.execution.progress import Progress, duration, matrix_label, track
 from seqkeras.results.folder import write_csv
 from seqkeras.results.locks import file_lock, try_file_lock
@@ -48,6 +51,8 @@ TRIALS_CSV = "trials.csv"
 BEST_CSV = "best.csv"
 # How often a command whose studies still have trials running in another process looks again.
 WAIT_SECONDS = 5.0
+# A trial's user attribute: the number of the trial whose worker died, whose values it trains again.
+RETRIES_KILLED = "retries_killed"
 
 
 @dataclasses.dataclass
@@ -292,8 +297,13 @@ class Trials:
                       f"{self.tune.objective} on validation data), {executor.describe()}")
         for job, record in executor.stream(self.ask, False):
             point = self.by_study[job.run.trial.study]
-            self.tell(point, job.run.trial.number, record)
-            self.say(point, job, record)
+            number = job.run.trial.number
+            if record.get(WORKER_DIED) and self.train_again(point, number, record):
+                self.echo(f"{point.label}: trial {point.shown(number)}: {record.get('error')}; its values are trained "
+                          "again (it does not count against the budget)")
+            else:
+                self.tell(point, number, record)
+                self.say(point, job, record)
             if self.tracker is not None:
                 track(self.tracker, record, job.folder, self.echo, experiment_folder=self.folder)
 
@@ -324,6 +334,26 @@ class Trials:
         tracking = self.tracker.live(self.folder) if self.tracker is not None else None
         # its point: by_study[run.trial.study]
         return Job(number, run, folder, label, f"trial {point.shown(number)} of {point.label}", tracking)
+
+    def train_again(self, point: Point, number: int, record: dict[str, Any]) -> bool:
+        """A trial whose worker process died: marked interrupted (it does not count against the budget) and its
+        values queued to be trained again, unless it already trained again the values of a trial whose worker died
+        (then False: it is told as failed, and counts)."""
+        from optuna.trial import TrialState
+
+        from seqkeras.tuning.study import INTERRUPTED
+
+        study = point.study
+        trial_id = study._storage.get_trial_id_from_study_id_trial_number(study._study_id, number)
+        trial = study._storage.get_trial(trial_id)
+        if trial.state.is_finished() or trial.user_attrs.get(RETRIES_KILLED) is not None:
+            return False
+        study._storage.set_trial_user_attr(trial_id, "run_id", record.get("run_id"))
+        study._storage.set_trial_user_attr(trial_id, "error", str(record.get("error"))[:500])
+        study._storage.set_trial_user_attr(trial_id, INTERRUPTED, True)
+        study.tell(number, state=TrialState.FAIL)
+        study.enqueue_trial(dict(trial.params), user_attrs={RETRIES_KILLED: number}, skip_if_exists=False)
+        return True
 
     def tell(self, point: Point, number: int, record: dict[str, Any]) -> None:
         from optuna.trial import TrialState

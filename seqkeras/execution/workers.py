@@ -1,4 +1,5 @@
-"""Worker processes: each one's backend, its share of the cores, and its end with its parent.
+"""Worker processes: each one's backend, its share of the cores, its end with its parent, and which run it runs
+(so that the parent knows whose run a worker that dies was running).
 
 Defined apart from the executors, in a module that imports no TensorFlow,
 because a worker unpickles its initializer by importing the module that holds
@@ -11,6 +12,7 @@ import contextlib
 import multiprocessing.context
 import multiprocessing.popen_spawn_posix
 import os
+import signal
 import socket
 import sys
 import threading
@@ -56,10 +58,31 @@ def worker_place() -> dict[str, str | int]:
     return place
 
 
-def setup_pool_worker(backend: str, threads: int) -> None:
-    """A `--jobs N` worker: `setup_worker`, and an end with its parent."""
+def setup_pool_worker(backend: str, threads: int, slots_taken=None) -> None:
+    """A `--jobs N` worker: `setup_worker`, and an end with its parent.
+
+    slots_taken: the pool's shared table (ProcessExecutor) where this worker writes its process id as it
+    takes a run (`claim_slot`), so that the parent knows whose run a worker that dies was running."""
+    global _slots_taken
+    _slots_taken = slots_taken
     setup_worker(backend, threads)
     exit_with_parent()
+
+
+_slots_taken = None  # in a pool worker: the pool's table of which worker runs which job
+
+
+def claim_slot(slot: int) -> None:
+    """Say in the pool's table that this process runs the job of `slot` (nothing outside a pool worker)."""
+    if _slots_taken is not None:
+        _slots_taken[slot] = os.getpid()
+
+
+def stopped_by_parent(process) -> bool:
+    """Whether a pool worker ended because the parent stopped it (`WorkerProcess.terminate`: the pool stops every
+    worker once one has died), not on its own. SIGKILL is never the parent's: the kernel's out-of-memory killer
+    may have come first."""
+    return getattr(process, "stopped_by_parent", False) and process.exitcode != -signal.SIGKILL
 
 
 def worker_ready() -> None:
@@ -121,10 +144,16 @@ class WorkerPopen(multiprocessing.popen_spawn_posix.Popen):  # POSIX only, as th
 
 
 class WorkerProcess(multiprocessing.context.SpawnProcess):
-    """A spawned process (a fresh interpreter) that does not run the parent's main module again."""
+    """A spawned process (a fresh interpreter) that does not run the parent's main module again, and that
+    remembers when its parent stopped it (`stopped_by_parent`)."""
 
     _start_method = "spawn"
     _Popen = staticmethod(WorkerPopen)
+
+    def terminate(self) -> None:
+        if self.is_alive():  # a worker that already died ended on its own, whatever is called on it after
+            self.stopped_by_parent = True
+        super().terminate()
 
 
 class WorkerContext(multiprocessing.context.SpawnContext):
