@@ -11,6 +11,10 @@ text_classification_file
     header; a quote that never closes is an error at the line it opens on.
     Every row is read when the spec is validated.
 
+A text over tasks.limits.MAX_TEXT_CHARACTERS, a sentence over MAX_SENTENCE_TOKENS
+and a file with more than MAX_CLASSES distinct classes or tags are refused at the
+line where they pass the limit.
+
 Either reads `test_path` as the test set when given, else holds out a seeded
 `test_share` of `path`; then `validation_path` (a file of the same format) or a
 seeded `validation_share` of what is left for training gives validation data
@@ -33,6 +37,7 @@ from seqkeras.user_files import MISSING, open_regular_file, size_in_words
 from seqkeras.tasks.base import SequenceData, named_files
 from seqkeras.tasks.data_checks import TagCensus, check_classes, check_split, check_tags
 from seqkeras.tasks.duplicates import drop_seen
+from seqkeras.tasks.limits import check_class_count, check_sentence_length, check_text_length
 from seqkeras.tasks.validation import (
     ValidationParams, validation_examples, validation_path_field, validation_share_field,
 )
@@ -190,6 +195,7 @@ def conll_sentences(path: str | Path, key: str = "task.path",
     each tag and its line (for data_checks.check_tags)."""
     tokens: list[str] = []
     tags: list[str] = []
+    tag_set: set[str] = set()  # the distinct tags so far (tasks.limits.MAX_CLASSES)
     number = 0
     for piece in utf8_pieces(path, key):
         for line in piece.splitlines():
@@ -208,6 +214,10 @@ def conll_sentences(path: str | Path, key: str = "task.path",
                 )
             tokens.append(fields[0])
             tags.append(fields[-1])
+            check_sentence_length(path, number, len(tokens), key)
+            if fields[-1] not in tag_set:
+                tag_set.add(fields[-1])
+                check_class_count(path, len(tag_set), "tags", key, number)
             if census is not None:
                 census.add(number, fields[-1])
     if tokens:
@@ -322,6 +332,7 @@ def labelled_texts(path: str | Path, text_column: str, label_column: str,
     for column, column_key in ((text_column, "task.text_column"), (label_column, "task.label_column")):
         _require_column(file, header, column, column_key)
     text_at, label_at = header.index(text_column), header.index(label_column)
+    classes: set[str] = set()  # the distinct labels so far (tasks.limits.MAX_CLASSES)
     for line, row in records:
         if not any(cell.strip() for cell in row):
             continue
@@ -331,6 +342,10 @@ def labelled_texts(path: str | Path, text_column: str, label_column: str,
         if not text or not label:
             empty = text_column if not text else label_column
             raise SpecError(f"{file}, line {line}: the {empty!r} field is empty", path=key)
+        check_text_length(file, line, f"the {text_column!r} field", text, key)
+        if label not in classes:
+            classes.add(label)
+            check_class_count(file, len(classes), "classes", "task.label_column", line)
         yield text, label
 
 

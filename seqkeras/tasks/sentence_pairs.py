@@ -47,6 +47,7 @@ from seqkeras.errors import SpecError, shown
 from seqkeras.tasks import subwords
 from seqkeras.tasks.base import PAD, UNK, named_files
 from seqkeras.tasks.files import check_data_file, utf8_pieces
+from seqkeras.tasks.limits import check_text_length
 from seqkeras.tasks.input_rules import InputRule, words_pieces_or_characters
 from seqkeras.tasks.seq2seq_data import BUCKET_WIDTH_HELP, END, START, Pair, Seq2SeqData, seq2seq_data
 from seqkeras.tasks.text import split_examples
@@ -167,6 +168,7 @@ def pair_fields(params: Params, path: str | Path, key: str) -> Iterator[tuple[in
             if not text:
                 raise SpecError(f"{path}, line {number}: the {side} (field {column}, {setting}) is empty",
                                 path=key)
+            check_text_length(path, number, f"the {side} (field {column}, {setting})", text, key)
             texts.append(text)
         yield number, texts[0], texts[1]
 

@@ -1,0 +1,63 @@
+"""How large a user's data may grow: the sizes that follow the input, not the spec, each with its limit.
+
+A file task pads every example to its part's longest, so one huge line makes
+every row huge (a 1,000,000-character sentence pair made `run` pad and train on
+million-token rows, at gigabytes, for minutes); and a classifier's outputs and
+its confusion matrix grow with the square of its classes (10,000 classes wrote a
+190 MiB confusion.csv). The limits below are far above real data and far below
+what breaks a machine. Each is checked while the files are read when the spec is
+validated (`seqkeras validate`, and `seqkeras run` before any training): a file
+over one is refused with one line naming the file, the line (or the count), and
+the limit. Nothing is truncated silently: a text over the limit is a mistake to
+point at (a missing newline or quote, a file that is not one example per line).
+
+MAX_TEXT_CHARACTERS
+    Characters in one text: a text classification row's text, one side of a
+    sentence pair. 100,000 characters is some 15,000 words, a long chapter; the
+    longest review in IMDB's 50,000 has under 14,000 characters, a Tatoeba
+    sentence a few hundred. (`max_length`, `max_source_length` and
+    `max_target_length` count tokens and apply after a text is read and
+    tokenized: they do not lift this limit.)
+MAX_SENTENCE_TOKENS
+    Tokens (lines) in one sentence of a CoNLL file: 10,000. Real sentences have
+    tens; a file without the blank lines between its sentences is one sentence
+    of every token.
+MAX_CLASSES
+    Distinct classes of a text classification task over its files, and distinct
+    tags of a tagging file: 1,000. Topic and intent data sets have tens to a few
+    hundred; the confusion matrix (confusion.csv) then has at most a million
+    cells, a few MB.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from seqkeras.errors import SpecError
+
+MAX_TEXT_CHARACTERS = 100_000
+MAX_SENTENCE_TOKENS = 10_000
+MAX_CLASSES = 1_000
+
+
+def check_text_length(path: str | Path, line: int, what: str, text: str, key: str) -> None:
+    """Refuse a text (`what`: "the text", "the source", ...) of more than MAX_TEXT_CHARACTERS characters."""
+    if len(text) > MAX_TEXT_CHARACTERS:
+        raise SpecError(f"{path}, line {line}: {what} has {len(text):,} characters, over the limit of "
+                        f"{MAX_TEXT_CHARACTERS:,} a text may have (is a newline or a closing quote missing?)",
+                        path=key)
+
+
+def check_sentence_length(path: str | Path, line: int, tokens: int, key: str) -> None:
+    """Refuse a CoNLL sentence that reaches `line` with more than MAX_SENTENCE_TOKENS tokens."""
+    if tokens > MAX_SENTENCE_TOKENS:
+        raise SpecError(f"{path}, line {line}: the sentence has more than {MAX_SENTENCE_TOKENS:,} tokens, the limit "
+                        "(is the blank line between sentences missing?)", path=key)
+
+
+def check_class_count(path: str | Path, count: int, what: str, key: str, line: int | None = None) -> None:
+    """Refuse more than MAX_CLASSES distinct classes (`what`: "classes", "tags"); `line`: the line where the
+    count passes the limit, when it is counted while a file is read."""
+    if count > MAX_CLASSES:
+        where, by = (f"{path}, line {line}", " by this line") if line is not None else (str(path), "")
+        raise SpecError(f"{where}: {count:,} distinct {what}{by}, over the limit of {MAX_CLASSES:,}", path=key)

@@ -1,0 +1,99 @@
+"""Sizes that grow with a user's data files (tasks.limits): each refused when the spec is validated, in one line
+naming the file, the line and the limit, before anything is padded or trained. Plain Python, no TensorFlow."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from seqkeras.tasks import limits
+from tests.helpers import run_cli
+
+LONG = "word " * (limits.MAX_TEXT_CHARACTERS // 5 + 1)  # just over the limit once stripped
+
+
+def validate(tmp_path, write_spec, capsys, task: dict):
+    spec = write_spec(f"""
+        version: 1
+        name: limits
+        task: {json.dumps(task)}
+        model: {{kind: {'seq2seq' if task['name'] == 'sentence_pairs' else 'rnn'}}}
+    """)
+    return run_cli(capsys, "validate", spec)
+
+
+def refused(result, key: str, message: str) -> None:
+    code, out, err = result
+    assert code == 2 and out == "", err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert key in err, err
+    assert re.search(message, err), err
+
+
+def pairs(count: int) -> str:
+    return "".join(f"go {i}.\tva {i} !\n" for i in range(count))
+
+
+@pytest.mark.parametrize("side", ["source", "target"])
+def test_a_sentence_pair_side_over_the_character_limit_is_refused_at_its_line(tmp_path, write_spec, capsys, side):
+    pair = f"{LONG}\tva !\n" if side == "source" else f"go.\t{LONG}\n"
+    path = tmp_path / "pairs.tsv"
+    path.write_text(pairs(5) + pair + pairs(3), encoding="utf-8")
+    result = validate(tmp_path, write_spec, capsys, {"name": "sentence_pairs", "path": str(path)})
+    refused(result, "task.path", rf"pairs.tsv, line 6: the {side} \(field \d, task.{side}_column\) has "
+                                 rf"{len(LONG.strip()):,} characters, over the limit of 100,000")
+
+
+def test_a_sentence_pair_side_at_the_limit_is_read(tmp_path, write_spec, capsys):
+    path = tmp_path / "pairs.tsv"
+    path.write_text(pairs(5) + "x" * limits.MAX_TEXT_CHARACTERS + "\tva !\n", encoding="utf-8")
+    code, _, err = validate(tmp_path, write_spec, capsys, {"name": "sentence_pairs", "path": str(path), "level": "char"})
+    assert code == 0, err
+
+
+def test_a_classification_text_over_the_limit_is_refused_in_a_test_file_too(tmp_path, write_spec, capsys):
+    train, test = tmp_path / "train.csv", tmp_path / "test.csv"
+    train.write_text("text,label\na b,x\nc d,y\n", encoding="utf-8")
+    test.write_text(f"text,label\ne f,x\n\"{LONG}\",y\n", encoding="utf-8")
+    result = validate(tmp_path, write_spec, capsys, {"name": "text_classification_file", "path": str(train),
+                                                      "test_path": str(test)})
+    refused(result, "task.test_path", r"test.csv, line 3: the 'text' field has [\d,]+ characters, "
+                                      r"over the limit of 100,000")
+
+
+def test_more_classes_than_the_limit_are_refused_at_the_line_that_passes_it(tmp_path, write_spec, capsys):
+    path = tmp_path / "many.csv"
+    rows = "".join(f"text {i},class{i}\n" for i in range(limits.MAX_CLASSES + 50))
+    path.write_text("text,label\n" + rows, encoding="utf-8")
+    result = validate(tmp_path, write_spec, capsys, {"name": "text_classification_file", "path": str(path)})
+    refused(result, "task.label_column", rf"many.csv, line {limits.MAX_CLASSES + 2}: 1,001 distinct classes by "
+                                         r"this line, over the limit of 1,000")
+
+
+def test_classes_are_limited_over_the_task_s_files_together(tmp_path, write_spec, capsys):
+    half = limits.MAX_CLASSES // 2 + 1
+    train, test = tmp_path / "train.csv", tmp_path / "test.csv"
+    train.write_text("text,label\n" + "".join(f"a {i},c{i}\n" for i in range(half)), encoding="utf-8")
+    test.write_text("text,label\n" + "".join(f"b {i},d{i}\n" for i in range(half)), encoding="utf-8")
+    result = validate(tmp_path, write_spec, capsys, {"name": "text_classification_file", "path": str(train),
+                                                      "test_path": str(test)})
+    refused(result, "task.label_column", rf"train.csv: {2 * half:,} distinct classes over the task's files, "
+                                         r"over the limit of 1,000")
+
+
+def test_a_conll_sentence_without_blank_lines_over_the_token_limit_is_refused(tmp_path, write_spec, capsys):
+    path = tmp_path / "tags.conll"
+    path.write_text("a O\n\n" + "word O\n" * (limits.MAX_SENTENCE_TOKENS + 1), encoding="utf-8")
+    result = validate(tmp_path, write_spec, capsys, {"name": "conll_file", "path": str(path)})
+    refused(result, "task.path", rf"tags.conll, line {limits.MAX_SENTENCE_TOKENS + 3}: the sentence has more "
+                                 r"than 10,000 tokens, the limit")
+
+
+def test_a_conll_file_with_more_tags_than_the_limit_is_refused(tmp_path, write_spec, capsys):
+    path = tmp_path / "tags.conll"
+    path.write_text("".join(f"w T{i}\n\n" for i in range(limits.MAX_CLASSES + 1)), encoding="utf-8")
+    result = validate(tmp_path, write_spec, capsys, {"name": "conll_file", "path": str(path)})
+    refused(result, "task.path", rf"tags.conll, line {2 * limits.MAX_CLASSES + 1}: 1,001 distinct tags by this "
+                                 r"line, over the limit of 1,000")
