@@ -199,9 +199,10 @@ def counted_vocabulary(sequences: Sequence[Sequence[str]], min_count: int, max_t
 
 
 def vectorize_texts(
-    train: Sequence[str], rest: Sequence[str], *, standardize: str, params: Any,
+    train: Sequence[str], rest: Sequence[str], *, standardize: str, params: Any, max_length: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray, Vocabulary]:
-    """Raw texts → padded ids [N, longest] at `params.level` char or wordpiece; the vocabulary from `train` only.
+    """Raw texts → padded ids [N, longest] at `params.level` char or wordpiece, at most `max_length` columns (cut
+    as they are padded, never padded to the longest first); the vocabulary from `train` only, whole texts.
 
     `params` is a ClassificationTextParams (its level, vocabulary_size, min_count, max_tokens).
     """
@@ -217,6 +218,7 @@ def vectorize_texts(
 
     def ids(tokens: list[list[str]]) -> np.ndarray:
         # Padded to the part's longest text, as TextVectorization pads at level word; at least one column.
-        return pad([vocabulary.encode(sequence) for sequence in tokens], max([1, *(len(t) for t in tokens)]))
+        longest = max([1, *(len(t) for t in tokens)])
+        return pad([vocabulary.encode(sequence) for sequence in tokens], min(longest, max_length or longest))
 
     return ids(train_tokens), ids(rest_tokens), vocabulary
