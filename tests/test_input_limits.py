@@ -11,6 +11,7 @@ import pytest
 from seqkeras.tasks import limits
 from tests.helpers import run_cli
 
+MODEL_KINDS = {"sentence_pairs": "seq2seq", "text_classification_file": "classifier", "conll_file": "tagger"}
 LONG = "word " * (limits.MAX_TEXT_CHARACTERS // 5 + 1)  # just over the limit once stripped
 
 
@@ -19,7 +20,7 @@ def validate(tmp_path, write_spec, capsys, task: dict):
         version: 1
         name: limits
         task: {json.dumps(task)}
-        model: {{kind: {'seq2seq' if task['name'] == 'sentence_pairs' else 'rnn'}}}
+        model: {{kind: {MODEL_KINDS[task['name']]}}}
     """)
     return run_cli(capsys, "validate", spec)
 
@@ -97,3 +98,37 @@ def test_a_conll_file_with_more_tags_than_the_limit_is_refused(tmp_path, write_s
     result = validate(tmp_path, write_spec, capsys, {"name": "conll_file", "path": str(path)})
     refused(result, "task.path", rf"tags.conll, line {2 * limits.MAX_CLASSES + 1}: 1,001 distinct tags by this "
                                  r"line, over the limit of 1,000")
+
+
+def test_sentence_pairs_that_would_pad_to_more_token_ids_than_the_limit_are_refused(tmp_path, write_spec, capsys):
+    rows = 6_000  # × a source of 90,000 characters: 5.4·10⁸ ids at level char, a 1 MB file
+    path = tmp_path / "pairs.tsv"
+    path.write_text(pairs(rows) + "x" * 90_000 + "\tva !\n", encoding="utf-8")
+    result = validate(tmp_path, write_spec, capsys, {"name": "sentence_pairs", "path": str(path), "level": "char"})
+    refused(result, "task.max_source_length", rf"pairs.tsv: {rows + 1:,} examples padded to the longest, [\d,]+ "
+                                              r"token ids each, make [\d,]+ token ids, over the limit of "
+                                              r"500,000,000 \(2 GB\); set max_source_length and max_target_length")
+    leave_out = {"name": "sentence_pairs", "path": str(path), "level": "char", "max_source_length": 50}
+    code, _, err = validate(tmp_path, write_spec, capsys, leave_out)
+    assert code == 0, err  # the long pair is left out, so the rest pad to 50
+
+
+def test_texts_that_would_pad_to_more_token_ids_than_the_limit_need_max_length(tmp_path, write_spec, capsys):
+    path = tmp_path / "texts.csv"
+    rows = "".join(f"text {i},c{i % 2}\n" for i in range(5_000))
+    path.write_text(f"text,label\n{rows}{'y' * limits.MAX_TEXT_CHARACTERS},c0\n", encoding="utf-8")
+    task = {"name": "text_classification_file", "path": str(path), "level": "char"}
+    refused(validate(tmp_path, write_spec, capsys, task), "task.max_length",
+            r"texts.csv: 5,001 examples padded to the longest, 100,000 token ids each, make 500,100,000 token ids, "
+            r"over the limit of 500,000,000 \(2 GB\); set max_length")
+    code, _, err = validate(tmp_path, write_spec, capsys, {**task, "max_length": 200})
+    assert code == 0, err
+    code, _, err = validate(tmp_path, write_spec, capsys, {**task, "level": "word"})  # one word per text
+    assert code == 0, err
+
+
+def test_conll_sentences_that_would_pad_to_more_token_ids_than_the_limit_are_refused(tmp_path, write_spec, capsys):
+    path = tmp_path / "tags.conll"
+    path.write_text("w O\n\n" * 50_000 + "word O\n" * limits.MAX_SENTENCE_TOKENS, encoding="utf-8")
+    refused(validate(tmp_path, write_spec, capsys, {"name": "conll_file", "path": str(path)}), "task.path",
+            r"tags.conll: 50,001 examples padded to the longest, 10,000 token ids each, make 500,010,000 token ids")

@@ -37,7 +37,9 @@ from seqkeras.user_files import MISSING, open_regular_file, size_in_words
 from seqkeras.tasks.base import SequenceData, named_files
 from seqkeras.tasks.data_checks import TagCensus, check_classes, check_split, check_tags
 from seqkeras.tasks.duplicates import drop_seen
-from seqkeras.tasks.limits import check_class_count, check_sentence_length, check_text_length
+from seqkeras.tasks.limits import (
+    check_class_count, check_padded_size, check_sentence_length, check_text_length,
+)
 from seqkeras.tasks.validation import (
     ValidationParams, validation_examples, validation_path_field, validation_share_field,
 )
@@ -144,7 +146,11 @@ class ConllParams(TaggingTextParams, ValidationParams):
         # Every line is read now (no TensorFlow), so a line without a tag, a malformed tag or data the
         # task cannot split (tasks.data_checks) is refused before a sweep starts, not when its first run
         # builds data.
-        check_split(self, {key: read_conll(file, key) for key, file in _files(self)})
+        sentences = {key: read_conll(file, key) for key, file in _files(self)}
+        check_split(self, sentences)
+        every = [tokens for part in sentences.values() for tokens, _ in part]
+        check_padded_size(_names(self), len(every), max(len(tokens) for tokens in every), "task.path",
+                          "split the longest sentences, or use fewer")
         return self
 
     def input_files(self) -> dict[str, Path]:
@@ -175,7 +181,25 @@ class TextClassificationParams(ClassificationTextParams, ValidationParams):
                     for key, file in _files(self)}
         check_classes(self.path, {label for rows in examples.values() for _, label in rows}, self.label_column)
         check_split(self, examples)
+        check_texts_size(self, [text for rows in examples.values() for text, _ in rows])
         return self
+
+
+def check_texts_size(params: TextClassificationParams, texts: list[str]) -> None:
+    """The texts of every file, padded to the longest (at most max_length), stay within MAX_DATA_TOKENS; counted
+    without tokenizing: in whitespace-separated words (at most the tokens at level word; at level wordpiece, whose
+    pieces are counted again once learnt: subwords.vectorize_texts), or characters at level char."""
+    def tokens(text: str) -> int:
+        return len(text) if params.level == "char" else len(text.split())
+
+    width = max(tokens(text) for text in texts)
+    check_padded_size(_names(params), len(texts), min(width, params.max_length or width), "task.max_length",
+                      "set max_length to keep fewer tokens per text")
+
+
+def _names(params) -> str:
+    """The task's files, for a message about all of them."""
+    return " and ".join(file for _, file in _files(params))
 
 
 def _files(params) -> list[tuple[str, str]]:

@@ -22,6 +22,15 @@ MAX_SENTENCE_TOKENS
     Tokens (lines) in one sentence of a CoNLL file: 10,000. Real sentences have
     tens; a file without the blank lines between its sentences is one sentence
     of every token.
+MAX_DATA_TOKENS (tasks.base's, the bound on generated data too)
+    Token ids in a task's examples once padded: the examples of all its files
+    times the longest (at most `max_length` at text classification; sources plus
+    decoder inputs plus targets at sentence_pairs, the pairs over
+    `max_source_length` or `max_target_length` left out): 5·10⁸, 2 GB as int32.
+    A sentence-pair file is counted in its tokens (words at level wordpiece, whose
+    pieces are counted again once learnt, before anything is padded), a text
+    classification file in its texts' words (whitespace-separated) or characters
+    (level char), an upper bound, and a CoNLL file in its tokens.
 MAX_CLASSES
     Distinct classes of a text classification task over its files, and distinct
     tags of a tagging file: 1,000. Topic and intent data sets have tens to a few
@@ -34,6 +43,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from seqkeras.errors import SpecError
+from seqkeras.tasks.base import MAX_DATA_TOKENS
 
 MAX_TEXT_CHARACTERS = 100_000
 MAX_SENTENCE_TOKENS = 10_000
@@ -61,3 +71,12 @@ def check_class_count(path: str | Path, count: int, what: str, key: str, line: i
     if count > MAX_CLASSES:
         where, by = (f"{path}, line {line}", " by this line") if line is not None else (str(path), "")
         raise SpecError(f"{where}: {count:,} distinct {what}{by}, over the limit of {MAX_CLASSES:,}", path=key)
+
+
+def check_padded_size(where: str, rows: int, width: int, key: str, advice: str) -> None:
+    """Refuse `rows` examples padded to `width` token ids each when they make more than MAX_DATA_TOKENS; `where`
+    names the files, `advice` the setting that would shorten them."""
+    if rows * width > MAX_DATA_TOKENS:
+        raise SpecError(f"{where}: {rows:,} examples padded to the longest, {width:,} token ids each, make "
+                        f"{rows * width:,} token ids, over the limit of {MAX_DATA_TOKENS:,} (2 GB); {advice}",
+                        path=key)

@@ -47,7 +47,7 @@ from seqkeras.errors import SpecError, shown
 from seqkeras.tasks import subwords
 from seqkeras.tasks.base import PAD, UNK, named_files
 from seqkeras.tasks.files import check_data_file, utf8_pieces
-from seqkeras.tasks.limits import check_text_length
+from seqkeras.tasks.limits import check_padded_size, check_text_length
 from seqkeras.tasks.input_rules import InputRule, words_pieces_or_characters
 from seqkeras.tasks.seq2seq_data import BUCKET_WIDTH_HELP, END, START, Pair, Seq2SeqData, seq2seq_data
 from seqkeras.tasks.text import split_examples
@@ -110,9 +110,8 @@ class Params(ValidationParams):
             raise SpecError(f"source_column and target_column are both {self.source_column}; a pair needs two "
                             "fields", path="task.target_column")
         subwords.check_vocabulary_size(self, "max_vocabulary")
-        for key in FILE_KEYS:
-            if getattr(self, key) is not None:
-                read_pairs(self, key)
+        pairs = [pair for key in FILE_KEYS if getattr(self, key) is not None for pair in read_pairs(self, key)[0]]
+        check_pairs_size(self, pairs)
         return self
 
     def input_files(self) -> dict[str, Path]:
@@ -197,6 +196,16 @@ def read_pairs(params: Params, key: str = "path") -> tuple[list[Pair], int]:
     return pairs, too_long
 
 
+def check_pairs_size(params: Params, pairs: list[Pair]) -> None:
+    """The pairs of every file, padded (a source, a decoder input and a target each, every one to its longest), stay
+    within tasks.limits.MAX_DATA_TOKENS. Counted in words at level wordpiece when the files are validated, in
+    pieces once they are cut (`wordpiece_data`)."""
+    width = max(len(source) for source, _ in pairs) + 2 * (max(len(target) for _, target in pairs) + 1)
+    files = " and ".join(str(getattr(params, key)) for key in FILE_KEYS if getattr(params, key) is not None)
+    check_padded_size(files, len(pairs), width, "task.max_source_length",
+                      "set max_source_length and max_target_length to leave the longest pairs out")
+
+
 def too_long_pair(params: Params, source: list[str], target: list[str]) -> bool:
     return (params.max_source_length is not None and len(source) > params.max_source_length) or \
         (params.max_target_length is not None and len(target) > params.max_target_length)
@@ -254,6 +263,7 @@ def wordpiece_data(params: Params, train: list[Pair], validation: list[Pair], te
             raise_all_too_long(params, f"the {len(pairs)} {name} pairs, counted in pieces,")
         parts[name] = ([(sources[i], targets[i]) for i in kept], [pairs[i][1] for i in kept])
     (train, _), (validation, _), (test, test_words) = parts["train"], parts["validation"], parts["test"]
+    check_pairs_size(params, train + validation + test)
     data = seq2seq_data(train, test, bucket_width=params.bucket_width, validation=validation,
                         vocabularies=(source_vocabulary, target_vocabulary))
     data.reference_words = test_words

@@ -40,6 +40,7 @@ from pydantic import Field, model_validator
 from seqkeras.errors import SpecError
 from seqkeras.registry import Params
 from seqkeras.tasks.base import PAD, UNK, Vocabulary, pad
+from seqkeras.tasks.limits import check_padded_size
 
 Level = Literal["word", "char", "wordpiece"]
 
@@ -219,6 +220,9 @@ def vectorize_texts(
     def ids(tokens: list[list[str]]) -> np.ndarray:
         # Padded to the part's longest text, as TextVectorization pads at level word; at least one column.
         longest = max([1, *(len(t) for t in tokens)])
-        return pad([vocabulary.encode(sequence) for sequence in tokens], min(longest, max_length or longest))
+        width = min(longest, max_length or longest)
+        check_padded_size("the task's texts", len(tokens), width, "task.max_length",
+                          "set max_length to keep fewer tokens per text")
+        return pad([vocabulary.encode(sequence) for sequence in tokens], width)
 
     return ids(train_tokens), ids(rest_tokens), vocabulary
