@@ -132,3 +132,17 @@ def test_conll_sentences_that_would_pad_to_more_token_ids_than_the_limit_are_ref
     path.write_text("w O\n\n" * 50_000 + "word O\n" * limits.MAX_SENTENCE_TOKENS, encoding="utf-8")
     refused(validate(tmp_path, write_spec, capsys, {"name": "conll_file", "path": str(path)}), "task.path",
             r"tags.conll: 50,001 examples padded to the longest, 10,000 token ids each, make 500,010,000 token ids")
+
+
+def test_a_target_vocabulary_over_the_limit_is_refused_before_anything_is_padded():
+    from seqkeras.errors import SpecError
+    from seqkeras.tasks.seq2seq_data import seq2seq_data
+
+    target = [f"t{i}" for i in range(limits.MAX_OUTPUT_VOCABULARY)]  # with <pad>, <unk>, <s> and </s>: over it
+    with pytest.raises(SpecError, match=r"the target vocabulary learnt from the training data has 200,004 entries, "
+                                        r"over the limit of 200,000 for a vocabulary the model predicts; set "
+                                        r"task.max_vocabulary") as raised:
+        seq2seq_data([(["a"], target), (["b"], ["t0"])], [(["a"], ["t1"])])
+    assert raised.value.path == "task.max_vocabulary"
+    data = seq2seq_data([(["a"], target), (["b"], ["t0"])], [(["a"], ["t1"])], max_vocabulary=1000)
+    assert len(data.target_vocabulary) == 1004

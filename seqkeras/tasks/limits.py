@@ -31,6 +31,15 @@ MAX_DATA_TOKENS (tasks.base's, the bound on generated data too)
     pieces are counted again once learnt, before anything is padded), a text
     classification file in its texts' words (whitespace-separated) or characters
     (level char), an upper bound, and a CoNLL file in its tokens.
+MAX_VOCABULARY, MAX_OUTPUT_VOCABULARY
+    Entries of a vocabulary learnt from the training files, checked once it is
+    learnt, before anything is padded or a model built (`seqkeras run`; `validate`
+    does not tokenize every file): 1,000,000 for a vocabulary the model reads (its
+    embedding), 200,000 for one it predicts (a sentence pair's target, a language
+    model's text), whose scores a model computes for every token of every batch
+    (32 × 50 tokens × 200,000 is 1.3 GB of float32). Real word vocabularies with
+    `min_count` 2 have tens of thousands of words; `max_tokens` (text tasks) and
+    `max_vocabulary` (sentence_pairs, lm_corpus) keep the most frequent.
 MAX_CLASSES
     Distinct classes of a text classification task over its files, and distinct
     tags of a tagging file: 1,000. Topic and intent data sets have tens to a few
@@ -48,6 +57,8 @@ from seqkeras.tasks.base import MAX_DATA_TOKENS
 MAX_TEXT_CHARACTERS = 100_000
 MAX_SENTENCE_TOKENS = 10_000
 MAX_CLASSES = 1_000
+MAX_VOCABULARY = 1_000_000
+MAX_OUTPUT_VOCABULARY = 200_000
 
 
 def check_text_length(path: str | Path, line: int, what: str, text: str, key: str) -> None:
@@ -80,3 +91,13 @@ def check_padded_size(where: str, rows: int, width: int, key: str, advice: str) 
         raise SpecError(f"{where}: {rows:,} examples padded to the longest, {width:,} token ids each, make "
                         f"{rows * width:,} token ids, over the limit of {MAX_DATA_TOKENS:,} (2 GB); {advice}",
                         path=key)
+
+
+def check_vocabulary_entries(size: int, what: str, key: str, *, predicted: bool = False) -> None:
+    """Refuse a learnt vocabulary (`what`: "the source vocabulary", ...) over MAX_VOCABULARY entries, or over
+    MAX_OUTPUT_VOCABULARY for one the model `predicted`; `key` is the setting that caps it."""
+    limit = MAX_OUTPUT_VOCABULARY if predicted else MAX_VOCABULARY
+    if size > limit:
+        raise SpecError(f"{what} learnt from the training data has {size:,} entries, over the limit of {limit:,} for "
+                        f"a vocabulary the model {'predicts' if predicted else 'reads'}; set {key} to keep the most "
+                        "frequent", path=key)

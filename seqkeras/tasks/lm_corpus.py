@@ -65,6 +65,7 @@ from seqkeras.tasks.base import LANGUAGE_MODELING, PAD, UNK, SequenceData, Vocab
 from seqkeras.tasks.corpora import PackagedFile
 from seqkeras.tasks.files import check_data_file, open_data_file, read_text
 from seqkeras.tasks.input_rules import InputRule, words_pieces_or_characters
+from seqkeras.tasks.limits import check_vocabulary_entries
 from seqkeras.tasks.validation import (
     ValidationParams, validation_examples, validation_path_field, validation_share_field,
 )
@@ -288,6 +289,7 @@ def build(params: Params, seed: int) -> LanguageModelData:
         notes = words_and_pieces(test_units, test_chosen, params)
     else:
         vocabulary = build_vocabulary(train_tokens, params.max_vocabulary, params.min_count)
+        check_vocabulary_entries(len(vocabulary), "the vocabulary", "task.max_vocabulary", predicted=True)
     train_ids = np.array(vocabulary.encode(train_tokens), dtype=np.int32)
     test_ids = np.array(vocabulary.encode(test_tokens), dtype=np.int32)
     for part, ids in (("training", train_ids), ("test", test_ids)):

@@ -40,7 +40,7 @@ from pydantic import Field, model_validator
 from seqkeras.errors import SpecError
 from seqkeras.registry import Params
 from seqkeras.tasks.base import PAD, UNK, Vocabulary, pad
-from seqkeras.tasks.limits import check_padded_size
+from seqkeras.tasks.limits import check_padded_size, check_vocabulary_entries
 
 Level = Literal["word", "char", "wordpiece"]
 
@@ -212,6 +212,7 @@ def vectorize_texts(
     if params.level == "char":
         train_tokens, rest_tokens = [list(text) for text in train], [list(text) for text in rest]
         vocabulary = counted_vocabulary(train_tokens, params.min_count, params.max_tokens)
+        check_vocabulary_entries(len(vocabulary), "the vocabulary", "task.max_tokens")
     else:
         vocabulary = learn_wordpiece_vocabulary(train, params.wordpiece_size)
         tokenizer = wordpiece_tokenizer(vocabulary.tokens)

@@ -28,6 +28,7 @@ from seqkeras.tasks import duplicates, subwords
 from seqkeras.tasks.base import CLASSIFICATION, PAD, TAGGING, UNK, SequenceData, Vocabulary, pad
 from seqkeras.tasks.duplicates import Split
 from seqkeras.tasks.input_rules import InputRule
+from seqkeras.tasks.limits import check_vocabulary_entries
 
 Standardize = Literal["lower_and_strip_punctuation", "lower", "strip_punctuation", "none"]
 
@@ -170,6 +171,7 @@ def vectorize_tokens(
     counts = np.zeros(layer.vocabulary_size(), np.int64)
     train_ids = flat_ids(train, counts)
     keep = _kept_ids(counts, params.min_count)
+    check_vocabulary_entries(keep, "the vocabulary", "task.max_tokens")
     return regroup(train_ids, train), regroup(flat_ids(test), test), _vocabulary(layer, keep)
 
 
@@ -200,8 +202,9 @@ def vectorize_texts(
     _adapt(layer, train)
     counts = np.zeros(layer.vocabulary_size(), np.int64)
     x_train = _padded_ids(layer, train, max_length, counts)
-    x_test = _padded_ids(layer, test, max_length)
     keep = _kept_ids(counts, params.min_count)
+    check_vocabulary_entries(keep, "the vocabulary", "task.max_tokens")
+    x_test = _padded_ids(layer, test, max_length)
     for x in (x_train, x_test):
         x[x >= keep] = 1
     return x_train, x_test, _vocabulary(layer, keep)
