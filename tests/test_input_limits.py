@@ -50,7 +50,8 @@ def test_a_sentence_pair_side_over_the_character_limit_is_refused_at_its_line(tm
 def test_a_sentence_pair_side_at_the_limit_is_read(tmp_path, write_spec, capsys):
     path = tmp_path / "pairs.tsv"
     path.write_text(pairs(5) + "x" * limits.MAX_TEXT_CHARACTERS + "\tva !\n", encoding="utf-8")
-    code, _, err = validate(tmp_path, write_spec, capsys, {"name": "sentence_pairs", "path": str(path), "level": "char"})
+    task = {"name": "sentence_pairs", "path": str(path), "level": "char"}
+    code, _, err = validate(tmp_path, write_spec, capsys, task)
     assert code == 0, err
 
 
@@ -146,3 +147,17 @@ def test_a_target_vocabulary_over_the_limit_is_refused_before_anything_is_padded
     assert raised.value.path == "task.max_vocabulary"
     data = seq2seq_data([(["a"], target), (["b"], ["t0"])], [(["a"], ["t1"])], max_vocabulary=1000)
     assert len(data.target_vocabulary) == 1004
+
+
+def test_a_character_vocabulary_over_the_limit_is_refused(tmp_path):
+    from seqkeras.errors import SpecError
+    from seqkeras.tasks import char_lm
+
+    # Distinct code points from U+4E00 on, past the surrogates (not encodable) and without a line break.
+    characters = (chr(point) for point in range(0x4E00, 0x110000) if not 0xD800 <= point <= 0xDFFF)
+    text = "".join(next(characters) for _ in range(limits.MAX_OUTPUT_VOCABULARY + 5_000))  # 99% of them train
+    path = tmp_path / "text.txt"
+    path.write_text(text + "abc" * 100, encoding="utf-8")
+    with pytest.raises(SpecError, match=r"the vocabulary of characters learnt from the training data has [\d,]+ "
+                                        r"entries, over the limit of 200,000 .*is it a text file\?"):
+        char_lm.build(char_lm.Params(path=str(path), test_share=0.01, n_train=10, n_test=10), seed=0)

@@ -93,11 +93,12 @@ def check_padded_size(where: str, rows: int, width: int, key: str, advice: str) 
                         path=key)
 
 
-def check_vocabulary_entries(size: int, what: str, key: str, *, predicted: bool = False) -> None:
+def check_vocabulary_entries(size: int, what: str, key: str, *, predicted: bool = False, advice: str = "") -> None:
     """Refuse a learnt vocabulary (`what`: "the source vocabulary", ...) over MAX_VOCABULARY entries, or over
-    MAX_OUTPUT_VOCABULARY for one the model `predicted`; `key` is the setting that caps it."""
+    MAX_OUTPUT_VOCABULARY for one the model `predicted`; `key` is the setting that caps it (`advice`: what to do
+    where no setting does)."""
     limit = MAX_OUTPUT_VOCABULARY if predicted else MAX_VOCABULARY
     if size > limit:
+        advice = advice or f"set {key} to keep the most frequent"
         raise SpecError(f"{what} learnt from the training data has {size:,} entries, over the limit of {limit:,} for "
-                        f"a vocabulary the model {'predicts' if predicted else 'reads'}; set {key} to keep the most "
-                        "frequent", path=key)
+                        f"a vocabulary the model {'predicts' if predicted else 'reads'}; {advice}", path=key)

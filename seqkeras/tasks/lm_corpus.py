@@ -63,7 +63,7 @@ from seqkeras.errors import SpecError
 from seqkeras.tasks import subwords
 from seqkeras.tasks.base import LANGUAGE_MODELING, PAD, UNK, SequenceData, Vocabulary, named_files
 from seqkeras.tasks.corpora import PackagedFile
-from seqkeras.tasks.files import check_data_file, open_data_file, read_text
+from seqkeras.tasks.files import check_data_file, open_data_file, utf8_pieces
 from seqkeras.tasks.input_rules import InputRule, words_pieces_or_characters
 from seqkeras.tasks.limits import check_vocabulary_entries
 from seqkeras.tasks.validation import (
@@ -206,7 +206,9 @@ def read_kjv_verses(path: Path | None = None) -> list[str]:
 
 def read_lines(path: str, key: str = "task.path") -> list[str]:
     file = Path(path).expanduser()
-    lines = [line.strip() for line in read_text(file, key).splitlines() if line.strip()]
+    # Streamed a line at a time (tasks.files.utf8_pieces), never one C call over the whole text: a signal is
+    # answered between two lines, and the text is never held twice.
+    lines = [line.strip() for piece in utf8_pieces(file, key) for line in piece.splitlines() if line.strip()]
     needed = 1 if key == "task.validation_path" else 2  # a validation file is not split
     if len(lines) < needed:
         raise SpecError(f"{file} has {len(lines)} non-empty line(s); "
