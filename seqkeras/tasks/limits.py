@@ -5,8 +5,8 @@ every row huge (a 1,000,000-character sentence pair made `run` pad and train on
 million-token rows, at gigabytes, for minutes); and a classifier's outputs and
 its confusion matrix grow with the square of its classes (10,000 classes wrote a
 190 MiB confusion.csv). The limits below are far above real data and far below
-what breaks a machine. Each is checked while the files are read when the spec is
-validated (`seqkeras validate`, and `seqkeras run` before any training): a file
+what breaks a machine. Each but the vocabularies' is checked while the files are
+read when the spec is validated (`seqkeras validate`, and `seqkeras run` before any training): a file
 over one is refused with one line naming the file, the line (or the count), and
 the limit. Nothing is truncated silently: a text over the limit is a mistake to
 point at (a missing newline or quote, a file that is not one example per line).
@@ -29,8 +29,11 @@ MAX_DATA_TOKENS (tasks.base's, the bound on generated data too)
     `max_source_length` or `max_target_length` left out): 5·10⁸, 2 GB as int32.
     A sentence-pair file is counted in its tokens (words at level wordpiece, whose
     pieces are counted again once learnt, before anything is padded), a text
-    classification file in its texts' words (whitespace-separated) or characters
-    (level char), an upper bound, and a CoNLL file in its tokens.
+    classification file in its texts' words (whitespace-separated, at least the
+    tokens at level word) or characters (level char), and again in pieces at level
+    wordpiece once the vocabulary is learnt; a CoNLL file in its tokens. (The
+    language models cut their text into windows of `context` or `seq_length`
+    tokens: nothing there is padded to a longest line.)
 MAX_VOCABULARY, MAX_OUTPUT_VOCABULARY
     Entries of a vocabulary learnt from the training files, checked once it is
     learnt, before anything is padded or a model built (`seqkeras run`; `validate`
@@ -39,7 +42,8 @@ MAX_VOCABULARY, MAX_OUTPUT_VOCABULARY
     model's text), whose scores a model computes for every token of every batch
     (32 × 50 tokens × 200,000 is 1.3 GB of float32). Real word vocabularies with
     `min_count` 2 have tens of thousands of words; `max_tokens` (text tasks) and
-    `max_vocabulary` (sentence_pairs, lm_corpus) keep the most frequent.
+    `max_vocabulary` (sentence_pairs, lm_corpus) keep the most frequent; char_lm's
+    vocabulary is its text's characters (real text has a few thousand).
 MAX_CLASSES
     Distinct classes of a text classification task over its files, and distinct
     tags of a tagging file: 1,000. Topic and intent data sets have tens to a few
