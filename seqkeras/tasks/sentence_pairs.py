@@ -47,8 +47,8 @@ from seqkeras.errors import SpecError, shown
 from seqkeras.tasks import subwords
 from seqkeras.tasks.base import PAD, UNK, named_files
 from seqkeras.tasks.files import check_data_file, utf8_pieces
-from seqkeras.tasks.limits import check_padded_size, check_text_length
 from seqkeras.tasks.input_rules import InputRule, words_pieces_or_characters
+from seqkeras.tasks.limits import check_padded_size, check_text_length
 from seqkeras.tasks.seq2seq_data import BUCKET_WIDTH_HELP, END, START, Pair, Seq2SeqData, seq2seq_data
 from seqkeras.tasks.text import split_examples
 from seqkeras.tasks.validation import (
