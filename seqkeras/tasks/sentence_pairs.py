@@ -31,7 +31,10 @@ at `level: wordpiece`), as for every seq2seq task (evaluation.seq2seq_metrics).
 
 Every file is read when the spec is validated (streamed; no TensorFlow): a line
 with too few fields, an empty source or target, bytes that are not UTF-8, a file
-without pairs is one `SpecError` naming the file, the line and the field.
+without pairs is one `SpecError` naming the file, the line and the field; so is a
+source or target over tasks.limits.MAX_TEXT_CHARACTERS, and pairs that padded
+would make more than MAX_DATA_TOKENS token ids (counted again in pieces at level
+wordpiece, once the vocabularies are learnt).
 """
 
 from __future__ import annotations
