@@ -9,6 +9,9 @@ sequences (a classifier predicts one label per sequence).
 
 The evaluator (`rows`) writes the counts and the per-class scores into the run
 folder (`confusion.csv`, `per_class.csv`), whichever metrics the run reports.
+The confusion counts are classes × classes: a task's files may hold at most
+tasks.limits.MAX_CLASSES (1,000) classes, checked when the spec is validated, so
+confusion.csv holds at most a million counts (a few MB).
 """
 
 from __future__ import annotations

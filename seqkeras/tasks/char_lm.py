@@ -22,6 +22,7 @@ from seqkeras.tasks.base import LANGUAGE_MODELING, SequenceData, SizeParams, Voc
 from seqkeras.tasks.files import check_data_file
 from seqkeras.tasks.files import read_text as read_file_text
 from seqkeras.tasks.input_rules import CHARACTER_TOKENS, InputRule
+from seqkeras.tasks.limits import check_vocabulary_entries
 from seqkeras.tasks.validation import ValidationParams, validation_path_field, validation_share_field
 
 VERBS = [("sleeps", "sleep"), ("is red", "are red"), ("waits", "wait"), ("shines", "shine")]
@@ -88,6 +89,8 @@ def build(params: Params, seed: int) -> SequenceData:
         raise SpecError(f"the training and validation texts have {len(train_text)} and {len(validation_text)} "
                         f"characters, too few for windows of {params.seq_length}", path=params.validation_key())
     vocabulary = Vocabulary.build([train_text])
+    check_vocabulary_entries(len(vocabulary), "the vocabulary of characters", "task.path", predicted=True,
+                             advice="is it a text file? (real text has a few thousand characters at most)")
 
     def windows(part: str, count: int):
         ids = np.array(vocabulary.encode(part), dtype=np.int32)

@@ -9,7 +9,9 @@ without a tag) at its file and line. The rules here need more than one line:
   or one of those prefixes with a type (`B-` alone, `b-PER`, `B_PER`, `PER` are
   refused at the first line that has them). A file with no such tag (POS tags,
   say) is tagged in a scheme of its own and left as it is;
-- classification needs at least two classes over the task's files;
+- classification needs at least two classes over the task's files, and at most
+  tasks.limits.MAX_CLASSES (each file is also checked alone, at the line where
+  its labels pass the limit);
 - a split needs examples on both sides: at least 2 distinct examples (exact
   duplicates are collapsed before the split: tasks.duplicates) for a held-out
   `test_share`; a test file with an example not in the training file; a
@@ -27,6 +29,7 @@ from pathlib import Path
 
 from seqkeras.errors import SpecError, listed, shown
 from seqkeras.tasks import duplicates
+from seqkeras.tasks.limits import check_class_count
 
 CHUNK_PREFIXES = ("B-", "I-", "E-", "S-")  # IOB2 and IOBES: what the entity metrics read (evaluation.tagging)
 OUTSIDE = "O"
@@ -61,6 +64,7 @@ def check_tags(path: str | Path, census: TagCensus, key: str) -> None:
 
 def check_classes(path: str | Path, labels: set[str], column: str) -> None:
     """Classification needs two classes or more over the task's files."""
+    check_class_count(path, len(labels), "classes over the task's files", "task.label_column")
     if len(labels) < 2:
         only = shown(next(iter(labels)), 40) if labels else "none"
         raise SpecError(f"{path}: every example has the class {only} (column {shown(column, 40)}); "

@@ -11,6 +11,10 @@ text_classification_file
     header; a quote that never closes is an error at the line it opens on.
     Every row is read when the spec is validated.
 
+A text over tasks.limits.MAX_TEXT_CHARACTERS, a sentence over MAX_SENTENCE_TOKENS
+and a file with more than MAX_CLASSES distinct classes or tags are refused at the
+line where they pass the limit.
+
 Either reads `test_path` as the test set when given, else holds out a seeded
 `test_share` of `path`; then `validation_path` (a file of the same format) or a
 seeded `validation_share` of what is left for training gives validation data
@@ -33,6 +37,9 @@ from seqkeras.user_files import MISSING, open_regular_file, size_in_words
 from seqkeras.tasks.base import SequenceData, named_files
 from seqkeras.tasks.data_checks import TagCensus, check_classes, check_split, check_tags
 from seqkeras.tasks.duplicates import drop_seen
+from seqkeras.tasks.limits import (
+    check_class_count, check_padded_size, check_sentence_length, check_text_length,
+)
 from seqkeras.tasks.validation import (
     ValidationParams, validation_examples, validation_path_field, validation_share_field,
 )
@@ -139,7 +146,11 @@ class ConllParams(TaggingTextParams, ValidationParams):
         # Every line is read now (no TensorFlow), so a line without a tag, a malformed tag or data the
         # task cannot split (tasks.data_checks) is refused before a sweep starts, not when its first run
         # builds data.
-        check_split(self, {key: read_conll(file, key) for key, file in _files(self)})
+        sentences = {key: read_conll(file, key) for key, file in _files(self)}
+        check_split(self, sentences)
+        every = [tokens for part in sentences.values() for tokens, _ in part]
+        check_padded_size(_names(self), len(every), max(len(tokens) for tokens in every), "task.path",
+                          "split the longest sentences, or use fewer")
         return self
 
     def input_files(self) -> dict[str, Path]:
@@ -170,7 +181,25 @@ class TextClassificationParams(ClassificationTextParams, ValidationParams):
                     for key, file in _files(self)}
         check_classes(self.path, {label for rows in examples.values() for _, label in rows}, self.label_column)
         check_split(self, examples)
+        check_texts_size(self, [text for rows in examples.values() for text, _ in rows])
         return self
+
+
+def check_texts_size(params: TextClassificationParams, texts: list[str]) -> None:
+    """The texts of every file, padded to the longest (at most max_length), stay within MAX_DATA_TOKENS; counted
+    without tokenizing: in whitespace-separated words (at most the tokens at level word; at level wordpiece, whose
+    pieces are counted again once learnt: subwords.vectorize_texts), or characters at level char."""
+    def tokens(text: str) -> int:
+        return len(text) if params.level == "char" else len(text.split())
+
+    width = max(tokens(text) for text in texts)
+    check_padded_size(_names(params), len(texts), min(width, params.max_length or width), "task.max_length",
+                      "set max_length to keep fewer tokens per text")
+
+
+def _names(params) -> str:
+    """The task's files, for a message about all of them."""
+    return " and ".join(file for _, file in _files(params))
 
 
 def _files(params) -> list[tuple[str, str]]:
@@ -190,6 +219,7 @@ def conll_sentences(path: str | Path, key: str = "task.path",
     each tag and its line (for data_checks.check_tags)."""
     tokens: list[str] = []
     tags: list[str] = []
+    tag_set: set[str] = set()  # the distinct tags so far (tasks.limits.MAX_CLASSES)
     number = 0
     for piece in utf8_pieces(path, key):
         for line in piece.splitlines():
@@ -208,6 +238,10 @@ def conll_sentences(path: str | Path, key: str = "task.path",
                 )
             tokens.append(fields[0])
             tags.append(fields[-1])
+            check_sentence_length(path, number, len(tokens), key)
+            if fields[-1] not in tag_set:
+                tag_set.add(fields[-1])
+                check_class_count(path, len(tag_set), "tags", key, number)
             if census is not None:
                 census.add(number, fields[-1])
     if tokens:
@@ -322,6 +356,7 @@ def labelled_texts(path: str | Path, text_column: str, label_column: str,
     for column, column_key in ((text_column, "task.text_column"), (label_column, "task.label_column")):
         _require_column(file, header, column, column_key)
     text_at, label_at = header.index(text_column), header.index(label_column)
+    classes: set[str] = set()  # the distinct labels so far (tasks.limits.MAX_CLASSES)
     for line, row in records:
         if not any(cell.strip() for cell in row):
             continue
@@ -331,6 +366,10 @@ def labelled_texts(path: str | Path, text_column: str, label_column: str,
         if not text or not label:
             empty = text_column if not text else label_column
             raise SpecError(f"{file}, line {line}: the {empty!r} field is empty", path=key)
+        check_text_length(file, line, f"the {text_column!r} field", text, key)
+        if label not in classes:
+            classes.add(label)
+            check_class_count(file, len(classes), "classes", "task.label_column", line)
         yield text, label
 
 

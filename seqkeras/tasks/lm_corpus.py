@@ -63,8 +63,9 @@ from seqkeras.errors import SpecError
 from seqkeras.tasks import subwords
 from seqkeras.tasks.base import LANGUAGE_MODELING, PAD, UNK, SequenceData, Vocabulary, named_files
 from seqkeras.tasks.corpora import PackagedFile
-from seqkeras.tasks.files import check_data_file, open_data_file, read_text
+from seqkeras.tasks.files import check_data_file, open_data_file, utf8_pieces
 from seqkeras.tasks.input_rules import InputRule, words_pieces_or_characters
+from seqkeras.tasks.limits import check_vocabulary_entries
 from seqkeras.tasks.validation import (
     ValidationParams, validation_examples, validation_path_field, validation_share_field,
 )
@@ -205,7 +206,9 @@ def read_kjv_verses(path: Path | None = None) -> list[str]:
 
 def read_lines(path: str, key: str = "task.path") -> list[str]:
     file = Path(path).expanduser()
-    lines = [line.strip() for line in read_text(file, key).splitlines() if line.strip()]
+    # Streamed a line at a time (tasks.files.utf8_pieces), never one C call over the whole text: a signal is
+    # answered between two lines, and the text is never held twice.
+    lines = [line.strip() for piece in utf8_pieces(file, key) for line in piece.splitlines() if line.strip()]
     needed = 1 if key == "task.validation_path" else 2  # a validation file is not split
     if len(lines) < needed:
         raise SpecError(f"{file} has {len(lines)} non-empty line(s); "
@@ -288,6 +291,7 @@ def build(params: Params, seed: int) -> LanguageModelData:
         notes = words_and_pieces(test_units, test_chosen, params)
     else:
         vocabulary = build_vocabulary(train_tokens, params.max_vocabulary, params.min_count)
+        check_vocabulary_entries(len(vocabulary), "the vocabulary", "task.max_vocabulary", predicted=True)
     train_ids = np.array(vocabulary.encode(train_tokens), dtype=np.int32)
     test_ids = np.array(vocabulary.encode(test_tokens), dtype=np.int32)
     for part, ids in (("training", train_ids), ("test", test_ids)):

@@ -31,7 +31,10 @@ at `level: wordpiece`), as for every seq2seq task (evaluation.seq2seq_metrics).
 
 Every file is read when the spec is validated (streamed; no TensorFlow): a line
 with too few fields, an empty source or target, bytes that are not UTF-8, a file
-without pairs is one `SpecError` naming the file, the line and the field.
+without pairs is one `SpecError` naming the file, the line and the field; so is a
+source or target over tasks.limits.MAX_TEXT_CHARACTERS, and pairs that padded
+would make more than MAX_DATA_TOKENS token ids (counted again in pieces at level
+wordpiece, once the vocabularies are learnt).
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ from seqkeras.tasks import subwords
 from seqkeras.tasks.base import PAD, UNK, named_files
 from seqkeras.tasks.files import check_data_file, utf8_pieces
 from seqkeras.tasks.input_rules import InputRule, words_pieces_or_characters
+from seqkeras.tasks.limits import check_padded_size, check_text_length
 from seqkeras.tasks.seq2seq_data import BUCKET_WIDTH_HELP, END, START, Pair, Seq2SeqData, seq2seq_data
 from seqkeras.tasks.text import split_examples
 from seqkeras.tasks.validation import (
@@ -109,9 +113,8 @@ class Params(ValidationParams):
             raise SpecError(f"source_column and target_column are both {self.source_column}; a pair needs two "
                             "fields", path="task.target_column")
         subwords.check_vocabulary_size(self, "max_vocabulary")
-        for key in FILE_KEYS:
-            if getattr(self, key) is not None:
-                read_pairs(self, key)
+        pairs = [pair for key in FILE_KEYS if getattr(self, key) is not None for pair in read_pairs(self, key)[0]]
+        check_pairs_size(self, pairs)
         return self
 
     def input_files(self) -> dict[str, Path]:
@@ -167,6 +170,7 @@ def pair_fields(params: Params, path: str | Path, key: str) -> Iterator[tuple[in
             if not text:
                 raise SpecError(f"{path}, line {number}: the {side} (field {column}, {setting}) is empty",
                                 path=key)
+            check_text_length(path, number, f"the {side} (field {column}, {setting})", text, key)
             texts.append(text)
         yield number, texts[0], texts[1]
 
@@ -193,6 +197,16 @@ def read_pairs(params: Params, key: str = "path") -> tuple[list[Pair], int]:
     if not pairs:
         raise_all_too_long(params, f"the {read} pairs of {path}")
     return pairs, too_long
+
+
+def check_pairs_size(params: Params, pairs: list[Pair]) -> None:
+    """The pairs of every file, padded (a source, a decoder input and a target each, every one to its longest), stay
+    within tasks.limits.MAX_DATA_TOKENS. Counted in words at level wordpiece when the files are validated, in
+    pieces once they are cut (`wordpiece_data`)."""
+    width = max(len(source) for source, _ in pairs) + 2 * (max(len(target) for _, target in pairs) + 1)
+    files = " and ".join(str(getattr(params, key)) for key in FILE_KEYS if getattr(params, key) is not None)
+    check_padded_size(files, len(pairs), width, "task.max_source_length",
+                      "set max_source_length and max_target_length to leave the longest pairs out")
 
 
 def too_long_pair(params: Params, source: list[str], target: list[str]) -> bool:
@@ -252,6 +266,7 @@ def wordpiece_data(params: Params, train: list[Pair], validation: list[Pair], te
             raise_all_too_long(params, f"the {len(pairs)} {name} pairs, counted in pieces,")
         parts[name] = ([(sources[i], targets[i]) for i in kept], [pairs[i][1] for i in kept])
     (train, _), (validation, _), (test, test_words) = parts["train"], parts["validation"], parts["test"]
+    check_pairs_size(params, train + validation + test)
     data = seq2seq_data(train, test, bucket_width=params.bucket_width, validation=validation,
                         vocabularies=(source_vocabulary, target_vocabulary))
     data.reference_words = test_words

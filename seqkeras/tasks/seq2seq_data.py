@@ -23,6 +23,7 @@ from pydantic import Field, model_validator
 
 from seqkeras.tasks.base import PAD, SEQ2SEQ, UNK, SequenceData, SizeParams, Vocabulary, pad
 from seqkeras.tasks.input_rules import CHARACTER_TOKENS, InputRule
+from seqkeras.tasks.limits import check_vocabulary_entries
 from seqkeras.tasks.subwords import join_pieces
 
 START, END = "<s>", "</s>"
@@ -117,6 +118,9 @@ def seq2seq_data(
     else:
         source_vocabulary = _vocabulary((source for source, _ in train), (PAD, UNK), max_vocabulary)
         target_vocabulary = _vocabulary((target for _, target in train), (PAD, UNK, START, END), max_vocabulary)
+        check_vocabulary_entries(len(source_vocabulary), "the source vocabulary", "task.max_vocabulary")
+        check_vocabulary_entries(len(target_vocabulary), "the target vocabulary", "task.max_vocabulary",
+                                 predicted=True)
     start, end = target_vocabulary.index[START], target_vocabulary.index[END]
 
     def arrays(pairs: list[Pair], source_length: int, target_length: int):

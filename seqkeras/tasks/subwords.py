@@ -40,6 +40,7 @@ from pydantic import Field, model_validator
 from seqkeras.errors import SpecError
 from seqkeras.registry import Params
 from seqkeras.tasks.base import PAD, UNK, Vocabulary, pad
+from seqkeras.tasks.limits import check_padded_size, check_vocabulary_entries
 
 Level = Literal["word", "char", "wordpiece"]
 
@@ -199,9 +200,10 @@ def counted_vocabulary(sequences: Sequence[Sequence[str]], min_count: int, max_t
 
 
 def vectorize_texts(
-    train: Sequence[str], rest: Sequence[str], *, standardize: str, params: Any,
+    train: Sequence[str], rest: Sequence[str], *, standardize: str, params: Any, max_length: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray, Vocabulary]:
-    """Raw texts → padded ids [N, longest] at `params.level` char or wordpiece; the vocabulary from `train` only.
+    """Raw texts → padded ids [N, longest] at `params.level` char or wordpiece, at most `max_length` columns (cut
+    as they are padded, never padded to the longest first); the vocabulary from `train` only, whole texts.
 
     `params` is a ClassificationTextParams (its level, vocabulary_size, min_count, max_tokens).
     """
@@ -210,6 +212,7 @@ def vectorize_texts(
     if params.level == "char":
         train_tokens, rest_tokens = [list(text) for text in train], [list(text) for text in rest]
         vocabulary = counted_vocabulary(train_tokens, params.min_count, params.max_tokens)
+        check_vocabulary_entries(len(vocabulary), "the vocabulary", "task.max_tokens")
     else:
         vocabulary = learn_wordpiece_vocabulary(train, params.wordpiece_size)
         tokenizer = wordpiece_tokenizer(vocabulary.tokens)
@@ -217,6 +220,10 @@ def vectorize_texts(
 
     def ids(tokens: list[list[str]]) -> np.ndarray:
         # Padded to the part's longest text, as TextVectorization pads at level word; at least one column.
-        return pad([vocabulary.encode(sequence) for sequence in tokens], max([1, *(len(t) for t in tokens)]))
+        longest = max([1, *(len(t) for t in tokens)])
+        width = min(longest, max_length or longest)
+        check_padded_size("the task's texts", len(tokens), width, "task.max_length",
+                          "set max_length to keep fewer tokens per text")
+        return pad([vocabulary.encode(sequence) for sequence in tokens], width)
 
     return ids(train_tokens), ids(rest_tokens), vocabulary

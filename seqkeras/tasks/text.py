@@ -28,6 +28,7 @@ from seqkeras.tasks import duplicates, subwords
 from seqkeras.tasks.base import CLASSIFICATION, PAD, TAGGING, UNK, SequenceData, Vocabulary, pad
 from seqkeras.tasks.duplicates import Split
 from seqkeras.tasks.input_rules import InputRule
+from seqkeras.tasks.limits import check_vocabulary_entries
 
 Standardize = Literal["lower_and_strip_punctuation", "lower", "strip_punctuation", "none"]
 
@@ -108,13 +109,34 @@ def _vectorizer(standardize: str | None, split: str | None, params: VocabularyPa
     )
 
 
-def _cut_rare(layer, train_ids: np.ndarray, min_count: int) -> int:
-    """How many ids to keep: TextVectorization orders its vocabulary by falling training
-    frequency, so the tokens seen at least `min_count` times are a prefix of it."""
-    size = layer.vocabulary_size()
-    counts = np.bincount(train_ids[train_ids > 1].ravel(), minlength=size)
+# Texts (or tokens) go to TextVectorization this many at a time, never all in one call: each call is one step of
+# TensorFlow's C++ that holds off Ctrl-C and SIGTERM until it returns (a million texts take seconds), and each
+# returns its texts padded to their own longest, which is cut to `max_length` before the next call (not every
+# text padded to the file's longest first). The ids, the vocabulary and its counts are those of one call.
+VECTORIZE_CHUNK = 1024
+
+
+def _chunks(items: Sequence) -> list:
+    items = list(items)
+    return [items[start:start + VECTORIZE_CHUNK] for start in range(0, len(items), VECTORIZE_CHUNK)]
+
+
+def _adapt(layer, items: Sequence[str]) -> None:
+    """`layer.adapt(items)`, a chunk at a time (adapt's counts add up over batches: the same vocabulary)."""
+    layer.adapt(np.array(chunk, dtype=object)[:, None] for chunk in _chunks(items))
+
+
+def _kept_ids(counts: np.ndarray, min_count: int) -> int:
+    """How many ids to keep, from each id's training count: TextVectorization orders its vocabulary by falling
+    training frequency, so the tokens seen at least `min_count` times are a prefix of it."""
     frequent = np.flatnonzero(counts[2:] >= min_count)
     return 2 + (int(frequent[-1]) + 1 if frequent.size else 0)
+
+
+def _count(counts: np.ndarray | None, ids: np.ndarray) -> None:
+    """Add each token id's occurrences in `ids` to `counts` (padding and <unk> left out)."""
+    if counts is not None:
+        counts += np.bincount(ids[ids > 1].ravel(), minlength=len(counts))
 
 
 def _vocabulary(layer, keep: int) -> Vocabulary:
@@ -133,30 +155,56 @@ def vectorize_tokens(
 ) -> tuple[list[list[int]], list[list[int]], Vocabulary]:
     """Already-tokenized sentences → one id per token (no splitting, so tags stay aligned)."""
     layer = _vectorizer("lower" if lowercase else None, None, params)
-    layer.adapt([token for sentence in train for token in sentence])
+    _adapt(layer, [token for sentence in train for token in sentence])
 
-    def flat_ids(sentences) -> np.ndarray:
-        tokens = [token for sentence in sentences for token in sentence]
-        return _to_numpy(layer(tokens)) if tokens else np.zeros(0, np.int32)
+    def flat_ids(sentences, counts: np.ndarray | None = None) -> np.ndarray:
+        parts = [_to_numpy(layer(chunk)) for chunk in _chunks(token for sentence in sentences for token in sentence)]
+        for part in parts:
+            _count(counts, part)
+        return np.concatenate(parts) if parts else np.zeros(0, np.int32)
 
     def regroup(ids: np.ndarray, sentences) -> list[list[int]]:
         ids[(ids == 0) | (ids >= keep)] = 1  # rare tokens; an empty token would read as padding
         ends = np.cumsum([len(sentence) for sentence in sentences])
         return [part.tolist() for part in np.split(ids, ends[:-1])] if len(sentences) else []
 
-    train_ids = flat_ids(train)
-    keep = _cut_rare(layer, train_ids, params.min_count)
+    counts = np.zeros(layer.vocabulary_size(), np.int64)
+    train_ids = flat_ids(train, counts)
+    keep = _kept_ids(counts, params.min_count)
+    check_vocabulary_entries(keep, "the vocabulary", "task.max_tokens")
     return regroup(train_ids, train), regroup(flat_ids(test), test), _vocabulary(layer, keep)
 
 
+def _padded_ids(layer, texts: Sequence[str], max_length: int | None, counts: np.ndarray | None = None) -> np.ndarray:
+    """The texts' ids [N, longest], cut to `max_length` columns, a chunk at a time; `counts` gets the ids' counts
+    over the whole texts (before the cut), as the vocabulary's `min_count` reads them."""
+    parts = []
+    for chunk in _chunks(texts):
+        ids = _to_numpy(layer(chunk))
+        _count(counts, ids)
+        parts.append(ids[:, :max_length])
+    array = np.zeros((len(texts), max((part.shape[1] for part in parts), default=0)), np.int32)
+    row = 0
+    for part in parts:
+        array[row:row + len(part), :part.shape[1]] = part
+        row += len(part)
+    return array
+
+
 def vectorize_texts(
-    train: Sequence[str], test: Sequence[str], *, standardize: Standardize, params: VocabularyParams
+    train: Sequence[str], test: Sequence[str], *, standardize: Standardize, params: VocabularyParams,
+    max_length: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray, Vocabulary]:
-    """Raw texts → standardized, split on whitespace, padded ids [N, longest]."""
+    """Raw texts → standardized, split on whitespace, padded ids [N, longest], at most `max_length` columns.
+
+    The vocabulary and its `min_count` read the whole training texts, past `max_length` too."""
     layer = _vectorizer(None if standardize == "none" else standardize, "whitespace", params)
-    layer.adapt(list(train))
-    x_train, x_test = _to_numpy(layer(list(train))), _to_numpy(layer(list(test)))
-    keep = _cut_rare(layer, x_train, params.min_count)
+    _adapt(layer, train)
+    counts = np.zeros(layer.vocabulary_size(), np.int64)
+    x_train = _padded_ids(layer, train, max_length, counts)
+    keep = _kept_ids(counts, params.min_count)
+    check_vocabulary_entries(keep, "the vocabulary", "task.max_tokens")
+    x_test = _padded_ids(layer, test, max_length)
     for x in (x_train, x_test):
         x[x >= keep] = 1
     return x_train, x_test, _vocabulary(layer, keep)
@@ -209,13 +257,10 @@ def text_classification_data(
     vectorize = vectorize_texts if params.level == "word" else subwords.vectorize_texts
     x_train, x_rest, vocabulary = vectorize(
         [text for text, _ in train], [text for text, _ in test + validation], standardize=params.standardize,
-        params=params,
+        params=params, max_length=params.max_length,
     )
     # Without validation x_rest is the test alone, padded as before; with it the two share one padded width.
     x_test, x_validation = x_rest[: len(test)], x_rest[len(test):]
-    if params.max_length is not None:
-        x_train, x_test = x_train[:, : params.max_length], x_test[:, : params.max_length]
-        x_validation = x_validation[:, : params.max_length]
     labels = Vocabulary(list(label_names))
 
     def label_ids(part):
