@@ -15,6 +15,11 @@ the database with Optuna or its dashboard: `experiment`, `point` (its matrix
 values), `spec_identity` (the sha256 its name's digest starts), `metric`,
 `direction` and `first_trial_folder`.
 
+The database is opened as `tuning.database` says (an SQLite file checked first;
+what is created, created by one process at a time), and a study's trials are
+checked against the spec's search (`tuning.trial_checks`) when it is opened or
+read back, before any is used.
+
 A trial's number is Optuna's, from 0, everywhere the suite shows one: its
 folder `tuning/trial-000_<point key>`, trials.csv, best.csv, the progress lines.
 A study made before studies were named (seqkeras 0.1.0's: named by its point
@@ -174,10 +179,40 @@ def open_study(url: str, experiment: str, key: str, point: dict[str, Any], ident
                seed: int) -> tuple[optuna.Study, Named]:
     """The point's study, created the first time (or found under its former name), with its objective's name and
     its user attributes (module docstring) set, its trials checked against the spec's search (tuning.trial_checks).
-    Made by one process at a time, tried again after a lost race (tuning.database)."""
-    with creating(url):
-        study, named = retried(lambda: _made_study(url, experiment, key, point, identity, tune, seed))
+    What is written is written by one process at a time, tried again after a lost race (tuning.database); a study
+    that has it all already is only read."""
+    storage(url)  # Optuna's tables, made (under the database's lock) if they are not there yet
+    opened = retried(lambda: _set_up(url, experiment, key, point, identity, tune, seed))
+    if opened is None:
+        with creating(url):
+            opened = retried(lambda: _made_study(url, experiment, key, point, identity, tune, seed))
+    study, named = opened
     check_study(study, tune.search, distributions(tune), shown_database(url), named.first_number)
+    return study, named
+
+
+def _attributes(experiment: str, point: dict[str, Any], identity: str, tune: TuneSpec,
+                named: Named) -> dict[str, Any]:
+    return {"experiment": experiment, "point": point, "spec_identity": identity, "metric": tune.objective,
+            "direction": tune.goal, "first_trial_folder": named.first_number}
+
+
+def _set_up(url: str, experiment: str, key: str, point: dict[str, Any], identity: str, tune: TuneSpec,
+            seed: int) -> tuple[optuna.Study, Named] | None:
+    """The point's study when it exists with its objective's name and attributes set (nothing to write); None
+    when it is to be made or completed."""
+    named = found_study(optuna.get_all_study_names(storage(url)), experiment, key)
+    if named is None:
+        return None
+    study = optuna.load_study(study_name=named.name, storage=storage(url), sampler=sampler(tune, seed, 0),
+                              pruner=pruner(tune))
+    if len(study.directions) != 1 or study.direction.name.lower() != tune.goal:
+        return None  # said (or refused) by `_made_study`
+    if study.metric_names != [tune.objective]:
+        return None
+    attributes = _attributes(experiment, point, identity, tune, named)
+    if any(study.user_attrs.get(name) != value for name, value in attributes.items()):
+        return None
     return study, named
 
 
@@ -193,9 +228,7 @@ def _made_study(url: str, experiment: str, key: str, point: dict[str, Any], iden
         with warnings.catch_warnings():  # experimental since Optuna 3.2, and what its dashboard reads
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             study.set_metric_names([tune.objective])
-    attributes = {"experiment": experiment, "point": point, "spec_identity": identity, "metric": tune.objective,
-                  "direction": tune.goal, "first_trial_folder": named.first_number}
-    for name, value in attributes.items():
+    for name, value in _attributes(experiment, point, identity, tune, named).items():
         if study.user_attrs.get(name) != value:  # each write is a transaction another process may wait for
             study.set_user_attr(name, value)
     return study, named
