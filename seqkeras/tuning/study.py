@@ -91,7 +91,7 @@ def _connected(url: str) -> optuna.storages.RDBStorage:
     options = {"connect_args": {"timeout": SQLITE_TIMEOUT_SECONDS}} if sqlite else {}
     connected = optuna.storages.RDBStorage(url, engine_kwargs=options)
     identity = _file_identity(url) if sqlite else None
-    if identity is not None or not sqlite:  # no file before (this made it) or not a file: nothing to reuse
+    if identity is not None or not sqlite:  # a file (made now or before) or a server; in-memory SQLite: not kept
         _STORAGES[(os.getpid(), url, identity)] = connected
     return connected
 
