@@ -145,6 +145,8 @@ def study_or_error(open_it: Callable[[], Any], url: str):
     """A study of the database, or one line naming the database when it cannot be read as Optuna's."""
     try:
         return open_it()
+    except SpecError:  # a file or study that tuning.database or tuning.trial_checks refused, said in one line
+        raise
     except Exception as error:  # SQLAlchemy, sqlite3 and Optuna each raise their own types for a bad database
         raise SpecError(f"cannot use the tuning database {url}: {type(error).__name__}: "
                         f"{str(error).splitlines()[0][:300] if str(error) else ''} (a results folder's "
@@ -205,7 +207,7 @@ def reopened(point: Point, url: str, tune_spec: TuneSpec, experiment: str) -> Po
     created)."""
     import optuna
 
-    from seqkeras.tuning.study import found_study, storage
+    from seqkeras.tuning.study import found_study, load_study, storage
 
     if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).is_file():
         return point
@@ -213,7 +215,7 @@ def reopened(point: Point, url: str, tune_spec: TuneSpec, experiment: str) -> Po
     names = study_or_error(lambda: optuna.get_all_study_names(storage(url)), url)
     named = found_study(names, experiment, point.key)
     if named is not None:
-        point.found(study_or_error(lambda: optuna.load_study(study_name=named.name, storage=storage(url)), url), named)
+        point.found(study_or_error(lambda: load_study(url, named, tune_spec), url), named)
     return point
 
 

@@ -42,9 +42,9 @@ from seqkeras.tracking.mlflow_runs import (
 _CLIENTS: dict[str, Any] = {}  # one MlflowClient per store and process: a worker logs many runs
 
 
-def client_for(uri: str):
+def client_for(uri: str, lock: Path | None = None):
     if uri not in _CLIENTS:
-        _CLIENTS[uri] = open_client(uri)
+        _CLIENTS[uri] = open_client(uri, lock)
     return _CLIENTS[uri]
 
 
@@ -61,7 +61,7 @@ class LiveTracking:
         """Import MLflow and connect, once per process, before the run's clock starts: seconds in a fresh worker,
         which are not the run's. A store that cannot be reached is said when the run opens."""
         with contextlib.suppress(Exception):
-            client_for(self.uri)
+            client_for(self.uri, self.lock)
 
     def open(self, record: dict[str, Any], run_folder: Path, *,
              warn: Callable[[str], None] = print_warning) -> LiveRun | None:
@@ -94,7 +94,7 @@ class LiveRun:
         self.logged_epochs: set[int] = set()
 
     def start(self, record: dict[str, Any]) -> None:
-        self.client = client_for(self.target.uri)
+        self.client = client_for(self.target.uri)  # under the store's lock already (store_write)
         self.experiment_id = experiment_id(self.client, self.target.experiment, self.target.uri,
                                            self.target.artifacts)
         # The record's start: the MLflow run and metrics.json say the same moment.

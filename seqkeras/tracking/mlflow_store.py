@@ -49,6 +49,11 @@ KNOWN_SCHEMES = SERVER_SCHEMES | FOLDER_SCHEMES | {"sqlite"}
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 
+# MLflow's logger of its database sessions, and the starts of the messages it logs there for an error it then
+# raises (a session's: an ERROR and its traceback) or tries again (an engine's: a WARNING).
+MLFLOW_DATABASE_LOGGER = "mlflow.store.db.utils"
+HANDLED_HERE = ("SQLAlchemy database error", "SQLAlchemy engine could not be created")
+
 
 def missing() -> str | None:
     if importlib.util.find_spec("mlflow") is None:
@@ -159,10 +164,22 @@ def first_line(error: BaseException) -> str:
     return text.splitlines()[0][:300] if text else type(error).__name__
 
 
+class HandledHere(logging.Filter):
+    """Leaves out MLflow's own report of a database error that it raises to seqkeras or tries again itself (an
+    ERROR line and two tracebacks for a store another process holds): `store_write` tries the write again, and what
+    is not logged in the end is said in one line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (isinstance(record.msg, str) and record.msg.startswith(HANDLED_HERE))
+
+
 def _quiet_mlflow() -> None:
     # MLflow's store set-up logs its database migrations at INFO on the first connection.
     for name in ("mlflow", "alembic"):
         logging.getLogger(name).setLevel(logging.WARNING)
+    database_logger = logging.getLogger(MLFLOW_DATABASE_LOGGER)
+    if not any(isinstance(present, HandledHere) for present in database_logger.filters):
+        database_logger.addFilter(HandledHere())
 
 
 def check_sqlite(database: Path) -> str:
@@ -275,10 +292,20 @@ def store_write(lock: Path | None, write: Callable[[], None]) -> None:
             raise
 
 
-def open_client(uri: str):
-    """An MlflowClient on a store that `check_store` checked (in another process: a worker that logs live)."""
+def open_client(uri: str, lock: Path | None = None):
+    """An MlflowClient on a store that `check_store` checked (in another process: a worker that logs live), made
+    under the store's lock (MLflow reads the store and may write its default experiment: not while another process
+    creates it), tried again while SQLite says the store is busy."""
     from mlflow.tracking import MlflowClient
 
     _quiet_mlflow()
-    with few_engine_retries():
-        return MlflowClient(tracking_uri=uri)
+    attempt = 0
+    while True:
+        try:
+            with file_lock(lock, timeout=LOCK_WAIT) if lock else contextlib.nullcontext(), few_engine_retries():
+                return MlflowClient(tracking_uri=uri)
+        except Exception as error:
+            if not is_busy(error) or attempt + 1 == BUSY_TRIES:
+                raise
+        time.sleep(0.5 * 2 ** attempt)
+        attempt += 1

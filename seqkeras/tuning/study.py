@@ -15,6 +15,11 @@ the database with Optuna or its dashboard: `experiment`, `point` (its matrix
 values), `spec_identity` (the sha256 its name's digest starts), `metric`,
 `direction` and `first_trial_folder`.
 
+The database is opened as `tuning.database` says (an SQLite file checked first;
+what is created, created by one process at a time), and a study's trials are
+checked against the spec's search (`tuning.trial_checks`) when it is opened or
+read back, before any is used.
+
 A trial's number is Optuna's, from 0, everywhere the suite shows one: its
 folder `tuning/trial-000_<point key>`, trials.csv, best.csv, the progress lines.
 A study made before studies were named (seqkeras 0.1.0's: named by its point
@@ -39,13 +44,15 @@ import optuna
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 from optuna.trial import TrialState
 
+from seqkeras.tuning.database import (
+    SQLITE_TIMEOUT_SECONDS, check_sqlite_file, creating, retried, shown_database, sqlite_file,
+)
 from seqkeras.tuning.settings import STUDIES_FILE, STUDIES_FOLDER, SearchRange, TuneSpec
+from seqkeras.tuning.trial_checks import check_study
 
 # A trial that a killed command left running is marked failed with this user attribute, and its values are
 # drawn again: it does not count against the budget.
 INTERRUPTED = "interrupted"
-# A database shared by several processes: a writer waits this long for another's lock instead of failing.
-SQLITE_TIMEOUT_SECONDS = 120
 
 # Optuna logs each trial at INFO; the suite prints its own progress lines.
 optuna.logging.set_verbosity(logging.WARNING)
@@ -64,16 +71,29 @@ def storage(url: str) -> optuna.storages.RDBStorage:
     One per process and database: connecting (SQLAlchemy's engine, Optuna's schema check) costs a tenth of a
     second, which every trial would pay again where a worker reports its epochs. An SQLite file replaced since
     (tuning/ deleted between two commands of one Python session) gets a new one: the old connection would write
-    into the deleted file."""
+    into the deleted file. A new connection is made safely (tuning.database): the file checked, Optuna's tables
+    made by one process at a time."""
+    sqlite = url.startswith("sqlite")
+    identity = _file_identity(url) if sqlite else None
+    key = (os.getpid(), url, identity)
+    if key in _STORAGES and (identity is not None or not sqlite):
+        return _STORAGES[key]
+    path = sqlite_file(url)
+    if path is not None and check_sqlite_file(path):  # Optuna's tables are all there: connecting only reads
+        return retried(lambda: _connected(url))
+    with creating(url):
+        return retried(lambda: _connected(url))
+
+
+def _connected(url: str) -> optuna.storages.RDBStorage:
+    """A new connection to the database, kept for the process once it is a file."""
     sqlite = url.startswith("sqlite")
     options = {"connect_args": {"timeout": SQLITE_TIMEOUT_SECONDS}} if sqlite else {}
+    connected = optuna.storages.RDBStorage(url, engine_kwargs=options)
     identity = _file_identity(url) if sqlite else None
-    if sqlite and identity is None:  # no file yet (this makes it) or not a file: nothing to reuse
-        return optuna.storages.RDBStorage(url, engine_kwargs=options)
-    key = (os.getpid(), url, identity)
-    if key not in _STORAGES:
-        _STORAGES[key] = optuna.storages.RDBStorage(url, engine_kwargs=options)
-    return _STORAGES[key]
+    if identity is not None or not sqlite:  # a file (made now or before) or a server; in-memory SQLite: not kept
+        _STORAGES[(os.getpid(), url, identity)] = connected
+    return connected
 
 
 _STORAGES: dict[tuple[int, str, tuple[int, int] | None], optuna.storages.RDBStorage] = {}
@@ -158,23 +178,67 @@ def pruner(tune: TuneSpec) -> optuna.pruners.BasePruner:
 def open_study(url: str, experiment: str, key: str, point: dict[str, Any], identity: str, tune: TuneSpec,
                seed: int) -> tuple[optuna.Study, Named]:
     """The point's study, created the first time (or found under its former name), with its objective's name and
-    its user attributes (module docstring) set."""
+    its user attributes (module docstring) set, its trials checked against the spec's search (tuning.trial_checks).
+    What is written is written by one process at a time, tried again after a lost race (tuning.database); a study
+    that has it all already is only read."""
+    storage(url)  # Optuna's tables, made (under the database's lock) if they are not there yet
+    opened = retried(lambda: _set_up(url, experiment, key, point, identity, tune, seed))
+    if opened is None:
+        with creating(url):
+            opened = retried(lambda: _made_study(url, experiment, key, point, identity, tune, seed))
+    study, named = opened
+    check_study(study, tune.search, distributions(tune), shown_database(url), named.first_number)
+    return study, named
+
+
+def _attributes(experiment: str, point: dict[str, Any], identity: str, tune: TuneSpec,
+                named: Named) -> dict[str, Any]:
+    return {"experiment": experiment, "point": point, "spec_identity": identity, "metric": tune.objective,
+            "direction": tune.goal, "first_trial_folder": named.first_number}
+
+
+def _set_up(url: str, experiment: str, key: str, point: dict[str, Any], identity: str, tune: TuneSpec,
+            seed: int) -> tuple[optuna.Study, Named] | None:
+    """The point's study when it exists with its objective's name and attributes set (nothing to write); None
+    when it is to be made or completed."""
+    named = found_study(optuna.get_all_study_names(storage(url)), experiment, key)
+    if named is None:
+        return None
+    study = optuna.load_study(study_name=named.name, storage=storage(url), sampler=sampler(tune, seed, 0),
+                              pruner=pruner(tune))
+    if len(study.directions) != 1 or study.direction.name.lower() != tune.goal:
+        return None  # said (or refused) by `_made_study`
+    if study.metric_names != [tune.objective]:
+        return None
+    attributes = _attributes(experiment, point, identity, tune, named)
+    if any(study.user_attrs.get(name) != value for name, value in attributes.items()):
+        return None
+    return study, named
+
+
+def _made_study(url: str, experiment: str, key: str, point: dict[str, Any], identity: str, tune: TuneSpec,
+                seed: int) -> tuple[optuna.Study, Named]:
     named = found_study(optuna.get_all_study_names(storage(url)), experiment, key) or Named(study_name(experiment,
                                                                                                       key))
     study = optuna.create_study(storage=storage(url), study_name=named.name, direction=tune.goal,
                                 load_if_exists=True, sampler=sampler(tune, seed, 0), pruner=pruner(tune))
-    if study.direction.name.lower() != tune.goal:
+    if len(study.directions) == 1 and study.direction.name.lower() != tune.goal:
         raise ValueError(f"study {named.name} in {url} {study.direction.name.lower()}s; this spec {tune.goal}s")
-    if study.metric_names != [tune.objective]:
+    if len(study.directions) == 1 and study.metric_names != [tune.objective]:
         with warnings.catch_warnings():  # experimental since Optuna 3.2, and what its dashboard reads
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             study.set_metric_names([tune.objective])
-    attributes = {"experiment": experiment, "point": point, "spec_identity": identity, "metric": tune.objective,
-                  "direction": tune.goal, "first_trial_folder": named.first_number}
-    for name, value in attributes.items():
+    for name, value in _attributes(experiment, point, identity, tune, named).items():
         if study.user_attrs.get(name) != value:  # each write is a transaction another process may wait for
             study.set_user_attr(name, value)
     return study, named
+
+
+def load_study(url: str, named: Named, tune: TuneSpec) -> optuna.Study:
+    """A study that exists (read only: nothing is created), its trials checked against the spec's search."""
+    study = optuna.load_study(study_name=named.name, storage=storage(url))
+    check_study(study, tune.search, distributions(tune), shown_database(url), named.first_number)
+    return study
 
 
 def counted(trial: optuna.trial.FrozenTrial) -> bool:
