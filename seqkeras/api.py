@@ -45,7 +45,8 @@ from seqkeras.reporting.expectations import check
 from seqkeras.reporting.spec_rows import own_rows
 from seqkeras.reporting.tuning import read_found
 from seqkeras.reporting.tables import declared_tables, pivot, summary_tables, verdict_frame
-from seqkeras.results.folder import is_matrix_column, print_warning, read_runs, read_saved_spec, run_counts
+from seqkeras.reporting.saved_spec import read_saved_experiment
+from seqkeras.results.folder import is_matrix_column, print_warning, read_runs, run_counts
 from seqkeras.spec.loader import build_experiment
 from seqkeras.spec.runs import saved_decoder_labels
 from seqkeras.spec.sections import ExpectSpec, TableSpec
@@ -122,7 +123,7 @@ def load(folder: str | Path) -> Results:
         raise SpecError(f"{folder}: not a results folder (expected results/<name>, which `run` writes)")
     runs = read_runs(folder)
     saved = folder / "experiment.yaml"
-    spec = read_saved_spec(folder, warn=print_warning)
+    spec = read_saved_experiment(folder, warn=print_warning)
     matrix_columns = [column for column in runs.columns if is_matrix_column(column)]
     own = saved_decoder_labels(spec)  # the rows its claims are about (reporting.spec_rows)
     tables = dict(summary_tables(runs, declared_tables(spec, saved), matrix_columns, statistics=True, own_decoders=own))

@@ -384,7 +384,8 @@ def command_table(args) -> int:
     from seqkeras.reporting.tables import declared_tables, pivot, summary_tables, to_markdown
     from seqkeras.reporting.tuned_vs_untuned import beside_untuned, pivot_beside, summary_tables_beside
     from seqkeras.reporting.tuned_vs_untuned import legend as untuned_legend
-    from seqkeras.results.folder import is_matrix_column, print_warning, read_runs, read_saved_spec
+    from seqkeras.reporting.saved_spec import read_saved_experiment
+    from seqkeras.results.folder import is_matrix_column, print_warning, read_runs
 
     baseline = parse_baseline(args.baseline) if args.baseline is not None else None  # before reading anything
     results_dir = Path(args.results_dir)
@@ -401,7 +402,7 @@ def command_table(args) -> int:
                    else pivot(runs, table, statistics=statistics, baseline=baseline))]
     else:
         folder = results_dir if results_dir.is_dir() else results_dir.parent
-        saved = read_saved_spec(folder, warn=print_warning)
+        saved = read_saved_experiment(folder, warn=print_warning)
         tables = declared_tables(saved, folder / "experiment.yaml")
         if beside is not None:
             frames = summary_tables_beside(beside, tables, pool=args.pool, statistics=statistics, baseline=baseline,

@@ -32,7 +32,7 @@ from typing import Any, NamedTuple
 import pandas as pd
 import yaml
 
-from seqkeras.errors import SpecError, shown
+from seqkeras.errors import SpecError
 from seqkeras.results.files import present, read_named_text, read_text, refused_subfolders, subfolders_with
 from seqkeras.results.record import FAILED, OK, json_type, read_record, record_problem
 from seqkeras.yaml_reader import parse_yaml
@@ -320,27 +320,7 @@ def read_saved_spec(folder: Path, warn: Callable[[str], None] | None = None) -> 
         if warn:
             warn(f"{path} is {problem}; it is ignored")
         return {}
-    if warn:
-        for line in newer_format(spec):
-            warn(f"{path}: {line}")
     return spec
-
-
-def newer_format(spec: dict[str, Any]) -> list[str]:
-    """What of a saved experiment.yaml this seqkeras cannot read as it was meant: a newer spec format version, or
-    top-level sections it does not know (a newer seqkeras's, or a hand edit). Said, since its tables and claims
-    are then read as this version reads them; `run`, `validate` and `evaluate` refuse such a spec."""
-    from seqkeras.spec.sections import ExperimentSpec
-
-    lines = []
-    known = ExperimentSpec.model_fields["version"].annotation.__args__  # Literal[1]: the versions this one reads
-    if spec.get("version") not in known:
-        lines.append(f"spec format version {shown(spec.get('version'))}, this seqkeras reads version "
-                     f"{', '.join(map(str, known))}: its tables and claims are read as that version's")
-    unknown = [str(key) for key in spec if key not in ExperimentSpec.model_fields]
-    if unknown:
-        lines.append(f"section(s) this seqkeras does not know, ignored: {', '.join(map(shown, unknown))}")
-    return lines
 
 
 def _check_one_experiment(path: Path, frame: pd.DataFrame, spec: dict[str, Any], rebuild: str) -> None:

@@ -8,7 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from seqkeras.results.folder import print_warning, read_saved_spec
+from seqkeras.reporting.saved_spec import read_saved_experiment
+from seqkeras.results.folder import print_warning
 from seqkeras.spec.runs import flat_keys
 from seqkeras.spec.sections import ExperimentSpec
 
@@ -47,5 +48,5 @@ def _spec_value(value: Any, limit: int = 60) -> str:
 def spec_changes_between(a: Path, b: Path) -> list[str] | None:
     """The spec changes between two results folders' experiment.yaml; None when either has none (or a damaged
     one, named in a warning)."""
-    spec_a, spec_b = read_saved_spec(a, warn=print_warning), read_saved_spec(b, warn=print_warning)
+    spec_a, spec_b = read_saved_experiment(a, warn=print_warning), read_saved_experiment(b, warn=print_warning)
     return spec_changes(spec_a, spec_b) if spec_a and spec_b else None
