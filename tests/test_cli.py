@@ -35,7 +35,7 @@ def test_tiny_end_to_end_run_writes_every_file(tiny_cli_run):
     runs = pd.read_csv(folder / "runs.csv")
     assert list(runs.columns) == [
         "experiment", "run_id", "status", "model.cell", "seed", "accuracy",
-        "params", "train_seconds", "backend", "error",
+        "epochs_trained", "best_epoch", "still_improving", "params", "train_seconds", "backend", "error",
     ]
     assert len(runs) == 4 and set(runs["status"]) == {"ok"} and set(runs["backend"]) == {"tensorflow"}
     assert runs["params"].gt(0).all() and runs["train_seconds"].gt(0).all()
@@ -49,6 +49,7 @@ def test_tiny_end_to_end_run_writes_every_file(tiny_cli_run):
     page = (folder / "table.md").read_text()
     assert "## accuracy by model.cell" in page and "reproduced" in page
     assert "[4/4]" in stdout
+    assert "tiny: Still improving when their budget ended: 4 of 4 finished runs" in stdout  # one epoch each
 
 
 def test_same_spec_and_seed_give_identical_metrics(tiny_cli_run, trained_runs):

@@ -6,13 +6,11 @@ from __future__ import annotations
 import json
 import math
 
-import keras
 import pandas as pd
 
 from seqkeras.training.convergence import training_summary
 from seqkeras.training.settings import TrainSpec
 from tests.conftest import TINY_TRAINING_SPEC
-from tests.helpers import run_cli
 
 
 def test_the_summary_names_the_best_epoch_of_the_judged_value_and_what_ended_training():
@@ -30,16 +28,27 @@ def test_the_summary_names_the_best_epoch_of_the_judged_value_and_what_ended_tra
     assert training_summary(pd.DataFrame({"loss": [0.5]}), TrainSpec(epochs=1))["monitor"] == "loss"
 
 
-def test_each_run_records_its_training_and_run_says_how_many_were_still_improving(trained_runs, tmp_path, capsys):
+def test_each_run_records_its_training_and_runs_csv_and_table_md_say_which_were_still_improving(
+        trained_runs, tmp_path):
     experiment = trained_runs.copied_experiment(TINY_TRAINING_SPEC, tmp_path)
     records = [json.loads(path.read_text()) for path in sorted(experiment.glob("*/metrics.json"))]
     assert [record["training"]["epochs"] for record in records] == [1] * 4  # one epoch each: improving by the rule
     assert all(record["training"]["still_improving"] for record in records)
-    code, out, err = run_cli(capsys, "run", experiment / "experiment.yaml", "--out", experiment.parent,
-                             "--backend", keras.backend.backend())
-    assert code == 0, out + err
-    ours = out[out.index(f"→ {experiment.parent}"):]  # the session's first test also trains the tiny runs here
-    (line,) = [line for line in ours.splitlines() if "still improving" in line]
-    assert line.startswith("tiny: 4 of 4 finished run(s) were still improving when their budget ended "
-                           "(its best epoch, by loss, was its last one of the budget; the first: ")
-    assert line.endswith("epoch 1): more epochs, or early_stopping, before comparing them")
+    runs = pd.read_csv(experiment / "runs.csv")
+    assert list(runs.columns[-7:]) == ["epochs_trained", "best_epoch", "still_improving", "params", "train_seconds",
+                                       "backend", "error"]
+    assert runs[["epochs_trained", "best_epoch", "still_improving"]].values.tolist() == [[1, 1, True]] * 4
+    page = (experiment / "table.md").read_text()
+    assert ("Still improving when their budget ended: 4 of 4 finished runs (their best epoch was their last; "
+            "`still_improving` in runs.csv): more epochs, or early_stopping, before comparing them.") in page
+
+
+def test_runs_csv_without_training_records_keeps_its_columns_and_says_nothing():
+    from seqkeras.reporting.tables import still_improving_note
+    from seqkeras.results.folder import runs_frame
+
+    probe = {"experiment": "p", "run_id": "seed=0_x", "status": "ok", "seed": 0, "matrix": {}, "metrics": {"m": 1.0}}
+    frame = runs_frame([probe], [])
+    assert "still_improving" not in frame.columns and still_improving_note(frame) == ""
+    assert list(frame.columns) == ["experiment", "run_id", "status", "seed", "m", "params", "train_seconds",
+                                   "backend", "error"]

@@ -29,14 +29,13 @@ from seqkeras.reporting.data_card import write_experiment_card
 from seqkeras.reporting.expectations import Verdict, check
 from seqkeras.reporting.plots import import_matplotlib, write_plots
 from seqkeras.reporting.spec_rows import own_rows
-from seqkeras.reporting.tables import render_page, summary_tables
+from seqkeras.reporting.tables import render_page, still_improving_note, summary_tables
 from seqkeras.reporting.tuning import write_tuning_report
 from seqkeras.results.folder import DISK_FULL, FAILED, OK, run_counts, runs_frame, write_atomic, write_csv, write_yaml
 from seqkeras.results import files
 from seqkeras.results.record import read_record
 from seqkeras.spec.runs import Experiment, own_decoder_labels
 from seqkeras.tracking import tensorboard
-from seqkeras.training import convergence
 
 
 @dataclass
@@ -158,23 +157,10 @@ def run_experiment(
     finally:
         # Also on Ctrl-C: what finished is summarized, nothing is lost.
         runs = write_runs()
-    say_still_improving(experiment.spec.name, list(records.values()), echo)
     outcome = summarize(folder, experiment, runs, echo=echo)
     outcome.failed_reruns = len(failed_reruns)
     return outcome
 
-
-def say_still_improving(name: str, records: list[dict[str, Any]], echo: Callable[[str], None]) -> None:
-    """A line when some finished runs were still improving as their budget ended: their comparison ranks how far
-    each got, not what each can do."""
-    improving = convergence.still_improving(records)
-    if not improving:
-        return
-    first = improving[0]["training"]
-    finished = sum(record.get("status") == OK for record in records)
-    echo(f"{name}: {len(improving)} of {finished} finished run(s) were still improving when their budget ended "
-         f"({convergence.STILL_IMPROVING.format(monitor=first['monitor'])}; the first: {improving[0]['run_id']}, "
-         f"epoch {first['epochs']}): more epochs, or early_stopping, before comparing them")
 
 
 def finished_elsewhere(folder: Path, experiment: Experiment) -> list[str]:
@@ -227,6 +213,9 @@ def summarize(folder: Path, experiment: Experiment, runs: pd.DataFrame, *,
     tables = summary_tables(runs, experiment.spec.tables(), experiment.matrix_columns, own_decoders=own)
     page = render_page(experiment.spec.name, experiment.spec.description, runs, tables, verdicts)
     write_atomic(folder / "table.md", page)
+    improving = still_improving_note(runs)  # said on the terminal too, where a comparison's ranks are read
+    if improving:
+        echo(f"{experiment.spec.name}: {improving}")
     write_plots(folder, experiment, runs, echo=echo)  # never raises: a failed plot is a warning
     write_experiment_card(folder, experiment.spec.name, task_runs(experiment), echo=echo)  # a bad card: a warning
     write_tuning_report(folder, experiment.spec, echo)  # a tuned experiment's tuning.md; never raises

@@ -35,7 +35,7 @@ from seqkeras.reporting.expectations import check
 from seqkeras.reporting.metric_chart import write_metric_chart
 from seqkeras.reporting.plots import plot_folder, read_manifest
 from seqkeras.reporting.spec_rows import own_rows
-from seqkeras.reporting.tables import summary_tables
+from seqkeras.reporting.tables import still_improving_note, summary_tables
 from seqkeras.results.files import (
     inside, is_file, is_folder, present, read_bytes, read_text, single_name_problem,
 )
@@ -343,6 +343,9 @@ def render_experiment(page: ExperimentPage, *, index_href: str, page_dir: Path |
     if page.verdicts:
         summary += f" Expectations: {page.held} of {len(page.verdicts)} reproduced."
     body.append(f'<p class="summary">{e(summary)}</p>')
+    improving = still_improving_note(page.runs)
+    if improving:
+        body.append(f"<p><em>{e(improving)}</em></p>")
     body += [f"<p><em>{e(problem)}</em></p>" for problem in page.problems]
     if page.tables:
         body.append("<h2>Tables</h2>")

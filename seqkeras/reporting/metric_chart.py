@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from seqkeras.reporting.figures import color_for, panels, save_png, value_text
+from seqkeras.reporting.tables import NON_METRIC_COLUMNS
 from seqkeras.results.folder import OK, is_evaluation_key
 from seqkeras.spec.sections import TableSpec
 
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 CHART_FILE = "metric_by_configuration"
 MAX_CONFIGURATIONS = 60  # beyond it a bar is too thin to read; the title says how many are left out
 # Not metrics: what runs.csv says about a run (tables.NON_METRIC_COLUMNS, and the run time the report shows).
-NOT_METRICS = {"experiment", "run_id", "status", "seed", "params", "train_seconds", "seconds", "backend", "error"}
+NOT_METRICS = NON_METRIC_COLUMNS | {"seconds"}
 
 
 def main_metric(runs: pd.DataFrame, tables: list[TableSpec], matrix_columns: list[str]) -> str | None:

@@ -21,10 +21,14 @@ from seqkeras.reporting.expectations import Verdict
 from seqkeras.reporting.formatting import mean_std
 from seqkeras.reporting.selection import key_list, require_columns, select
 from seqkeras.reporting.spec_rows import table_views
-from seqkeras.results.folder import FAILED, OK, identity_columns, is_evaluation_key, print_warning, run_counts
+from seqkeras.results.folder import (
+    FAILED, OK, TRAINING_COLUMNS, identity_columns, is_evaluation_key, one_row_per_run, print_warning,
+    run_counts,
+)
 from seqkeras.spec.sections import TableSpec
 
-NON_METRIC_COLUMNS = {"experiment", "run_id", "status", "seed", "params", "train_seconds", "backend", "error"}
+NON_METRIC_COLUMNS = {"experiment", "run_id", "status", "seed", "params", "train_seconds", "backend", "error",
+                      *TRAINING_COLUMNS}
 
 
 def _labels(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
@@ -205,6 +209,9 @@ def render_page(
     if description:
         lines += [description.strip(), ""]
     lines += [f"{total} runs: {ok} ok, {failed} failed.", ""]
+    improving = still_improving_note(runs)
+    if improving:
+        lines += [improving, ""]
     for title, frame in tables:
         lines += [f"## {title}", "", to_markdown(frame), ""]
     if verdicts:
@@ -215,6 +222,20 @@ def render_page(
         failures = runs[runs["status"] == FAILED][[c for c in ("run_id", "error") if c in runs.columns]]
         lines += ["## Failed runs", "", failures.to_markdown(index=False), ""]
     return "\n".join(lines)
+
+
+def still_improving_note(runs: pd.DataFrame) -> str:
+    """A line when some finished runs were still improving as their budget ended (runs.csv's still_improving,
+    training.convergence's rule): their tables rank how far each got, not what each can do. "" otherwise."""
+    if "still_improving" not in runs.columns:
+        return ""
+    finished = one_row_per_run(runs[runs["status"] == OK])
+    improving = finished[finished["still_improving"].astype(str).str.lower() == "true"]
+    if improving.empty:
+        return ""
+    return (f"Still improving when their budget ended: {len(improving)} of {len(finished)} finished runs (their best "
+            "epoch was their last; `still_improving` in runs.csv): more epochs, or early_stopping, before comparing "
+            "them.")
 
 
 def table_title(table: TableSpec) -> str:

@@ -40,6 +40,9 @@ from seqkeras.yaml_reader import parse_yaml
 _UMASK = os.umask(0)
 os.umask(_UMASK)
 TRAILING_COLUMNS = ["params", "train_seconds", "backend"]
+# How a trained run's training went (its record's `training`, training.convergence), as runs.csv columns: in a
+# runs.csv only where some record has it, so the runs.csv of probes and of records made before it stay as they were.
+TRAINING_COLUMNS = {"epochs_trained": "epochs", "best_epoch": "best_epoch", "still_improving": "still_improving"}
 DATA_CARD = "data_card.json"  # a run folder's and an experiment folder's (see the layout above)
 DATA_CARD_PAGE = "data_card.md"
 
@@ -150,6 +153,7 @@ def runs_frame(records: list[dict[str, Any]], matrix_columns: list[str]) -> pd.D
     for _, row in expanded:
         key_columns += [k for k in row["keys"] if k not in key_columns]
         metric_names += [m for m in row["metrics"] if m not in metric_names]
+    trained = any(isinstance(record.get("training"), dict) for record in records)
     rows = []
     for record, row in expanded:
         line = {"experiment": record["experiment"], "run_id": record["run_id"], "status": record["status"]}
@@ -158,11 +162,14 @@ def runs_frame(records: list[dict[str, Any]], matrix_columns: list[str]) -> pd.D
         line.update({key: row["keys"].get(key) for key in key_columns})
         line["seed"] = record["seed"]
         line.update({name: row["metrics"].get(name) for name in metric_names})
+        if trained:
+            training = record.get("training") if isinstance(record.get("training"), dict) else {}
+            line.update({column: training.get(key) for column, key in TRAINING_COLUMNS.items()})
         line.update({name: record.get(name) for name in TRAILING_COLUMNS})
         line["error"] = record.get("error") or ""
         rows.append(line)
     columns = ["experiment", "run_id", "status", *matrix_columns, *(TUNED_PREFIX + key for key in tuned_columns),
-               *key_columns, "seed", *metric_names,
+               *key_columns, "seed", *metric_names, *(TRAINING_COLUMNS if trained else ()),
                *TRAILING_COLUMNS, "error"]
     return pd.DataFrame(rows, columns=columns)
 

@@ -3,8 +3,9 @@
 A comparison of under-trained models ranks how far each got in its budget, not what each can do. So every
 trained run records its epochs, its best epoch and value of the value it is judged by (early stopping's monitor,
 else val_loss where there is validation data, else the training loss), what ended it, and whether it was still
-improving when its budget ended, by one stated rule (STILL_IMPROVING): its best epoch is its last. `run` says
-how many runs of an experiment were.
+improving when its budget ended, by one stated rule: stopped by its budget, its best epoch is its last. runs.csv
+has them as columns (results.folder.TRAINING_COLUMNS), and table.md and the report say how many runs were still
+improving (reporting.tables.still_improving_note).
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import pandas as pd
 
 from seqkeras.training.settings import TrainSpec
 
-STILL_IMPROVING = "its best epoch, by {monitor}, was its last one of the budget"
 BUDGET, EARLY_STOPPING, STOPPED = "budget", "early_stopping", "stopped"  # what ended its training
 
 
@@ -50,8 +50,3 @@ def training_summary(history: pd.DataFrame, train: TrainSpec) -> dict[str, Any] 
     return {"epochs": epochs, "best_epoch": best_index + 1, "monitor": monitor, "best": best,
             "stopped_by": stopped_by, "still_improving": stopped_by == BUDGET and best_index + 1 == epochs}
 
-
-def still_improving(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The finished records whose training was still improving when its budget ended."""
-    return [record for record in records
-            if record.get("status") == "ok" and (record.get("training") or {}).get("still_improving") is True]
