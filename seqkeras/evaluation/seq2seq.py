@@ -20,6 +20,7 @@ pieces spell (`Seq2SeqData.words`), against the reference's words.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -50,7 +51,7 @@ def evaluate(model: Seq2SeqModel, data: Seq2SeqData, run, folder: Path) -> list[
     # by_length.csv holds every seq2seq metric per bucket, whichever the run lists.
     every_metric = {m.name: m.function(SEQ2SEQ) for m in applying_to(SEQ2SEQ) if m.name != BY_LENGTH}
     length_buckets = METRICS.get(BY_LENGTH).function(SEQ2SEQ)
-    max_length = run.model.params.max_output_length or int(1.5 * data.longest_train_target) + 2
+    max_length = output_limit(run, data)
     teacher_forced_hits = teacher_forced(model, data, run.train.batch_size)
 
     rows, length_rows, shown = [], [], []
@@ -72,6 +73,35 @@ def evaluate(model: Seq2SeqModel, data: Seq2SeqData, run, folder: Path) -> list[
     if model.attention is not None:
         write_csv(folder / "attention.csv", attention_table(model, data, row=0))
     return rows
+
+
+def output_limit(run, data: Seq2SeqData) -> int:
+    """The longest output a decoder may write: the model's max_output_length, else 1.5 × the longest training
+    target (+ 2)."""
+    return run.model.params.max_output_length or int(1.5 * data.longest_train_target) + 2
+
+
+def validation_scorer(model: Seq2SeqModel, data: Seq2SeqData, run) -> Callable[[dict, np.ndarray], dict[str, float]]:
+    """`score(validation inputs, validation targets)`: run.train.validation_decoding's metrics of the greedy
+    outputs of the (first max_pairs) validation pairs, for the trainer to watch (training.trainer.fit).
+
+    The references are the validation targets as the target vocabulary spells them (a word outside it is <unk>,
+    as the model sees it), read as words, as the test's are.
+    """
+    settings = run.train.validation_decoding
+    max_length, end = output_limit(run, data), data.end_id
+
+    def words(ids: list[int]) -> list[str]:
+        return data.words(data.target_vocabulary.decode(ids))
+
+    def score(x: dict, y: np.ndarray) -> dict[str, float]:
+        rows = slice(0, settings.max_pairs)
+        tokens, _, _ = decode_sources(model, x["source"][rows], data.start_id, end, GreedyChoice(), max_length)
+        hypotheses = [words(ids[:-1] if ids[-1:] == [end] else ids) for ids in tokens]
+        references = [words([i for i in row.tolist() if i not in (0, end)]) for row in y[rows]]
+        return compute(settings.metrics, SEQ2SEQ, DecodedOutputs(hypotheses=hypotheses, references=references))
+
+    return score
 
 
 def teacher_forced(model: Seq2SeqModel, data: Seq2SeqData, batch_size: int) -> np.ndarray:

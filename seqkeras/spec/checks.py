@@ -14,9 +14,9 @@ from seqkeras.errors import SpecError, did_you_mean, shown, unknown_choice
 from seqkeras.spec.outputs import OutputRow, matching
 from seqkeras.spec.runs import ResolvedComponent, decoder_columns
 from seqkeras.spec.sections import EvaluateSpec, ExperimentSpec
-from seqkeras.tasks.base import CLASSIFICATION, TAGGING
+from seqkeras.tasks.base import CLASSIFICATION, SEQ2SEQ, TAGGING
 from seqkeras.tasks.validation import validation_key
-from seqkeras.training.settings import TrainSpec
+from seqkeras.training.settings import DECODE_METRICS, TrainSpec
 
 
 def check_run(components: dict[str, ResolvedComponent], evaluate: EvaluateSpec | None) -> list[str]:
@@ -76,6 +76,28 @@ def check_validation(task: ResolvedComponent, train: TrainSpec) -> None:
     if train.reduce_on_plateau and train.optimizer.schedule:
         raise SpecError("train.optimizer.schedule sets the learning rate at every step, so reduce_on_plateau "
                         "cannot lower it: keep one", path="train.reduce_on_plateau")
+
+
+def check_validation_decoding(task: ResolvedComponent, train: TrainSpec) -> None:
+    """Decoded validation scores (val_bleu, ...) come from a seq2seq task's validation pairs, and a monitor of
+    one needs train.validation_decoding to measure it."""
+    decoding = train.validation_decoding
+    if decoding is not None:
+        if task.component.problem != SEQ2SEQ:
+            raise SpecError(f"validation_decoding scores decoded outputs, which a {task.component.problem} task has "
+                            "not: seq2seq tasks only", path="train.validation_decoding")
+        if train.validation_split == 0 and not validation_key(task.params):
+            raise SpecError("validation_decoding decodes validation pairs: train.validation_split > 0"
+                            + (", or the task's task.validation_path or task.validation_share" if "validation_path"
+                               in type(task.params).model_fields else ""), path="train.validation_decoding")
+    measured = {f"val_{name}" for name in decoding.metrics} if decoding else set()
+    for key in ("early_stopping", "reduce_on_plateau"):
+        watching = getattr(train, key)
+        decoded = watching.monitor.removeprefix("val_") in DECODE_METRICS if watching else False
+        if decoded and watching.monitor not in measured:
+            raise SpecError(f"{key} monitors {watching.monitor!r}, a decoded validation score: "
+                            f"train.validation_decoding.metrics must list {watching.monitor.removeprefix('val_')!r}",
+                            path=f"train.{key}.monitor")
 
 
 def check_class_weights(task: ResolvedComponent, model: ResolvedComponent | None, train: TrainSpec) -> None:

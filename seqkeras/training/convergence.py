@@ -20,9 +20,17 @@ from seqkeras.training.settings import TrainSpec
 BUDGET, EARLY_STOPPING, STOPPED = "budget", "early_stopping", "stopped"  # what ended its training
 
 
+HIGHER_IS_BETTER = ("acc", "bleu", "chrf", "exact_match")  # parts of a name: accuracies and decoded scores
+
+
 def higher_is_better(monitor: str) -> bool:
-    """Losses improve downwards, accuracies upwards (as Keras's mode="auto")."""
-    return "acc" in monitor
+    """Losses improve downwards, accuracies and decoded scores (val_bleu) upwards (as Keras's mode="auto")."""
+    return any(part in monitor for part in HIGHER_IS_BETTER)
+
+
+def evaluated(value: float) -> bool:
+    """A history value that was measured: a decoded metric has none (NaN) in the epochs between its decodings."""
+    return value is not None and math.isfinite(value)
 
 
 def monitored(history: pd.DataFrame, train: TrainSpec) -> str | None:

@@ -24,7 +24,7 @@ import keras
 from keras import ops
 
 from seqkeras.backends.serializable import keras_serializable
-from seqkeras.training.convergence import higher_is_better
+from seqkeras.training.convergence import evaluated, higher_is_better
 from seqkeras.training.settings import ScheduleSpec
 
 
@@ -87,6 +87,8 @@ class PlateauReducer:
         if self.spec.monitor not in row:
             raise KeyError(f"reduce_on_plateau.monitor {self.spec.monitor!r} is not one of {sorted(row)}")
         value, best = row[self.spec.monitor], self.state.plateau_best
+        if not evaluated(value):  # an epoch between two decodings of a decoded metric: nothing to judge
+            return
         sign = 1.0 if higher_is_better(self.spec.monitor) else -1.0
         if best is None or sign * value > sign * best:
             self.state.plateau_best, self.state.plateau_wait = value, 0

@@ -48,16 +48,39 @@ class OptimizerSpec(Params):
     )
 
 
+DECODE_METRICS = ("bleu", "chrf", "exact_match")  # scored on greedy outputs of validation pairs, as val_<name>
+
+
+class ValidationDecodingSpec(Params):
+    metrics: list[Literal[DECODE_METRICS]] = Field(
+        ["bleu"], min_length=1, description="What the greedy outputs of the validation pairs are scored by: bleu, "
+        "chrf, exact_match; each a history value val_<metric> (val_bleu), for early_stopping, reduce_on_plateau and "
+        "the training summary."
+    )
+    every: int = Field(1, ge=1, le=10_000, description="Epochs between two decodings (the last epoch is always "
+                       "decoded); the epochs between have no value.")
+    max_pairs: int | None = Field(
+        None, ge=1, le=10_000_000, description="Decode the first this many validation pairs only (decoding costs "
+        "time every epoch). Default: all."
+    )
+
+
 class EarlyStoppingSpec(Params):
-    monitor: str = Field("val_loss", description="Quantity Keras watches, e.g. val_loss or val_accuracy.")
-    patience: int = Field(2, ge=1, description="Epochs without improvement before stopping.")
+    monitor: str = Field(
+        "val_loss", description="History value watched: loss, accuracy, val_loss, val_accuracy, or a decoded "
+        "validation metric of train.validation_decoding (val_bleu, val_chrf, val_exact_match)."
+    )
+    patience: int = Field(2, ge=1, description="Evaluations of the monitor without improvement before stopping "
+                          "(epochs; for a decoded metric, its decodings).")
     restore_best_weights: bool = Field(True, description="Evaluate the best epoch's weights, not the last.")
 
 
 class ReduceOnPlateauSpec(Params):
-    monitor: str = Field("val_loss", description="History value watched, e.g. val_loss or val_accuracy.")
+    monitor: str = Field("val_loss", description="History value watched, e.g. val_loss, val_accuracy or val_bleu "
+                         "(train.validation_decoding).")
     factor: float = Field(0.5, gt=0, lt=1, description="The learning rate is multiplied by this on a plateau.")
-    patience: int = Field(2, ge=1, description="Epochs without improvement that make a plateau.")
+    patience: int = Field(2, ge=1, description="Evaluations of the monitor without improvement that make a plateau "
+                          "(epochs; for a decoded metric, its decodings).")
     min_learning_rate: float = Field(0.0, ge=0, description="The rate is never reduced below this.")
 
 
@@ -72,6 +95,11 @@ class TrainSpec(Params):
     # A val_* monitor needs validation data, from validation_split or from the task: spec.checks.check_validation,
     # which sees both sections, checks it.
     early_stopping: EarlyStoppingSpec | None = Field(None, description="Stop when the monitored value stalls.")
+    validation_decoding: ValidationDecodingSpec | None = Field(
+        None, description="Seq2seq: decode the validation pairs greedily every N epochs and score the outputs "
+        "(val_bleu, val_chrf, val_exact_match in the history), so that early stopping and reduce_on_plateau can "
+        "watch what the test reports rather than the loss."
+    )
     reduce_on_plateau: ReduceOnPlateauSpec | None = Field(
         None, description="Lower the learning rate when the monitored value stalls (not with optimizer.schedule, "
         "which sets the rate at every step)."

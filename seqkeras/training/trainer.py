@@ -78,6 +78,7 @@ def fit(
     after_epoch: Callable[[int, dict[str, float]], bool] | None = None,
     progress: ProgressOutput | None = None,
     callbacks: Sequence[keras.callbacks.Callback] = (),
+    score_decoded: Callable[[object, np.ndarray], dict[str, float]] | None = None,
 ) -> tuple[pd.DataFrame, float]:
     """Train one epoch at a time; returns the per-epoch history and the training seconds.
 
@@ -104,6 +105,11 @@ def fit(
     of its own, and the lean loop has none): `set_model`, `on_train_begin`, `on_epoch_end(epoch, logs)` with
     Keras's 0-based epoch and the epoch's history values, and `on_train_end` (a live MLflow run's epochs,
     tracking.mlflow_epochs). A counted model has no epochs: they are not called.
+
+    With `train.validation_decoding`, `score_decoded(validation inputs, validation targets)` (the task's
+    evaluator's: evaluation.seq2seq.validation_scorer) scores the model's outputs on the validation pairs after
+    every N epochs; its scores join the epoch's history as val_<metric>, NaN in the epochs between, before early
+    stopping and reduce_on_plateau read it.
     """
     if abilities.estimated:
         started = time.perf_counter()
@@ -160,12 +166,15 @@ def fit(
                 logs = lean_epoch(lean, epoch_data, validation, train, on_step)
             else:
                 logs = keras_epoch(model, epoch_data, validation, train, epoch, on_step)
+        if train.validation_decoding is not None:
+            logs.update(decoded_validation(train, score_decoded, validation, epoch + 1))
         reducer.update(logs, model)  # before the checkpoint: a resumed run goes on with the reduced rate
         if train.optimizer.schedule or train.reduce_on_plateau:  # the rate the next step takes, in history.csv
             logs["learning_rate"] = float(keras.ops.convert_to_numpy(model.optimizer.learning_rate))
-        shown.epoch_ended(epoch + 1, time.perf_counter() - epoch_started, logs)
+        measured = {name: value for name, value in logs.items() if convergence.evaluated(value)}
+        shown.epoch_ended(epoch + 1, time.perf_counter() - epoch_started, measured)
         if events is not None:
-            events.scalars(epoch + 1, logs)
+            events.scalars(epoch + 1, measured)
         row = {"epoch": epoch + 1, **logs}
         if not math.isfinite(row["loss"]):
             raise FloatingPointError(
@@ -174,7 +183,7 @@ def fit(
         state.history.append(row)
         state.epoch = epoch + 1
         for callback in callbacks:
-            callback.on_epoch_end(epoch, dict(logs))
+            callback.on_epoch_end(epoch, dict(measured))
         stop = stopper.update(row, model)
         if after_epoch is not None and after_epoch(epoch + 1, row):
             stop = True
@@ -190,6 +199,17 @@ def fit(
     if checkpoint:
         checkpoint.clear()
     return pd.DataFrame(state.history), seconds
+
+
+def decoded_validation(train: TrainSpec, score_decoded, validation: tuple | None, epoch: int) -> dict[str, float]:
+    """The epoch's decoded validation scores (val_bleu, ...): measured every `every` epochs and at the budget's
+    last, NaN between."""
+    settings = train.validation_decoding
+    if score_decoded is None or validation is None:  # the spec's checks refuse both; a caller's mistake
+        raise ValueError("train.validation_decoding needs validation pairs and the task's scorer of decoded outputs")
+    if epoch % settings.every and epoch != train.epochs:
+        return {f"val_{name}": math.nan for name in settings.metrics}
+    return {f"val_{name}": float(value) for name, value in score_decoded(validation[0], validation[1]).items()}
 
 
 def keras_epoch(model: keras.Model, epoch_data: tuple, validation: tuple | None, train: TrainSpec, epoch: int,
@@ -263,6 +283,8 @@ class EarlyStopper:
         if self.spec.monitor not in row:
             raise KeyError(f"early_stopping.monitor {self.spec.monitor!r} is not one of {sorted(row)}")
         value = row[self.spec.monitor]
+        if not convergence.evaluated(value):  # an epoch between two decodings of a decoded metric
+            return False
         sign = 1.0 if convergence.higher_is_better(self.spec.monitor) else -1.0
         if self.state.best is None or sign * value > sign * self.state.best:
             self.state.best, self.state.wait = value, 0
