@@ -249,10 +249,14 @@ def draw_learning_curves(curves: list[Curve]) -> "Figure":
     from matplotlib.lines import Line2D
     from matplotlib.ticker import MaxNLocator
 
+    # Runs evaluated every N steps (train.evaluate_every, train.steps) have a step per row: drawn against it.
+    x = "step" if all("step" in curve.frame for curve in curves) else "epoch"
     quantities: list[str] = []
     for curve in curves:
-        quantities += [c for c in curve.frame.columns
-                       if c != "epoch" and not c.startswith("val_") and c not in quantities]
+        columns = list(curve.frame.columns)
+        # A validation value with no training counterpart (a decoded score, val_bleu) is a panel of its own.
+        quantities += [c for c in columns if c not in ("epoch", "step") and c not in quantities
+                       and (not c.startswith("val_") or c.removeprefix("val_") not in columns)]
 
     def hue(curve: Curve) -> str:
         return curve.parts[-1] if curve.parts else curve.label
@@ -269,9 +273,12 @@ def draw_learning_curves(curves: list[Curve]) -> "Figure":
         for q, quantity in enumerate(quantities):
             ax = grid[r][q]
             for index, hue_label in enumerate(hues):
-                group = [c.frame.set_index("epoch") for c in curves if row(c) == row_label and hue(c) == hue_label]
-                for name, style in ((quantity, "-"), (f"val_{quantity}", "--")):
-                    series = [frame[name] for frame in group if name in frame]
+                group = [c.frame.set_index(x) for c in curves if row(c) == row_label and hue(c) == hue_label]
+                drawn = (((quantity, "--"),) if quantity.startswith("val_")  # validation only: dashed
+                         else ((quantity, "-"), (f"val_{quantity}", "--")))
+                for name, style in drawn:
+                    # Without the epochs a decoded score skips (train.validation_decoding.every): its points joined.
+                    series = [frame[name].dropna() for frame in group if name in frame]
                     if not series:
                         continue
                     table = pd.concat(series, axis=1)
@@ -286,8 +293,9 @@ def draw_learning_curves(curves: list[Curve]) -> "Figure":
             ax.grid(True, alpha=0.3)
             ax.tick_params(labelsize=7)
             if r == len(rows) - 1:
-                ax.set_xlabel("epoch", fontsize=8)
-            ax.set_ylabel(quantity if validation_in(curves, quantity) else f"{quantity}, training set", fontsize=8)
+                ax.set_xlabel(x, fontsize=8)
+            own = quantity.startswith("val_") or validation_in(curves, quantity)
+            ax.set_ylabel(quantity if own else f"{quantity}, training set", fontsize=8)
             if row_label:  # wrapped to the panel's width, so that neighbouring titles never overlap
                 ax.set_title(textwrap.fill(row_label, 50), fontsize=8)
     handles = [Line2D([], [], color=color_for(index, len(hues)), label=label) for index, label in enumerate(hues)]

@@ -335,7 +335,7 @@ def _attribute_error(error: SpecError, point: dict[str, Any], set_keys: set[str]
 # Train keys that are in a run's resolved spec (and so its id) only when set to another value than these:
 # added after results existed, whose run ids must not change.
 UNHASHED_DEFAULTS = {"tensorboard": False, "keep_model": True, "reduce_on_plateau": None, "class_weights": None,
-                     "validation_decoding": None}
+                     "validation_decoding": None, "steps": None, "evaluate_every": None}
 # The same for the optimizer's keys added after results existed.
 UNHASHED_OPTIMIZER_DEFAULTS = {"schedule": None}
 

@@ -42,8 +42,9 @@ def monitored(history: pd.DataFrame, train: TrainSpec) -> str | None:
 
 
 def training_summary(history: pd.DataFrame, train: TrainSpec) -> dict[str, Any] | None:
-    """The record's `training`: epochs, best_epoch, monitor, best, stopped_by, still_improving; None without
-    epochs (a model estimated by counting)."""
+    """The record's `training`: epochs, best_epoch (with steps: steps, best_step, and epochs as fractions), monitor,
+    best, stopped_by, still_improving (best at the last evaluation); None without epochs (a model estimated by
+    counting)."""
     monitor = monitored(history, train)
     if monitor is None or history.empty:
         return None
@@ -53,8 +54,15 @@ def training_summary(history: pd.DataFrame, train: TrainSpec) -> dict[str, Any] 
         return None
     sign = 1.0 if higher_is_better(monitor) else -1.0
     best_index, best = max(finite, key=lambda item: (sign * item[1], -item[0]))  # the first of equal bests
-    epochs = len(values)
-    stopped_by = BUDGET if epochs >= train.epochs else EARLY_STOPPING if train.early_stopping else STOPPED
-    return {"epochs": epochs, "best_epoch": best_index + 1, "monitor": monitor, "best": best,
-            "stopped_by": stopped_by, "still_improving": stopped_by == BUDGET and best_index + 1 == epochs}
+    last = len(values) - 1
+    if "step" in history.columns:  # a budget of steps, or evaluations every N steps: rows at steps, epochs fractional
+        epochs, best_epoch = float(history["epoch"].iloc[last]), float(history["epoch"].iloc[best_index])
+        steps = {"steps": int(history["step"].iloc[last]), "best_step": int(history["step"].iloc[best_index])}
+        spent = steps["steps"] >= train.steps if train.steps is not None else epochs >= train.epochs
+    else:
+        epochs, best_epoch, steps = len(values), best_index + 1, {}
+        spent = epochs >= train.epochs
+    stopped_by = BUDGET if spent else EARLY_STOPPING if train.early_stopping else STOPPED
+    return {"epochs": epochs, "best_epoch": best_epoch, **steps, "monitor": monitor, "best": best,
+            "stopped_by": stopped_by, "still_improving": stopped_by == BUDGET and best_index == last}
 

@@ -67,23 +67,26 @@ def choose_mode(verbose: int, terminal: bool, shared: bool) -> str:
     return LINES
 
 
-def epoch_line(epoch: int, epochs: int, seconds: float, logs: Mapping[str, float], label: str = "") -> str:
-    """`[cell=lstm, seed=0] Epoch 2/5 - 3s - loss: 0.4121 - accuracy: 0.8750` (no label: from `Epoch`)."""
+def epoch_line(epoch: int, epochs: int, seconds: float, logs: Mapping[str, float], label: str = "",
+               unit: str = "Epoch") -> str:
+    """`[cell=lstm, seed=0] Epoch 2/5 - 3s - loss: 0.4121 - accuracy: 0.8750` (no label: from `Epoch`; with
+    train.evaluate_every, `Evaluation 2/5`)."""
     summary = "".join(f" - {name}: {value:.4f}" for name, value in logs.items())
     prefix = f"[{label}] " if label else ""
-    return f"{prefix}Epoch {epoch}/{epochs} - {seconds:.0f}s{summary}"
+    return f"{prefix}{unit} {epoch}/{epochs} - {seconds:.0f}s{summary}"
 
 
 class EpochProgress:
     """One run's training progress: each epoch inside `bar(epoch, steps)`, with `step_done` after each training step
     (wanted only while `shows_steps`), then `epoch_ended`."""
 
-    def __init__(self, verbose: int, epochs: int, output: ProgressOutput, stream: TextIO | None = None):
+    def __init__(self, verbose: int, epochs: int, output: ProgressOutput, stream: TextIO | None = None,
+                 unit: str = "Epoch"):
         # Read when training starts, not when the module is imported: a test's capture or a notebook replaces it.
         self.stream = stream if stream is not None else sys.stderr
         terminal = is_terminal(self.stream)
         self.mode = choose_mode(verbose, terminal, output.shared)
-        self.epochs = epochs
+        self.epochs, self.unit = epochs, unit  # unit: what is counted, Epoch or Evaluation (every N steps)
         self.label = output.label if output.shared or not terminal else ""
         self._bar = None
 
@@ -105,7 +108,7 @@ class EpochProgress:
 
         sized = min(terminal_size(self.stream)) > 0
         self._bar = tqdm(
-            total=steps, desc=f"Epoch {epoch}/{self.epochs}", unit="step", file=self.stream,
+            total=steps, desc=f"{self.unit} {epoch}/{self.epochs}", unit="step", file=self.stream,
             leave=False,  # the epoch's line replaces the finished bar: one line per epoch stays on the screen
             # As wide as the terminal, as it is resized. tqdm draws nothing on one that says it has 0 columns or
             # 0 lines (a bare pseudo-terminal, as `script` makes): a usual size there.
@@ -124,4 +127,4 @@ class EpochProgress:
 
     def epoch_ended(self, epoch: int, seconds: float, logs: Mapping[str, float]) -> None:
         if self.mode != SILENT:
-            print(epoch_line(epoch, self.epochs, seconds, logs, self.label), file=self.stream, flush=True)
+            print(epoch_line(epoch, self.epochs, seconds, logs, self.label, self.unit), file=self.stream, flush=True)

@@ -26,7 +26,7 @@ class ScheduleSpec(Params):
     )
     decay_steps: int | None = Field(
         None, ge=1, le=100_000_000, description="Steps of the decay (exponential: of one decay_rate). Default: the "
-        "run's steps after the warmup (epochs × batches per epoch − warmup_steps)."
+        "run's steps after the warmup (train.steps, or epochs × batches per epoch, − warmup_steps)."
     )
     final_learning_rate: float = Field(0.0, ge=0, le=10, description="linear, cosine: the rate the decay ends at.")
     decay_rate: float = Field(0.5, gt=0, lt=1, description="exponential: the factor per decay_steps.")
@@ -57,8 +57,8 @@ class ValidationDecodingSpec(Params):
         "chrf, exact_match; each a history value val_<metric> (val_bleu), for early_stopping, reduce_on_plateau and "
         "the training summary."
     )
-    every: int = Field(1, ge=1, le=10_000, description="Epochs between two decodings (the last epoch is always "
-                       "decoded); the epochs between have no value.")
+    every: int = Field(1, ge=1, le=10_000, description="Evaluations (epochs, or train.evaluate_every's steps) "
+                       "between two decodings (the budget's last is always decoded); those between have no value.")
     max_pairs: int | None = Field(
         None, ge=1, le=10_000_000, description="Decode the first this many validation pairs only (decoding costs "
         "time every epoch). Default: all."
@@ -71,7 +71,7 @@ class EarlyStoppingSpec(Params):
         "validation metric of train.validation_decoding (val_bleu, val_chrf, val_exact_match)."
     )
     patience: int = Field(2, ge=1, description="Evaluations of the monitor without improvement before stopping "
-                          "(epochs; for a decoded metric, its decodings).")
+                          "(epochs, or train.evaluate_every's steps; for a decoded metric, its decodings).")
     restore_best_weights: bool = Field(True, description="Evaluate the best epoch's weights, not the last.")
 
 
@@ -80,12 +80,21 @@ class ReduceOnPlateauSpec(Params):
                          "(train.validation_decoding).")
     factor: float = Field(0.5, gt=0, lt=1, description="The learning rate is multiplied by this on a plateau.")
     patience: int = Field(2, ge=1, description="Evaluations of the monitor without improvement that make a plateau "
-                          "(epochs; for a decoded metric, its decodings).")
+                          "(epochs, or train.evaluate_every's steps; for a decoded metric, its decodings).")
     min_learning_rate: float = Field(0.0, ge=0, description="The rate is never reduced below this.")
 
 
 class TrainSpec(Params):
     epochs: int = Field(5, ge=1, le=10_000, description="Passes over the training set.")
+    steps: int | None = Field(
+        None, ge=1, le=1_000_000_000, description="A budget in optimizer steps instead of epochs: training stops "
+        "after this many steps, its last epoch cut short; train.epochs is then not read."
+    )
+    evaluate_every: int | None = Field(
+        None, ge=1, le=1_000_000_000, description="Evaluate every this many optimizer steps instead of every epoch: "
+        "history.csv gets a row per evaluation, with its step (validation values, decoded scores, early stopping, "
+        "reduce_on_plateau and checkpoints all go by these evaluations). Default: every epoch."
+    )
     batch_size: int = Field(32, ge=1, le=1_000_000, description="Examples per gradient step.")
     optimizer: OptimizerSpec = Field(default_factory=OptimizerSpec)
     validation_split: float = Field(
@@ -132,3 +141,4 @@ class TrainSpec(Params):
         description="mirrored: data-parallel over all local GPUs (tf.distribute.MirroredStrategy); "
         "on a machine without GPUs it runs on the CPU and says so.",
     )
+

@@ -23,6 +23,7 @@ from seqkeras.training.predictions import Predictions
 from seqkeras.training.progress import EpochProgress, ProgressOutput
 from seqkeras.results.folder import write_atomic
 from seqkeras.training import class_weights, convergence, schedules
+from seqkeras.training.budget import Budget, Period, Segment
 from seqkeras.training.settings import EarlyStoppingSpec, OptimizerSpec, TrainSpec
 from seqkeras.tasks.base import CLASSIFICATION, REGRESSION, SEQ2SEQ, SequenceData
 from seqkeras.training.losses import loss_and_metrics
@@ -133,7 +134,8 @@ def fit(
         x, y = take_rows(x, slice(None, -held_out)), y[:-held_out]
         weights = weights[:-held_out] if weights is not None else None
     weights = class_weights.sample_weights(train.class_weights, data, y, weights)  # the training part's only
-    steps = math.ceil(len(y) / train.batch_size)  # batches per epoch, the last one partial, as both loops cut them
+    per_epoch = math.ceil(len(y) / train.batch_size)  # batches per epoch, the last one partial, as both loops cut
+    budget = Budget.of(train, per_epoch)
     if not getattr(model, "compiled", False):
         if own_loss:
             objective = {}
@@ -141,7 +143,7 @@ def fit(
             objective = {"loss": "mse"}
         else:
             objective = loss_and_metrics()
-        model.compile(optimizer=make_optimizer(train.optimizer, steps * train.epochs), **objective)
+        model.compile(optimizer=make_optimizer(train.optimizer, budget.total_steps), **objective)
 
     first = slice(0, train.batch_size)
     build_before_tracing(model, (take_rows(x, first), y[first], None if weights is None else weights[first]))
@@ -151,41 +153,39 @@ def fit(
     stopper = EarlyStopper(train.early_stopping, state)
     reducer = schedules.PlateauReducer(train.reduce_on_plateau, state)
     started = time.perf_counter() - state.seconds
-    lean = lean_loop(model)
-    shown = EpochProgress(train.verbose, train.epochs, progress or ProgressOutput())
+    loop = PeriodLoop(model, lean_loop(model), (x, y, weights), validation, train, seed, budget)
+    shown = EpochProgress(train.verbose, budget.periods, progress or ProgressOutput(),
+                          unit="Evaluation" if budget.by_steps else "Epoch")
     on_step = shown.step_done if shown.shows_steps else None
     for callback in callbacks:
         callback.set_model(model)
         callback.on_train_begin()
-    for epoch in range(state.epoch, train.epochs):
-        order = np.random.default_rng([seed, epoch]).permutation(len(y))
-        epoch_data = (take_rows(x, order), y[order], weights[order] if weights is not None else None)
-        epoch_started = time.perf_counter()
-        with shown.bar(epoch + 1, steps):  # verbose 1 on a terminal; gone when the epoch ends, or fails
-            if lean is not None:
-                logs = lean_epoch(lean, epoch_data, validation, train, on_step)
-            else:
-                logs = keras_epoch(model, epoch_data, validation, train, epoch, on_step)
+    for index in range(state.epoch, budget.periods):  # state.epoch: the periods completed (epochs by default)
+        period = budget.period(index)
+        period_started = time.perf_counter()
+        with shown.bar(period.number, period.steps):  # verbose 1 on a terminal; gone when it ends, or fails
+            logs = loop.train(period, on_step)
         if train.validation_decoding is not None:
-            logs.update(decoded_validation(train, score_decoded, validation, epoch + 1))
+            logs.update(decoded_validation(train, score_decoded, validation, period.number, budget.periods))
         reducer.update(logs, model)  # before the checkpoint: a resumed run goes on with the reduced rate
         if train.optimizer.schedule or train.reduce_on_plateau:  # the rate the next step takes, in history.csv
             logs["learning_rate"] = float(keras.ops.convert_to_numpy(model.optimizer.learning_rate))
         measured = {name: value for name, value in logs.items() if convergence.evaluated(value)}
-        shown.epoch_ended(epoch + 1, time.perf_counter() - epoch_started, measured)
+        shown.epoch_ended(period.number, time.perf_counter() - period_started, measured)
         if events is not None:
-            events.scalars(epoch + 1, measured)
-        row = {"epoch": epoch + 1, **logs}
+            events.scalars(period.number, measured)
+        row = {**budget.row_position(period), **logs}
         if not math.isfinite(row["loss"]):
+            where = f"epoch {period.number}" if not budget.by_steps else f"the steps up to {period.end_step}"
             raise FloatingPointError(
-                f"the training loss became {row['loss']} in epoch {epoch + 1} (try a lower learning rate or clipnorm)"
+                f"the training loss became {row['loss']} in {where} (try a lower learning rate or clipnorm)"
             )
         state.history.append(row)
-        state.epoch = epoch + 1
+        state.epoch = period.number
         for callback in callbacks:
-            callback.on_epoch_end(epoch, dict(measured))
+            callback.on_epoch_end(index, dict(measured))
         stop = stopper.update(row, model)
-        if after_epoch is not None and after_epoch(epoch + 1, row):
+        if after_epoch is not None and after_epoch(period.number, row):
             stop = True
         state.seconds = time.perf_counter() - started
         if checkpoint:
@@ -201,13 +201,57 @@ def fit(
     return pd.DataFrame(state.history), seconds
 
 
-def decoded_validation(train: TrainSpec, score_decoded, validation: tuple | None, epoch: int) -> dict[str, float]:
-    """The epoch's decoded validation scores (val_bleu, ...): measured every `every` epochs and at the budget's
-    last, NaN between."""
+class PeriodLoop:
+    """Trains one period (budget.Period: an epoch, or N steps across epochs) on Keras's fit or the lean loop, and
+    validates after it: its history values (loss, accuracy, val_*)."""
+
+    def __init__(self, model: keras.Model, lean, training: tuple, validation: tuple | None, train: TrainSpec,
+                 seed: int, budget: Budget):
+        self.model, self.lean, self.training, self.validation = model, lean, training, validation
+        self.spec, self.seed, self.budget = train, seed, budget
+
+    def rows(self, segment: Segment) -> tuple:
+        """A segment's (x, y, weights): its epoch's seeded permutation, batches [first, end)."""
+        x, y, weights = self.training
+        order = np.random.default_rng([self.seed, segment.epoch]).permutation(len(y))
+        order = order[segment.first * self.spec.batch_size : segment.end * self.spec.batch_size]
+        return take_rows(x, order), y[order], weights[order] if weights is not None else None
+
+    def train(self, period: Period, on_step: Callable[[], None] | None) -> dict[str, float]:
+        (first, *more) = period.segments
+        if not more and self.budget.whole_epoch(first):  # an epoch: validated inside Keras's fit, as always
+            return self.segment(first, self.validation, on_step)
+        parts = [(segment.end - segment.first, self.segment(segment, None, on_step)) for segment in period.segments]
+        # The period's training values: its segments' means, weighed by their steps.
+        logs = {name: sum(steps * values[name] for steps, values in parts) / period.steps for name in parts[0][1]}
+        if self.validation is not None:
+            logs.update(self.validate())
+        return logs
+
+    def segment(self, segment: Segment, validation: tuple | None, on_step) -> dict[str, float]:
+        if self.lean is not None:
+            return lean_epoch(self.lean, self.rows(segment), validation, self.spec, on_step)
+        return keras_epoch(self.model, self.rows(segment), validation, self.spec, segment.epoch, on_step)
+
+    def validate(self) -> dict[str, float]:
+        val_x, val_y, *val_weights = self.validation
+        weights = val_weights[0] if val_weights else None
+        if self.lean is not None:
+            scores = self.lean.evaluate(val_x, val_y, weights, batch_size=self.spec.batch_size)
+        else:
+            scores = self.model.evaluate(val_x, val_y, sample_weight=weights, batch_size=self.spec.batch_size,
+                                         verbose=0, return_dict=True)
+        return {f"val_{name}": float(value) for name, value in scores.items()}
+
+
+def decoded_validation(train: TrainSpec, score_decoded, validation: tuple | None, number: int,
+                       periods: int) -> dict[str, float]:
+    """Period `number`'s decoded validation scores (val_bleu, ...): measured every `every` periods (epochs) and at
+    the budget's last, NaN between."""
     settings = train.validation_decoding
     if score_decoded is None or validation is None:  # the spec's checks refuse both; a caller's mistake
         raise ValueError("train.validation_decoding needs validation pairs and the task's scorer of decoded outputs")
-    if epoch % settings.every and epoch != train.epochs:
+    if number % settings.every and number != periods:
         return {f"val_{name}": math.nan for name in settings.metrics}
     return {f"val_{name}": float(value) for name, value in score_decoded(validation[0], validation[1]).items()}
 

@@ -3,8 +3,8 @@ checks as on TensorFlow, imported from their modules and run in this process.
 
     KERAS_BACKEND=torch .venv/bin/python -m pytest -q tests/torch_backend/test_training_controls_torch.py
 
-A learning-rate schedule and reduce-on-plateau (the rate each epoch ends with), class weights, and decoded
-validation scores watched by early stopping.
+A learning-rate schedule and reduce-on-plateau (the rate each epoch ends with), class weights, evaluations every N
+steps (the same model as every epoch), and decoded validation scores watched by early stopping.
 """
 
 from __future__ import annotations
@@ -19,6 +19,9 @@ from tests.test_class_weights import (  # noqa: E402,F401  (collected here: run 
 from tests.test_schedules import (  # noqa: E402,F401
     test_a_scheduled_run_records_the_rate_its_schedule_gives_after_each_epoch,
     test_reduce_on_plateau_lowers_the_rate_after_patience_epochs_without_improvement,
+)
+from tests.test_step_budget import (  # noqa: E402,F401
+    test_evaluating_every_five_steps_trains_the_same_model_as_every_epoch,
 )
 from tests.test_validation_decoding import (  # noqa: E402,F401
     test_early_stopping_watches_val_bleu_decoded_every_second_epoch,
