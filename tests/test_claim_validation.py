@@ -89,6 +89,10 @@ def test_every_selection_of_a_spec_is_checked_the_same_way():
     assert "table[1].where.model.units: no run has model.units = 16: it is 64 in every run" in \
         validation_error(spec)
     spec = copy.deepcopy(ADDING)
+    spec["table"][0]["columns"] = "model.units"
+    assert validation_error(spec) == ("table[0].columns: model.units is 64 in every run, not a matrix key: nothing to "
+                                      f"lay out by it; use a key that varies ({MATRIX_KEYS})")
+    spec = copy.deepcopy(ADDING)
     spec["plots"] = [{"x": "task.length", "y": "mse", "hue": "model.cell", "where": {"seed": 5}}]
     assert "plots[0].where.seed: no run has seed = 5" in validation_error(spec)
 

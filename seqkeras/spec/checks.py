@@ -201,7 +201,8 @@ def _not_a_column(spec: ExperimentSpec, key: str, allowed: list[str], runs: list
         if len(distinct) == 1:
             own = distinct[0]
             if wanted is _NOTHING:
-                return f"{key} is {own} in every run: it is not a matrix key, so there is nothing to lay out; {choices}"
+                return (f"{key} is {own} in every run, not a matrix key: nothing to lay out by it; use a key that "
+                        f"varies ({', '.join(allowed)})")
             if matching([OutputRow({key: values[0]}, ())], {key: wanted}):
                 return (f"{key} is {own} in every run, not a matrix key: runs.csv has no column for it, and selecting "
                         f"by it would keep every run; leave it out of where, or {choices}")
