@@ -101,7 +101,7 @@ def test_a_tuned_key_is_no_selection():
     error = validation_error(with_claim(TUNED, {"train.optimizer.learning_rate": 0.001}, metric="accuracy"))
     assert error.startswith("expect[0].where.train.optimizer.learning_rate: train.optimizer.learning_rate is "
                             "tuned (tune.search): tuning finds each matrix point's value, unknown before training, "
-                            "so no where can name one; select by a key that varies ("), error
+                            "so no spec can select by it; select by a key that varies ("), error
     # runs.csv's column of it is named the same way
     error = validation_error(with_claim(TUNED, {"tuned.train.optimizer.learning_rate": 0.001}, metric="accuracy"))
     assert "expect[0].where.tuned.train.optimizer.learning_rate: train.optimizer.learning_rate is tuned" in error

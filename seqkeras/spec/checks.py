@@ -194,7 +194,7 @@ def _not_a_column(spec: ExperimentSpec, key: str, allowed: list[str], runs: list
     tuned = key.removeprefix("tuned.")  # runs.csv's column of a tuned key
     if spec.tune is not None and tuned in spec.tune.search:
         return (f"{tuned} is tuned (tune.search): tuning finds each matrix point's value, unknown before training, "
-                f"so no where can name one; {choices}")
+                f"so no spec can select by it; {choices}")
     values = [value_of(run, key) for run in runs] if value_of else []
     if values and all(value is not None and not isinstance(value, (dict, list)) for value in values):
         distinct = list(dict.fromkeys(shown(value, 40) for value in values))
