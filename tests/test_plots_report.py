@@ -207,7 +207,11 @@ def test_plots_no_longer_drawn_are_removed_but_other_files_are_kept(tmp_path):
 def test_plot_specs_are_validated_with_the_spec(write_spec):
     base = TINY_TRAINING_SPEC + "    plots:\n      - {x: task.lag, y: accuracy}\n"
     raw = yaml.safe_load(textwrap.dedent(base))
-    with pytest.raises(SpecError, match=r"plots\[0\]\.x: unknown matrix key 'task.lag'"):
+    with pytest.raises(SpecError, match=r"plots\[0\]\.x: task.lag is 3 in every run, not a matrix key: nothing to "
+                       r"lay out by it; use a key that varies \(model.cell, seed\)"):
+        build_experiment(raw, source="s", overrides=[])
+    raw["plots"] = [{"x": "task.lagg", "y": "accuracy"}]
+    with pytest.raises(SpecError, match=r"plots\[0\]\.x: unknown matrix key 'task.lagg'"):
         build_experiment(raw, source="s", overrides=[])
     raw["plots"] = [{"x": "model.cell", "y": "accuracy", "kind": "pie"}]
     with pytest.raises(SpecError, match=r"plots\[0\]\.kind: 'pie' is not allowed.*Allowed: line, bar, scatter"):

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from seqkeras.reporting.selection import select
-from seqkeras.results.folder import OK
+from seqkeras.results.folder import OK, one_row_per_run
 from seqkeras.spec.sections import ExpectSpec
 
 REPRODUCED, NOT_REPRODUCED = "reproduced", "NOT reproduced"
@@ -39,6 +39,16 @@ def format_measured(value: float, expect: ExpectSpec) -> str:
 
 
 def check(expect: ExpectSpec, runs: pd.DataFrame) -> Verdict:
+    verdict = _judged(expect, runs)
+    if expect.converged:
+        verdict.expected += ", converged runs"
+        unconverged = _unconverged(expect, runs)
+        if unconverged:
+            verdict.measured, verdict.holds = f"{verdict.measured}; {unconverged}", False
+    return verdict
+
+
+def _judged(expect: ExpectSpec, runs: pd.DataFrame) -> Verdict:
     where_text = ", ".join(f"{k}={v}" for k, v in expect.where.items())
     if not (runs["status"] == OK).any():
         return Verdict(expect.claim, _expected_text(expect), "no finished run", False)
@@ -67,6 +77,26 @@ def check(expect: ExpectSpec, runs: pd.DataFrame) -> Verdict:
     if expect.relative_to is not None:
         text += f" ({expect.metric} / {expect.relative_to})"
     return Verdict(expect.claim, expected, text, holds)
+
+
+def _unconverged(expect: ExpectSpec, runs: pd.DataFrame) -> str | None:
+    """Why the claim's runs are not all converged (training.convergence's still_improving, a column of runs.csv),
+    or None when they are: a run still improving when its epochs ran out ranks how far it got, not what it can
+    do, and one that does not say is not counted as converged."""
+    selections = [expect.where] + ([expect.comparison[1].where] if expect.comparison else [])
+    if any(key not in runs.columns for where in selections for key in where):
+        return None  # the verdict already says which column is missing
+    chosen = one_row_per_run(pd.concat([select(runs, where) for where in selections]))
+    if chosen.empty:
+        return None  # the verdict already says no finished run is selected
+    if "still_improving" not in runs.columns:
+        return "the runs do not record whether they converged (no still_improving column): run them again"
+    said = chosen["still_improving"].astype(str).str.lower()
+    for rows, what in ((chosen[said == "true"], "were still improving when their epochs ran out"),
+                       (chosen[~said.isin(["true", "false"])], "do not record whether they converged")):
+        if not rows.empty:
+            return f"{len(rows)} of its {len(chosen)} runs {what} (e.g. {rows['run_id'].iloc[0]})"
+    return None
 
 
 def claim_numbers(expect: ExpectSpec, runs: pd.DataFrame) -> pd.Series | None:

@@ -169,13 +169,18 @@ def check_sections(spec: ExperimentSpec) -> None:
         raise SpecError(tensorboard_missing(), path="train.tensorboard")
 
 
-def check_references(spec: ExperimentSpec, matrix_columns: list[str]) -> None:
-    """Tables and expectations may only select by what varies (matrix keys, decoders) or by seed."""
+def check_references(spec: ExperimentSpec, matrix_columns: list[str], runs: list | None = None,
+                     value_of=None) -> None:
+    """Tables and expectations may only select by what varies (matrix keys, decoders) or by seed: runs.csv has a
+    column for those only, so a key fixed in the spec, or found by tuning, would select nothing when reported.
+
+    runs and value_of(run, key) (spec.loader.matrix_value): what each run has for a key, to say why a key that
+    is not a column is refused (fixed at one value, tuned) rather than only that it is unknown."""
     allowed = matrix_columns + ["seed"] + decoder_columns(spec)
 
-    def check(key: str, path: str) -> None:
+    def check(key: str, path: str, wanted: object = _NOTHING) -> None:
         if key not in allowed:
-            raise SpecError(unknown_choice("matrix key", key, allowed), path=path)
+            raise SpecError(_not_a_column(spec, key, allowed, runs or [], value_of, wanted), path=path)
 
     for index, table in enumerate(spec.tables()):
         prefix = f"table[{index}]" if isinstance(spec.table, list) else "table"
@@ -183,23 +188,50 @@ def check_references(spec: ExperimentSpec, matrix_columns: list[str]) -> None:
             keys = getattr(table, attribute)
             for key in [keys] if isinstance(keys, str) else keys or []:
                 check(key, f"{prefix}.{attribute}")
-        for key in table.where:
-            check(key, f"{prefix}.where")
+        for key, wanted in table.where.items():
+            check(key, f"{prefix}.where.{key}", wanted)
         for key in table.pool:
             check(key, f"{prefix}.pool")
     for index, plot in enumerate(spec.plots):
         for attribute in ("x", "hue", "facet"):
             if getattr(plot, attribute) is not None:
                 check(getattr(plot, attribute), f"plots[{index}].{attribute}")
-        for key in plot.where:
-            check(key, f"plots[{index}].where")
+        for key, wanted in plot.where.items():
+            check(key, f"plots[{index}].where.{key}", wanted)
     for index, expect in enumerate(spec.expect):
-        for key in expect.where:
-            check(key, f"expect[{index}].where")
+        for key, wanted in expect.where.items():
+            check(key, f"expect[{index}].where.{key}", wanted)
         if expect.comparison:
             kind, other = expect.comparison
-            for key in other.where:
-                check(key, f"expect[{index}].{kind}.where")
+            for key, wanted in other.where.items():
+                check(key, f"expect[{index}].{kind}.where.{key}", wanted)
+
+
+_NOTHING = object()  # a key given as rows, columns, x...: no value asked for
+
+
+def _not_a_column(spec: ExperimentSpec, key: str, allowed: list[str], runs: list, value_of, wanted: object) -> str:
+    """Why `key` selects nothing in runs.csv: tuned, fixed at one value in every run, or no key of the spec."""
+    choices = f"select by a key that varies ({', '.join(allowed)})"
+    tuned = key.removeprefix("tuned.")  # runs.csv's column of a tuned key
+    if spec.tune is not None and tuned in spec.tune.search:
+        return (f"{tuned} is tuned (tune.search): tuning finds each matrix point's value, unknown before training, "
+                f"so no spec can select by it; {choices}")
+    values = [value_of(run, key) for run in runs] if value_of else []
+    if values and all(value is not None and not isinstance(value, (dict, list)) for value in values):
+        distinct = list(dict.fromkeys(shown(value, 40) for value in values))
+        if len(distinct) == 1:
+            own = distinct[0]
+            if wanted is _NOTHING:
+                return (f"{key} is {own} in every run, not a matrix key: nothing to lay out by it; use a key that "
+                        f"varies ({', '.join(allowed)})")
+            if matching([OutputRow({key: values[0]}, ())], {key: wanted}):
+                return (f"{key} is {own} in every run, not a matrix key: runs.csv has no column for it, and selecting "
+                        f"by it would keep every run; leave it out of where, or {choices}")
+            return (f"no run has {key} = {shown(wanted)}: it is {own} in every run, not a matrix key; {choices}")
+        return (f"{key} is not a matrix key (its value follows from the matrix's: {_listed(distinct)}), so runs.csv "
+                f"has no column for it; {choices}")
+    return unknown_choice("matrix key", key, allowed)
 
 
 def check_outputs(spec: ExperimentSpec, rows: list[OutputRow]) -> None:
@@ -228,12 +260,28 @@ def check_outputs(spec: ExperimentSpec, rows: list[OutputRow]) -> None:
             for field in ("metric", "relative_to"):
                 if getattr(expect, field) is not None:
                     _check_metric(chosen, getattr(expect, field), f"expect[{index}].{field}", every_row=True)
+            if expect.converged:
+                _check_converges(chosen, f"expect[{index}].converged")
+
+
+def _check_converges(rows: list[OutputRow], path: str) -> None:
+    """`converged` asks whether each run was still improving as its epochs ran out, which a run without epochs
+    (a probe, a model estimated by counting) never records: its claim could only fail."""
+    without = [row for row in rows if not row.trained_over_epochs]
+    if without:
+        example = ", ".join(f"{key}={shown(value, 40)}" for key, value in without[0].keys.items())
+        raise SpecError(f"converged judges runs trained over epochs, and {len(without)} of the {len(rows)} rows "
+                        f"selected here have none (a probe, or a model estimated by counting; e.g. {example}); "
+                        "narrow `where` to the runs that train, or leave converged out", path=path)
 
 
 def _selected(rows: list[OutputRow], where: dict, path: str) -> list[OutputRow]:
     for key, wanted in where.items():
         if not matching(rows, {key: wanted}):
             values = list(dict.fromkeys(str(v) for row in rows if (v := row.keys.get(key)) is not None))
+            # A matrix entry may leave the key out: null selects those runs, so the message offers it.
+            if any(row.keys.get(key) is None for row in rows):
+                values.append("null (the runs without it)")
             raise SpecError(
                 f"no run has {key} = {shown(wanted)}; its values are: {_listed(values)}", path=f"{path}.{key}"
             )

@@ -76,7 +76,7 @@ def build_experiment(raw: Any, *, source: str, overrides: list[str]) -> Experime
     _check_distinct(runs)
     matrix_columns = _matrix_columns(spec.matrix)
     try:
-        check_references(spec, matrix_columns)
+        check_references(spec, matrix_columns, runs, matrix_value)
     except SpecError as error:
         if "matrix" not in set_keys or spec.matrix:
             raise

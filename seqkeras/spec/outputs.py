@@ -36,6 +36,9 @@ class OutputRow:
 
     keys: dict[str, Any]
     metrics: tuple[str, ...]
+    # Trained over epochs, so its record says whether it was still improving (a claim's `converged`); a probe and a
+    # model estimated by counting have no epochs.
+    trained_over_epochs: bool = False
 
     def has(self, metric: str) -> bool:
         return any(fnmatch.fnmatchcase(metric, name) for name in self.metrics)
@@ -57,9 +60,10 @@ def output_rows(run: RunSpec) -> list[OutputRow]:
     if GRADIENT_FLOW in run.diagnostics:
         names += GRADIENT_FLOW_METRICS
     names += TRAINING_COLUMNS
+    epochs = not run.model.component.abilities_for(run.model.params).estimated
     if run.decoders and problem in (SEQ2SEQ, LANGUAGE_MODELING):
-        return [OutputRow({**keys, **decoder_keys(choice)}, tuple(names)) for choice in run.decoders]
-    return [OutputRow(keys, tuple(names))]
+        return [OutputRow({**keys, **decoder_keys(choice)}, tuple(names), epochs) for choice in run.decoders]
+    return [OutputRow(keys, tuple(names), epochs)]
 
 
 def same_value(value: Any, wanted: Any) -> bool:

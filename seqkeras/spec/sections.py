@@ -120,6 +120,11 @@ class ExpectSpec(Params):
     close_to: CompareTo | None = Field(
         None, description="|measured − the other selection's mean| ≤ by (e.g. 'similar accuracy')."
     )
+    converged: bool = Field(
+        False,
+        description="The claim holds only if every run it selects (on both sides of a comparison) converged: none "
+        "was still improving when its epochs ran out (runs.csv's still_improving). Runs trained over epochs only.",
+    )
 
     @model_validator(mode="after")
     def _one_kind_of_check(self) -> "ExpectSpec":
