@@ -425,7 +425,7 @@ def command_table(args) -> int:
         if title and args.format == "md":
             print(f"## {title}\n")
         print(csv_frame(frame).to_csv(index=False) if args.format == "csv" else to_markdown(frame))
-        if baseline is not None and args.format == "md" and not frame.empty:
+        if baseline is not None and args.format == "md" and frame.attrs.get("baseline"):  # a marked table
             print(f"\n{legend(baseline)}")
         print()
     for note in beside.notes if beside is not None else []:  # stdout is the CSV itself: notes go to stderr
