@@ -280,8 +280,8 @@ def test_the_table_of_every_run_gets_two_columns_per_metric_in_the_rows_order():
     frame = pd.DataFrame({"model.cell": ["b", "a", "b", "a"], "tuning": ["tuned", "tuned", "untuned", "untuned"],
                           "accuracy": ["1", "2", "3", "4"], "params": ["5", "6", "7", "8"]})
     wide = tuning_in_columns(frame, ["model.cell"])
-    assert wide.columns.tolist() == ["model.cell \\ metric / tuning", "accuracy / tuned", "accuracy / untuned", "params / tuned",
-                                     "params / untuned"]
+    assert wide.columns.tolist() == ["model.cell \\ metric / tuning", "accuracy / tuned", "accuracy / untuned",
+                                     "params / tuned", "params / untuned"]
     assert wide.values.tolist() == [["b", "1", "3", "5", "7"], ["a", "2", "4", "6", "8"]]
 
 
