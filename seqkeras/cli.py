@@ -197,9 +197,11 @@ def table_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--baseline", metavar="KEY=VALUE",
                         help="test each cell against its baseline cell, the one with KEY = VALUE and the same "
                              "other keys (`model.cell=lstm`: the lstm column's cell in the same row, or the lstm "
-                             "row's in the same column): md marks a cell that differs beyond chance with `*` "
-                             "(p < 0.05; a paired t-test over shared seeds, else Welch's) and one with too few "
-                             "seeds with `?`; csv adds `p_value`, `test` and `verdict` columns")
+                             "row's in the same column): md marks every cell, `[base]`, `[better]` or `[worse]` "
+                             "(differs beyond chance: p < 0.05, a paired t-test over shared seeds, else Welch's; "
+                             "`[higher]` / `[lower]` for a number with no better direction), `[n.s.]` (not shown "
+                             "to differ), `[?]` (too few seeds to test: the title says how many it had) or "
+                             "`[no base]`; csv adds `p_value`, `test` and `verdict` columns")
     parser.add_argument("--untuned", metavar="UNTUNED_DIR",
                         help="RESULTS_DIR is a tuned experiment's: set the same experiment's untuned results (a "
                              "results folder or its `runs.csv`) beside it, a tuned and an untuned column per "
@@ -244,6 +246,10 @@ def report_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default=None, metavar="DIR",
                         help="write the pages (and copies of the plots) into this folder, not a file (default: "
                              "beside the results)")
+    parser.add_argument("--baseline", metavar="KEY=VALUE",
+                        help="mark each table's cells against their baseline cell, as `table --baseline` does, with "
+                             "the legend under each marked table; an experiment whose tables lack KEY or VALUE "
+                             "shows them unmarked, saying why")
 
 
 def track_options(parser: argparse.ArgumentParser) -> None:
@@ -381,7 +387,8 @@ def command_run(args) -> int:
 
 def command_table(args) -> int:
     from seqkeras.reporting.baseline import legend, parse_baseline
-    from seqkeras.reporting.tables import declared_tables, pivot, summary_tables, to_markdown
+    from seqkeras.reporting.tables import csv_frame, declared_tables, pivot, summary_tables, table_title, titled
+    from seqkeras.reporting.tables import to_markdown
     from seqkeras.reporting.tuned_vs_untuned import beside_untuned, pivot_beside, summary_tables_beside
     from seqkeras.reporting.tuned_vs_untuned import legend as untuned_legend
     from seqkeras.reporting.saved_spec import read_saved_experiment
@@ -398,8 +405,9 @@ def command_table(args) -> int:
         if not (args.rows and args.value):
             raise SpecError("give --rows and --value (and optionally --columns), or none of them")
         table = TableSpec(rows=args.rows, columns=args.columns, value=args.value, pool=args.pool)
-        frames = [("", pivot_beside(beside, table, statistics, baseline) if beside is not None
-                   else pivot(runs, table, statistics=statistics, baseline=baseline))]
+        frame = pivot_beside(beside, table, statistics, baseline) if beside is not None \
+            else pivot(runs, table, statistics=statistics, baseline=baseline)
+        frames = [(titled(table_title(table), frame), frame)]
     else:
         folder = results_dir if results_dir.is_dir() else results_dir.parent
         saved = read_saved_experiment(folder, warn=print_warning)
@@ -416,8 +424,8 @@ def command_table(args) -> int:
     for title, frame in frames:
         if title and args.format == "md":
             print(f"## {title}\n")
-        print(frame.to_csv(index=False) if args.format == "csv" else to_markdown(frame))
-        if baseline is not None and args.format == "md" and not frame.empty:
+        print(csv_frame(frame).to_csv(index=False) if args.format == "csv" else to_markdown(frame))
+        if baseline is not None and args.format == "md" and frame.attrs.get("baseline"):  # a marked table
             print(f"\n{legend(baseline)}")
         print()
     for note in beside.notes if beside is not None else []:  # stdout is the CSV itself: notes go to stderr
@@ -468,9 +476,12 @@ def command_compare(args) -> int:
 
 
 def command_report(args) -> int:
+    from seqkeras.reporting.baseline import parse_baseline
     from seqkeras.reporting.html import write_reports
 
-    index, pages = write_reports([Path(p) for p in args.results_dirs], Path(args.out) if args.out else None)
+    baseline = parse_baseline(args.baseline) if args.baseline is not None else None  # before reading anything
+    index, pages = write_reports([Path(p) for p in args.results_dirs], Path(args.out) if args.out else None,
+                                 baseline=baseline)
     for page in pages:
         print(f"wrote {page}")
     print(f"wrote {index}")

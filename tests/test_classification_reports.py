@@ -195,14 +195,18 @@ def test_baseline_marks_cells_paired_unpaired_and_with_too_few_seeds(tmp_path, c
     table = pd.read_csv(io.StringIO("\n".join(line for line in out.splitlines() if line.startswith("|")
                                               and not line.startswith("|:"))), sep="|").iloc[:, 1:-1]
     table.columns = [c.strip() for c in table.columns]
-    cells = {(str(row["task.lag"]).strip(), cell): str(row[cell]).strip() for _, row in table.iterrows()
+    cells = {(str(row["task.lag \\ model.cell"]).strip(), cell): str(row[cell]).strip() for _, row in table.iterrows()
              for cell in ("lstm", "gru", "rnn", "tiny")}
-    assert cells["5", "gru"].endswith(" *") and cells["5", "rnn"].endswith(" *")  # paired, then Welch
-    assert not cells["20", "gru"].endswith(("*", "?"))  # a mean difference of 0: not shown to differ
-    assert cells["5", "tiny"].endswith(" ?") and cells["20", "tiny"].endswith(" ?")
-    assert not cells["5", "lstm"].endswith(("*", "?"))  # the baseline itself
-    assert "`*`: differs beyond chance from its baseline cell (model.cell = lstm, the same other keys)" in out
-    assert "`?`: too few seeds to tell" in out
+    # accuracy: higher is better. gru is higher on paired seeds, rnn lower (Welch: other seeds).
+    assert cells["5", "gru"].endswith(" [better]") and cells["5", "rnn"].endswith(" [worse]")
+    assert cells["20", "gru"].endswith(" [n.s.]")  # a mean difference of 0: not shown to differ
+    assert cells["5", "tiny"].endswith(" [?]") and cells["20", "tiny"].endswith(" [?]")
+    assert cells["5", "lstm"].endswith(" [base]")  # the baseline itself
+    # Some cells had too few seeds: the title says how many of them, and how many seeds they had.
+    assert "## accuracy by task.lag × model.cell (against model.cell = lstm; 2 of 6 cells with too few seeds to " \
+           "test: 2 seeds a side, 3 needed)" in out
+    assert "Each cell against its baseline cell (model.cell = lstm, the same other keys): [base] the baseline" in out
+    assert "[?]: too few seeds to test" in out
 
 
 def test_baseline_csv_carries_p_values_tests_and_verdicts(tmp_path, capsys):
@@ -212,14 +216,14 @@ def test_baseline_csv_carries_p_values_tests_and_verdicts(tmp_path, capsys):
     code, out, _ = run_cli(capsys, "table", folder, "--rows", "task.lag", "--columns", "model.cell",
                            "--value", "accuracy", "--baseline", "model.cell=lstm", "--format", "csv")
     assert code == 0
-    frame = pd.read_csv(io.StringIO(out), keep_default_na=False).set_index("task.lag")
+    frame = pd.read_csv(io.StringIO(out), keep_default_na=False).set_index("task.lag \\ model.cell")
     assert ["gru mean", "gru std", "gru n", "gru p_value", "gru test", "gru verdict"] == \
         [c for c in frame.columns if c.startswith("gru ")]
     assert frame.loc[5, "lstm verdict"] == "baseline"
-    assert (frame.loc[5, "gru test"], frame.loc[5, "gru verdict"]) == ("paired t", "differs")
+    assert (frame.loc[5, "gru test"], frame.loc[5, "gru verdict"]) == ("paired t", "better")
     gru = [a + b for a, b in zip(LSTM, [0.05, 0.051, 0.049, 0.05])]
     assert float(frame.loc[5, "gru p_value"]) == pytest.approx(stats.ttest_rel(gru, LSTM).pvalue)
-    assert (frame.loc[5, "rnn test"], frame.loc[5, "rnn verdict"]) == ("Welch t", "differs")
+    assert (frame.loc[5, "rnn test"], frame.loc[5, "rnn verdict"]) == ("Welch t", "worse")
     assert float(frame.loc[5, "rnn p_value"]) == pytest.approx(
         stats.ttest_ind([0.30, 0.31, 0.32], LSTM, equal_var=False).pvalue)
     assert frame.loc[20, "gru verdict"] == "not shown to differ" and float(frame.loc[20, "gru p_value"]) > 0.05
@@ -232,7 +236,7 @@ def test_baseline_in_the_table_of_every_run_compares_rows(tmp_path, capsys):
     code, out, _ = run_cli(capsys, "table", folder, "--baseline", "task.lag=20", "--format", "csv")
     frame = pd.read_csv(io.StringIO(out), keep_default_na=False)
     verdicts = dict(zip(zip(frame["model.cell"], frame["task.lag"]), frame["accuracy verdict"]))
-    assert code == 0 and verdicts["lstm", 20] == "baseline" and verdicts["gru", 5] == "differs"
+    assert code == 0 and verdicts["lstm", 20] == "baseline" and verdicts["gru", 5] == "better"
     assert verdicts["lstm", 5] == "not shown to differ" and verdicts["tiny", 5] == "too few seeds"
 
 
@@ -256,7 +260,8 @@ def test_a_declared_table_without_the_baseline_key_is_shown_unmarked_with_a_warn
         {"rows": "model.cell", "value": "accuracy", "pool": ["task.lag"]}]}
     (folder / "experiment.yaml").write_text(yaml.safe_dump(spec), encoding="utf-8")
     code, out, err = run_cli(capsys, "table", folder, "--baseline", "task.lag=5")
-    assert code == 0 and " * |" in out.split("## accuracy by model.cell")[0]
+    assert code == 0 and " [worse] |" in out.split("## accuracy by model.cell\n")[0]  # gru at lag 20
+    assert " [" not in out.split("## accuracy by model.cell\n")[1]
     assert "--baseline task.lag: not a row or column of the table 'accuracy by model.cell'" in err
 
 
@@ -267,11 +272,12 @@ def test_the_python_api_table_takes_a_baseline_as_the_command_does(tmp_path, cap
     folder = baseline_results(tmp_path)
     code, out, _ = run_cli(capsys, "table", folder, "--rows", "task.lag", "--columns", "model.cell",
                            "--value", "accuracy", "--baseline", "model.cell=lstm", "--format", "csv")
-    command = pd.read_csv(io.StringIO(out), keep_default_na=False).set_index("task.lag")
+    # The command's CSV names its corner by both keys; the Python frame keeps the row key's name, to index by.
+    command = pd.read_csv(io.StringIO(out), keep_default_na=False).set_index("task.lag \\ model.cell")
     table = seqkeras.load(folder).table(rows="task.lag", columns="model.cell", value="accuracy",
                                         baseline=baseline).set_index("task.lag")
     assert code == 0 and list(table.columns) == list(command.columns)
-    assert table["gru verdict"].tolist() == command["gru verdict"].tolist() == ["differs", "not shown to differ"]
+    assert table["gru verdict"].tolist() == command["gru verdict"].tolist() == ["better", "not shown to differ"]
     assert table["rnn p_value"].tolist() == pytest.approx(command["rnn p_value"].astype(float).tolist())
 
 

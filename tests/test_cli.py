@@ -87,8 +87,8 @@ def test_set_and_table_from_the_command_line(tiny_spec, tmp_path, capsys):
     assert code == 0 and "| gru" in stdout and "±" in stdout
     code, stdout, _ = run_cli(capsys, "table", out / "tiny", "--rows", "seed", "--columns", "model.cell",
                               "--value", "accuracy", "--format", "csv")
-    # CSV is data: a column per statistic, numbers in them (one seed per cell: no std).
-    assert code == 0 and stdout.splitlines()[0] == "seed,gru mean,gru std,gru n"
+    # CSV is data: a column per statistic, numbers in them (one seed per cell: no std); the corner names both keys.
+    assert code == 0 and stdout.splitlines()[0] == "seed \\ model.cell,gru mean,gru std,gru n"
     first = stdout.splitlines()[1].split(",")
     assert first[0] == "0" and float(first[1]) == runs["accuracy"][0] and first[2:] == ["", "1"]
     code, stdout, _ = run_cli(capsys, "table", out / "tiny", "--rows", "model.cell", "--value", "accuracy",

@@ -169,7 +169,7 @@ def test_identical_duplicate_rows_are_dropped_with_a_warning(tmp_path, capsys):
     (folder / "runs.csv").write_text(text + text.splitlines(keepends=True)[1], encoding="utf-8")
     code, out, err = run_cli(capsys, "table", folder)
     assert code == 0 and "dropped 1 duplicate row(s)" in err and str(folder / "runs.csv") in err
-    assert "0.55 ± 0.071" in out  # seeds 0 and 1 once each: the duplicate does not weigh twice
+    assert "0.550 ± 0.071" in out  # seeds 0 and 1 once each: the duplicate does not weigh twice
     assert len(read_runs(folder, warn=lambda message: None)) == 4
 
 
@@ -457,7 +457,7 @@ def test_a_declared_table_that_pools_is_an_error_unless_it_says_pool(tmp_path, c
     spec["table"]["pool"] = ["model.bidirectional"]
     write_yaml(folder / "experiment.yaml", spec)
     code, out, _ = run_cli(capsys, "table", folder)
-    assert code == 0 and "0.55 ± 0.058" in out  # 2 directions × 2 seeds
+    assert code == 0 and "0.550 ± 0.058" in out  # 2 directions × 2 seeds
 
 
 def test_decoder_parameters_fixed_by_the_decoder_row_are_not_pooling():

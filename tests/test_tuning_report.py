@@ -257,8 +257,8 @@ def test_table_untuned_sets_a_tuned_and_an_untuned_column_per_cell(capsys, two_s
     assert code == 0, err
     assert out.startswith(f"tuning: tuned = {tuned} (each matrix point's best setting")
     assert "## accuracy by model.cell × tuning" in out
-    assert "| model.cell   | tuned       | untuned     |" in out
-    assert "| lstm         | 0.81 ± 0.01 | 0.71 ± 0.01 |" in out
+    assert "| model.cell \\ tuning   | tuned         | untuned       |" in out
+    assert "| lstm                  | 0.810 ± 0.010 | 0.710 ± 0.010 |" in out
     assert "gru" not in out.split("note:")[0]  # the untuned point the tuned results lack is left out …
     assert f"note: 3 run(s) of {untuned} left out: the tuned results have no matrix point model.cell=gru" in out
 
@@ -269,10 +269,10 @@ def test_table_untuned_with_a_pivot_and_a_baseline_tests_tuned_against_untuned(c
                              "--value", "accuracy", "--baseline", "tuning=untuned", "--format", "csv")
     assert code == 0, err
     frame = pd.read_csv(pd.io.common.StringIO(out))
-    assert list(frame.columns[:4]) == ["model.cell", "tuned mean", "tuned std", "tuned n"]
-    lstm = frame.set_index("model.cell").loc["lstm"]
+    assert list(frame.columns[:4]) == ["model.cell \\ tuning", "tuned mean", "tuned std", "tuned n"]
+    lstm = frame.set_index("model.cell \\ tuning").loc["lstm"]
     assert lstm["tuned mean"] == pytest.approx(0.81) and lstm["untuned mean"] == pytest.approx(0.71)
-    assert lstm["tuned verdict"] == "differs" and lstm["untuned verdict"] == "baseline"
+    assert lstm["tuned verdict"] == "better" and lstm["untuned verdict"] == "baseline"
     assert "note: 3 run(s)" in err  # stdout is the CSV: the note goes to stderr
 
 
@@ -280,8 +280,8 @@ def test_the_table_of_every_run_gets_two_columns_per_metric_in_the_rows_order():
     frame = pd.DataFrame({"model.cell": ["b", "a", "b", "a"], "tuning": ["tuned", "tuned", "untuned", "untuned"],
                           "accuracy": ["1", "2", "3", "4"], "params": ["5", "6", "7", "8"]})
     wide = tuning_in_columns(frame, ["model.cell"])
-    assert wide.columns.tolist() == ["model.cell", "accuracy / tuned", "accuracy / untuned", "params / tuned",
-                                     "params / untuned"]
+    assert wide.columns.tolist() == ["model.cell \\ metric / tuning", "accuracy / tuned", "accuracy / untuned",
+                                     "params / tuned", "params / untuned"]
     assert wide.values.tolist() == [["b", "1", "3", "5", "7"], ["a", "2", "4", "6", "8"]]
 
 
@@ -293,8 +293,8 @@ def test_table_untuned_without_a_declared_table_shows_every_metric_beside(capsys
         (folder / "experiment.yaml").write_text(yaml.safe_dump(spec), encoding="utf-8")
     code, out, err = run_cli(capsys, "table", tuned, "--untuned", untuned)
     assert code == 0, err
-    assert "| model.cell   | accuracy / tuned   | accuracy / untuned   |" in out
-    assert "| lstm         | 0.81 ± 0.01        | 0.71 ± 0.01          |" in out
+    assert "| model.cell \\ metric / tuning   | accuracy / tuned   | accuracy / untuned   |" in out
+    assert "| lstm                           | 0.810 ± 0.010      | 0.710 ± 0.010        |" in out
     assert "tuned.model.units" not in out  # what tuning chose is tuning.md's, not a column here
 
 

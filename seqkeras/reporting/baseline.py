@@ -11,8 +11,14 @@ tested with `reporting.significance` (the tests `compare` uses):
 - fewer than `MIN_SEEDS_FOR_TEST` pairs (paired) or seeds a side (Welch): too
   few seeds to tell.
 
-In Markdown a cell that differs (two-sided p < ALPHA) ends in `*`, one with too
-few seeds in `?` (`legend` says so under the table). The CSV carries
+Every cell carries its verdict as a mark (`MARKS`), so that no cell is left to
+be read as either the baseline or "not shown to differ": `[base]`, `[better]` /
+`[worse]` (a difference beyond chance, two-sided p < ALPHA, in the direction the
+metric's catalog entry calls better; `[higher]` / `[lower]` for a number with no
+better direction, such as train_seconds), `[n.s.]` (not shown to differ), `[?]`
+(too few seeds) and `[no base]`. `legend` is the line under a marked table, and
+`title_note` what its title adds: the baseline, and when cells had too few seeds
+to test, how many they had and how many a test needs. The CSV carries
 `p_value`, `test` and `verdict` columns beside each cell's mean, std and n.
 """
 
@@ -34,10 +40,13 @@ from seqkeras.spec.outputs import same_value  # a value matches as `where` and `
 from seqkeras.spec.selection import KEY
 
 OPTION = "--baseline"
-# A cell's verdict, as the CSV's `verdict` column writes it, and its Markdown marker.
-DIFFERS, NOT_SHOWN, TOO_FEW, IS_BASELINE, NO_BASELINE, NO_NUMBERS = (
-    "differs", "not shown to differ", "too few seeds", "baseline", "no baseline cell", "no numbers")
-MARKERS = {DIFFERS: "*", TOO_FEW: "?"}
+# A cell's verdict, as the CSV's `verdict` column writes it, and its mark in the Markdown, terminal and report.
+BETTER, WORSE, HIGHER, LOWER, NOT_SHOWN, TOO_FEW, IS_BASELINE, NO_BASELINE, NO_NUMBERS = (
+    "better", "worse", "higher", "lower", "not shown to differ", "too few seeds", "baseline", "no baseline cell",
+    "no numbers")
+DIFFERING = (BETTER, WORSE, HIGHER, LOWER)
+MARKS = {IS_BASELINE: "[base]", BETTER: "[better]", WORSE: "[worse]", HIGHER: "[higher]", LOWER: "[lower]",
+         NOT_SHOWN: "[n.s.]", TOO_FEW: "[?]", NO_BASELINE: "[no base]"}  # a cell with no numbers shows nothing
 COLUMNS = ["p_value", "test", "verdict"]  # what --format csv adds per cell
 
 
@@ -55,10 +64,11 @@ class CellTest:
     verdict: str
     p_value: float = math.nan
     test: str = ""
+    n: int = 0  # the pairs (paired) or the smaller side's seeds (Welch) the test had
 
     @property
     def marker(self) -> str:
-        return MARKERS.get(self.verdict, "")
+        return MARKS.get(self.verdict, "")
 
 
 def parse_baseline(text: str) -> Baseline:
@@ -93,10 +103,13 @@ def check_key_in(baseline: Baseline, keys: list[str], table: str) -> None:
                         f"a cell's baseline is the cell with the same keys but {baseline}", path=OPTION)
 
 
-def cell_tests(frame: pd.DataFrame, keys: list[str], value: str, baseline: Baseline) -> dict[tuple, CellTest]:
+def cell_tests(frame: pd.DataFrame, keys: list[str], value: str, baseline: Baseline,
+               direction: str | None = None) -> dict[tuple, CellTest]:
     """{cell's keys (as the table labels them): its test against its baseline cell} for every cell of `frame`.
 
     frame: the table's selected finished runs, keys labelled as the table shows them, with the `seed` column.
+    direction: "maximize" or "minimize" when the metric has a better direction (its verdicts are then
+    better / worse), else None (higher / lower).
     """
     position = keys.index(baseline.key)
     cells = {(group if isinstance(group, tuple) else (group,)): part
@@ -109,11 +122,11 @@ def cell_tests(frame: pd.DataFrame, keys: list[str], value: str, baseline: Basel
         base = next((other for other in cells if all(same_value(other[i], cell[i]) for i in range(len(keys))
                                                      if i != position)
                      and same_value(other[position], baseline.value)), None)
-        tests[cell] = CellTest(NO_BASELINE) if base is None else test_against(part, cells[base], value)
+        tests[cell] = CellTest(NO_BASELINE) if base is None else test_against(part, cells[base], value, direction)
     return tests
 
 
-def test_against(cell: pd.DataFrame, base: pd.DataFrame, value: str) -> CellTest:
+def test_against(cell: pd.DataFrame, base: pd.DataFrame, value: str, direction: str | None = None) -> CellTest:
     """A cell's runs against its baseline cell's: paired over seeds when both hold the same seeds once, else Welch."""
     a, b = _numbers(base, value), _numbers(cell, value)
     if a.empty or b.empty:
@@ -121,13 +134,26 @@ def test_against(cell: pd.DataFrame, base: pd.DataFrame, value: str) -> CellTest
     if "seed" in a and a["seed"].is_unique and b["seed"].is_unique and set(a["seed"]) == set(b["seed"]):
         joined = a.merge(b, on="seed", suffixes=("_base", "_cell"))
         if len(joined) < MIN_SEEDS_FOR_TEST:
-            return CellTest(TOO_FEW, test=PAIRED)
-        p_value, _, _ = paired_test((joined["value_cell"] - joined["value_base"]).to_numpy(dtype=float))
-        return CellTest(DIFFERS if p_value < ALPHA else NOT_SHOWN, p_value, PAIRED)
-    if min(len(a), len(b)) < MIN_SEEDS_FOR_TEST:
-        return CellTest(TOO_FEW, test=WELCH)
+            return CellTest(TOO_FEW, test=PAIRED, n=len(joined))
+        p_value, difference, _ = paired_test((joined["value_cell"] - joined["value_base"]).to_numpy(dtype=float))
+        return CellTest(_verdict(p_value, difference, direction), p_value, PAIRED, len(joined))
+    n = min(len(a), len(b))
+    if n < MIN_SEEDS_FOR_TEST:
+        return CellTest(TOO_FEW, test=WELCH, n=n)
     p_value, _, _ = welch_test(a["value"].to_numpy(dtype=float), b["value"].to_numpy(dtype=float))
-    return CellTest(DIFFERS if p_value < ALPHA else NOT_SHOWN, p_value, WELCH)
+    difference = float(b["value"].mean() - a["value"].mean())
+    return CellTest(_verdict(p_value, difference, direction), p_value, WELCH, n)
+
+
+def _verdict(p_value: float, difference: float, direction: str | None) -> str:
+    """Not shown to differ, or which way the cell differs from its baseline: better / worse where the metric
+    has a better direction, else higher / lower."""
+    if not p_value < ALPHA:
+        return NOT_SHOWN
+    higher = difference > 0
+    if direction is None:
+        return HIGHER if higher else LOWER
+    return BETTER if higher == (direction == "maximize") else WORSE
 
 
 def _numbers(part: pd.DataFrame, value: str) -> pd.DataFrame:
@@ -157,7 +183,26 @@ def test_columns(index: pd.Index, tests: dict[tuple, CellTest]) -> pd.DataFrame:
 
 
 def legend(baseline: Baseline) -> str:
-    """The line under a marked Markdown table."""
-    return (f"`*`: differs beyond chance from its baseline cell ({baseline}, the same other keys): p < {ALPHA:g}, "
-            f"paired t-test over seeds where both cells have the same seeds, else Welch's; `?`: too few seeds to "
-            f"tell (under {MIN_SEEDS_FOR_TEST} pairs, or {MIN_SEEDS_FOR_TEST} seeds a side).")
+    """The line under a marked table (Markdown, terminal, report)."""
+    m = MARKS
+    return (f"Each cell against its baseline cell ({baseline}, the same other keys): {m[IS_BASELINE]} the baseline; "
+            f"{m[BETTER]} / {m[WORSE]}: differs beyond chance (p < {ALPHA:g}; a paired t-test over seeds where both "
+            f"cells have the same seeds, else Welch's), in the metric's better or worse direction ({m[HIGHER]} / "
+            f"{m[LOWER]} for a number with no better direction, such as train_seconds); {m[NOT_SHOWN]}: not shown "
+            f"to differ; {m[TOO_FEW]}: too few seeds to test (under {MIN_SEEDS_FOR_TEST} pairs, or "
+            f"{MIN_SEEDS_FOR_TEST} seeds a side); {m[NO_BASELINE]}: no baseline cell.")
+
+
+def title_note(baseline: Baseline, tests: list[dict[tuple, CellTest]]) -> str:
+    """What a marked table's title adds: "against model.cell = lstm", and with too few seeds to test,
+    "too few seeds to test: 2 pairs, 3 needed" (every cell) or "3 of 6 cells with too few seeds to test: …"."""
+    found = [test for cells in tests for test in cells.values()]
+    compared = [test for test in found if test.verdict not in (IS_BASELINE, NO_BASELINE, NO_NUMBERS)]
+    few = [test for test in compared if test.verdict == TOO_FEW]
+    if not few:
+        return f"against {baseline}"
+    most = max(few, key=lambda test: test.n)
+    had = f"{most.n} pair{'s' * (most.n != 1)}" if most.test == PAIRED else \
+        f"{most.n} seed{'s' * (most.n != 1)} a side"
+    counted = "" if len(few) == len(compared) else f"{len(few)} of {len(compared)} cells with "
+    return f"against {baseline}; {counted}too few seeds to test: {had}, {MIN_SEEDS_FOR_TEST} needed"

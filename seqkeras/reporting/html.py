@@ -5,13 +5,15 @@ a chart of its main test metric per configuration (`metric_chart`), its
 verdicts, its plots, its data card (`data_card`: each task's splits, classes, vocabulary, lengths and
 duplicates), sample outputs of seq2seq and language models (the first
 rows of each configuration's outputs.csv / samples.csv), a row per run (its
-matrix values, status, parameters, run time and links to its files) and the
-spec as run, all computed from the results folder (runs.csv, experiment.yaml,
+matrix values, status, the metrics its tables show, parameters, run time and
+links to its files) and the spec as run, all computed from the results folder (runs.csv, experiment.yaml,
 plots.json, the PNGs and the run folders). Pages are plain HTML with inline
 CSS: no script, no network, images referenced relatively, so a results folder
 can be opened from disk, zipped or served as is.
 
 A results folder written before plotting existed gets its plots drawn first.
+With a baseline (`report --baseline`), the tables' cells carry `table --baseline`'s
+marks and each marked table its legend.
 """
 
 from __future__ import annotations
@@ -31,8 +33,10 @@ import pandas as pd
 
 from seqkeras.errors import SpecError
 from seqkeras.reporting import data_card, tuning
+from seqkeras.reporting.baseline import Baseline, legend
 from seqkeras.reporting.expectations import check
-from seqkeras.reporting.metric_chart import write_metric_chart
+from seqkeras.reporting.formatting import cell_numbers, cell_texts
+from seqkeras.reporting.metric_chart import main_metric, write_metric_chart
 from seqkeras.reporting.plots import plot_folder, read_manifest
 from seqkeras.reporting.spec_rows import own_rows
 from seqkeras.reporting.tables import still_improving_note, summary_tables
@@ -48,7 +52,8 @@ from seqkeras.yaml_reader import parse_yaml
 
 REPORT, INDEX = "report.html", "index.html"
 FALLBACK_INDEX = "_index.html"  # when an experiment is named index.html
-NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?( ± \S+)?$")  # numbers and "mean ± std" align right
+# Numbers and "mean ± std" align right, with a baseline mark after them ("0.75 ± 0.01 [n.s.]").
+NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?( ± \S+)?( \[[a-z.? ]+\])?$")
 _WARNED: set[str] = set()  # what this report has warned about: a page reads a run folder more than once
 
 
@@ -73,7 +78,7 @@ th { background: #f6f8fa; } td.number { text-align: right; font-variant-numeric:
 figure { margin: 1rem 0 2rem; } figure img { max-width: 100%; height: auto; border: 1px solid #d0d7de; }
 figcaption { color: #57606a; font-size: .9rem; } pre { background: #f6f8fa; padding: 1rem; overflow-x: auto; }
 footer { margin-top: 3rem; color: #57606a; font-size: .8rem; }
-.files { font-size: .78rem; color: #57606a; max-width: 34rem; }
+.files { font-size: .78rem; color: #57606a; max-width: 34rem; } .legend { color: #57606a; font-size: .85rem; }
 """
 
 
@@ -97,6 +102,7 @@ class ExperimentPage:
     data_cards: list[dict[str, Any]] = field(default_factory=list)  # data_card.json's cards (reporting.data_card)
     tune: Any = None  # the spec's `tune` section (a TuneSpec), when it has one and can be read
     tuning: tuning.Section | None = None  # what tuning found, its charts beside the page (reporting.tuning)
+    baseline: Baseline | None = None  # `report --baseline`: the tables' cells are marked against it
 
     @property
     def total_runs(self) -> int:
@@ -115,8 +121,9 @@ class ExperimentPage:
         return sum(v.holds for v in self.verdicts)
 
 
-def write_reports(paths: list[Path], out: Path | None = None) -> tuple[Path, list[Path]]:
-    """Write every report.html and the index page; returns (index, pages).
+def write_reports(paths: list[Path], out: Path | None = None,
+                  baseline: Baseline | None = None) -> tuple[Path, list[Path]]:
+    """Write every report.html and the index page; returns (index, pages). baseline: see the module.
 
     An experiment whose results cannot be read is left out with a warning (and
     named on the index page) while the others are written; when none can be
@@ -138,7 +145,7 @@ def write_reports(paths: list[Path], out: Path | None = None) -> tuple[Path, lis
     for folder, page_dir in page_dirs.items():
         try:
             page_dir.mkdir(parents=True, exist_ok=True)
-            page = read_experiment(folder, plots_into=page_dir)
+            page = read_experiment(folder, plots_into=page_dir, baseline=baseline)
         except SpecError as error:  # one damaged experiment must not cost the others their pages
             skipped.append((folder, str(error)))
             continue
@@ -227,9 +234,10 @@ def _write_page(path: Path, text: str) -> None:
     write_atomic(path, text)
 
 
-def read_experiment(folder: Path, plots_into: Path | None = None) -> ExperimentPage:
+def read_experiment(folder: Path, plots_into: Path | None = None, baseline: Baseline | None = None) -> ExperimentPage:
     """The page of the results in `folder`. Its plots are those its plots.json lists; a folder without
-    one (written before plots existed) has them drawn into `plots_into` (default: the folder itself)."""
+    one (written before plots existed) has them drawn into `plots_into` (default: the folder itself).
+    baseline: the tables' cells marked against it, where their keys have it (else said among the problems)."""
     runs = read_runs(folder)
     matrix_columns = [c for c in runs.columns if is_matrix_column(c)]
     problems: list[str] = []
@@ -250,12 +258,8 @@ def read_experiment(folder: Path, plots_into: Path | None = None) -> ExperimentP
     # A runs.csv without an experiment column (an older or edited one) is named by its folder.
     name = spec.name if spec else (str(runs["experiment"].iloc[0]) if len(runs) and "experiment" in runs
                                    else folder.name)
-    try:
-        own = own_decoder_labels(spec) if spec else None  # the rows its claims are about (reporting.spec_rows)
-        tables = summary_tables(runs, spec.tables() if spec else [], matrix_columns, own_decoders=own)
-    except SpecError as error:
-        tables = []
-        problems.append(f"tables: {error}")
+    own = own_decoder_labels(spec) if spec else None  # the rows its claims are about (reporting.spec_rows)
+    tables = _tables(runs, spec.tables() if spec else [], matrix_columns, own, baseline, problems)
     verdicts = [check(expect, own_rows(runs, own)) for expect in spec.expect] if spec else []
     plots_folder = folder
     plots = read_manifest(folder)
@@ -271,7 +275,26 @@ def read_experiment(folder: Path, plots_into: Path | None = None) -> ExperimentP
     return ExperimentPage(folder, name, spec.description if spec else "", runs, tables, verdicts, plots,
                           spec_text, problems, matrix_columns, plots_folder, spec.tables() if spec else [],
                           data_cards=data_card.read_experiment_card(folder, print_warning),
-                          tune=spec.tune if spec else None)
+                          tune=spec.tune if spec else None, baseline=baseline)
+
+
+def _tables(runs: pd.DataFrame, declared: list[Any], matrix_columns: list[str], own: list[str] | None,
+            baseline: Baseline | None, problems: list[str]) -> list[tuple[str, pd.DataFrame]]:
+    """The page's tables, marked against `baseline` where they can be. A report may cover experiments of
+    other keys: a baseline this one lacks leaves its tables unmarked, said once among the page's problems."""
+    def warn(message: str) -> None:
+        problems.append(message)
+
+    if baseline is not None:
+        try:
+            return summary_tables(runs, declared, matrix_columns, baseline=baseline, warn=warn, own_decoders=own)
+        except SpecError as error:
+            problems.append(f"tables not marked against {baseline}: {error}")
+    try:
+        return summary_tables(runs, declared, matrix_columns, own_decoders=own)
+    except SpecError as error:
+        problems.append(f"tables: {error}")
+        return []
 
 
 def _plot_shown(folder: Path, name: str) -> bool:
@@ -351,6 +374,8 @@ def render_experiment(page: ExperimentPage, *, index_href: str, page_dir: Path |
         body.append("<h2>Tables</h2>")
         for title, frame in page.tables:
             body += [f"<h3>{e(title)}</h3>", frame_html(frame)]
+            if page.baseline is not None and frame.attrs.get("baseline"):
+                body.append(f'<p class="legend">{e(legend(page.baseline))}</p>')
     if page.chart:
         body += ['<h2 id="per-configuration">Test metric per configuration</h2>',
                  f'<figure><img src="{e(page.chart["file"])}" alt="{e(page.chart["title"])}">'
@@ -421,13 +446,43 @@ SAMPLE_FILES = {"outputs.csv": ("decoder", "source", "reference", "output"),
 SAMPLES_PER_DECODER, SAMPLE_RUNS = 3, 8
 
 
+def run_metrics(page: ExperimentPage) -> list[str]:
+    """The metrics the Runs table shows: the values of the declared tables (else the main metric), in order;
+    parameters and training seconds have their own columns."""
+    declared = [table.value for table in page.declared_tables]
+    chosen = declared or [main_metric(page.runs, [], page.matrix_columns)]
+    own = {column for column, _ in RUN_COLUMNS}
+    return [metric for metric in dict.fromkeys(chosen) if metric is not None and metric in page.runs
+            and metric not in own]
+
+
+def run_metric_texts(runs: pd.DataFrame, metric: str) -> dict[Any, str]:
+    """{run_id: its value of `metric`}, one rule for the column (`formatting.cell_texts`: each run is one
+    value); a run with a row per decoder shows each, `greedy 0.31 · beam 0.35`."""
+    rows = runs[runs["status"] == OK] if "status" in runs else runs
+    texts = cell_texts([cell_numbers(pd.Series([value])) for value in rows[metric]])
+    labels = rows["decoder"].astype(str).tolist() if "decoder" in rows else [""] * len(rows)
+    shown: dict[Any, list[tuple[str, str]]] = {}
+    for run_id, label, text in zip(rows["run_id"], labels, texts):
+        shown.setdefault(run_id, []).append((label, text))
+    return {run_id: " · ".join(f"{label} {text}" if len(values) > 1 and label else text for label, text in values)
+            for run_id, values in shown.items()}
+
+
 def runs_html(page: ExperimentPage, page_dir: Path) -> str:
-    """A row per run: its link, matrix values, seed, status, parameters, run times, backend and files."""
+    """A row per run: its link, matrix values, seed, status, the metrics of its tables, parameters, run times,
+    backend and files."""
     e = html.escape
     runs = one_row_per_run(page.runs) if "run_id" in page.runs else page.runs
     matrix = [c for c in page.matrix_columns if c in runs and runs[c].nunique(dropna=False) > 1]
     shown = [(column, heading) for column, heading in RUN_COLUMNS if column in runs]
-    head = "".join(f"<th>{e(h)}</th>" for h in ["run and its files", *matrix, *(h for _, h in shown)])
+    # Seed and status, then the metrics, then sizes and times.
+    before = [(column, heading) for column, heading in shown if column in ("seed", "status")]
+    after = [(column, heading) for column, heading in shown if column not in ("seed", "status")]
+    metrics = {metric: run_metric_texts(page.runs, metric) for metric in run_metrics(page)} \
+        if "run_id" in page.runs else {}
+    head = "".join(f"<th>{e(h)}</th>" for h in ["run and its files", *matrix, *(h for _, h in before), *metrics,
+                                                  *(h for _, h in after)])
     rows = []
     for _, run in runs.iterrows():
         folder = run_folder(page.folder, run["run_id"])
@@ -437,7 +492,9 @@ def runs_html(page: ExperimentPage, page_dir: Path) -> str:
         links = " · ".join(f'<a href="{e(_href(f, page_dir))}{"/" if f.is_dir() else ""}">{e(f.name)}</a>'
                            for f in files)
         cells = [f'<td>{link}<div class="files">{links}</div></td>', *(_cell(_short(run[c])) for c in matrix),
-                 *(_cell(_short(run[c], digits=3)) for c, _ in shown)]
+                 *(_cell(_short(run[c], digits=3)) for c, _ in before),
+                 *(_cell(texts.get(run["run_id"], "")) for texts in metrics.values()),
+                 *(_cell(_short(run[c], digits=3)) for c, _ in after)]
         rows.append(f"<tr>{''.join(cells)}</tr>")
     table = f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
     if len(rows) > 24:  # a sweep's rows: folded, so that the tables and plots stay on top

@@ -1,8 +1,15 @@
 """runs.csv → pandas pivot tables (mean ± std over seeds) and the table.md page.
 
+A table names its keys wherever it is shown: with `columns`, the header of its
+last row key is its corner, `model.cell \\ model.bidirectional` (`corner`), in the
+texts (Markdown, terminal, report) and in the CLI's CSV (`csv_frame`); the frame's
+`attrs` hold its `rows` and `columns` keys for a reader of the numbers. Its cells'
+digits follow one rule per table (`reporting.formatting.cell_texts`).
+
 With a `Baseline` (`table --baseline`), each cell is also tested against its
-baseline cell over seeds (`reporting.baseline`): a marker in the texts, p_value,
-test and verdict columns in the numbers.
+baseline cell over seeds (`reporting.baseline`): a mark in the texts, p_value,
+test and verdict columns in the numbers, and `attrs["baseline"]` what the title
+adds (`titled`): the baseline, and whether cells had too few seeds to test.
 """
 
 from __future__ import annotations
@@ -18,13 +25,14 @@ from seqkeras.errors import SpecError, translate_validation_error
 from seqkeras.reporting import baseline as against
 from seqkeras.reporting.baseline import Baseline
 from seqkeras.reporting.expectations import Verdict
-from seqkeras.reporting.formatting import mean_std
+from seqkeras.reporting.formatting import cell_numbers, cell_texts
 from seqkeras.reporting.selection import key_list, require_columns, select
 from seqkeras.reporting.spec_rows import table_views
 from seqkeras.results.folder import (
     FAILED, OK, TRAINING_COLUMNS, identity_columns, is_evaluation_key, one_row_per_run, print_warning,
     run_counts,
 )
+from seqkeras.spec.outputs import metric_direction
 from seqkeras.spec.sections import TableSpec
 
 NON_METRIC_COLUMNS = {"experiment", "run_id", "status", "seed", "params", "train_seconds", "backend", "error",
@@ -59,8 +67,9 @@ def pivot(runs: pd.DataFrame, table: TableSpec, statistics: bool = False,
 
     statistics: numbers for pandas instead of "0.76 ± 0.014" texts: a column each for the
     mean, std and n ("accuracy mean", … without `columns`; "<column> mean", … with them).
-    baseline: each cell tested against its baseline cell (see the module): a marker after
+    baseline: each cell tested against its baseline cell (see the module): a mark after
     the text, or p_value, test and verdict columns after the numbers.
+    The frame's attrs name its `rows` and `columns` keys, and `baseline` what its title adds.
     """
     rows, columns = key_list(table.rows), key_list(table.columns)
     if baseline is not None:
@@ -78,7 +87,15 @@ def pivot(runs: pd.DataFrame, table: TableSpec, statistics: bool = False,
     check_pools_only_over_seeds(chosen, keys, [*table.where, *table.pool])
     frame = _labels(chosen[keys + [table.value] + _seed(chosen, keys)], keys)
     groups = frame.groupby(keys, sort=False, dropna=False)[table.value]
-    tests = against.cell_tests(frame, keys, table.value, baseline) if baseline is not None else None
+    tests = against.cell_tests(frame, keys, table.value, baseline, metric_direction(table.value)) \
+        if baseline is not None else None
+    note = against.title_note(baseline, [tests]) if tests is not None else ""
+    return _described(_pivot(groups, table, rows, columns, statistics, tests), rows, columns, note)
+
+
+def _pivot(groups, table: TableSpec, rows: list[str], columns: list[str], statistics: bool,
+           tests: dict[tuple, against.CellTest] | None) -> pd.DataFrame:
+    """`pivot`'s frame from its cells' groups: numbers, or texts with the corner header and marks."""
     if statistics:
         numbers = _statistics(groups)
         stats = list(STATISTICS)
@@ -92,14 +109,47 @@ def pivot(runs: pd.DataFrame, table: TableSpec, statistics: bool = False,
         wide = wide[[(stat, *value) for value in values for stat in stats]]
         wide.columns = [f"{_label(value)} {stat}" for value in values for stat in stats]
         return wide.reset_index()
-    grouped = groups.agg(mean_std)
+    grouped = _texts(groups)
     if tests is not None:
         grouped = against.marked(grouped, tests)
     if not columns:
         return grouped.to_frame(table.value).reset_index()
     result = grouped.unstack(columns)
     result.columns = [_label(column if isinstance(column, tuple) else (column,)) for column in result.columns]
-    return result.fillna("").reset_index()
+    return result.fillna("").reset_index().rename(columns={rows[-1]: corner(rows, columns)})
+
+
+def _texts(groups) -> pd.Series:
+    """Each cell's "mean ± std" text, by the digits rule of one table (`formatting.cell_texts`)."""
+    cells = groups.agg(cell_numbers)
+    return pd.Series(cell_texts(list(cells)), index=cells.index, dtype=object)
+
+
+def corner(rows: list[str], columns: list[str]) -> str:
+    """The header of a table's last row key when it has columns: its rows' key, then its columns' keys,
+    `model.cell \\ model.bidirectional` (several column keys as its column labels join them, `a / b`)."""
+    return f"{rows[-1]} \\ {' / '.join(columns)}"
+
+
+def _described(frame: pd.DataFrame, rows: list[str], columns: list[str], note: str) -> pd.DataFrame:
+    """The frame with what it is in its attrs: its row and column keys, and what a baseline adds to its title."""
+    frame.attrs.update(rows=list(rows), columns=list(columns), baseline=note)
+    return frame
+
+
+def titled(title: str, frame: pd.DataFrame) -> str:
+    """A table's title with what its frame's baseline test adds, "accuracy by … (against model.cell = lstm)"."""
+    note = frame.attrs.get("baseline", "")
+    return f"{title} ({note})" if note else title
+
+
+def csv_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """The numbers as the CLI's CSV writes them: the last row key's column named by the corner, as in the
+    Markdown, when the table has column keys; the Python API keeps the keys' own names, to index by."""
+    rows, columns = frame.attrs.get("rows", []), frame.attrs.get("columns", [])
+    if not columns or not rows or rows[-1] not in frame.columns:
+        return frame
+    return frame.rename(columns={rows[-1]: corner(rows, columns)})
 
 
 def _seed(runs: pd.DataFrame, keys: list[str]) -> list[str]:
@@ -170,8 +220,9 @@ def default_table(runs: pd.DataFrame, matrix_columns: list[str], pool: list[str]
         return pd.DataFrame()
     frame = _labels(finished[keys + metrics + _seed(finished, keys)], keys)
     groups = frame.groupby(keys, sort=False, dropna=False)
-    tests = {metric: against.cell_tests(frame, keys, metric, baseline) for metric in metrics} \
-        if baseline is not None else None
+    tests = {metric: against.cell_tests(frame, keys, metric, baseline, metric_direction(metric))
+             for metric in metrics} if baseline is not None else None
+    note = against.title_note(baseline, list(tests.values())) if tests is not None else ""
     if statistics:
         parts = []
         for metric in metrics:
@@ -179,12 +230,12 @@ def default_table(runs: pd.DataFrame, matrix_columns: list[str], pool: list[str]
             if tests is not None:
                 numbers = numbers.join(against.test_columns(numbers.index, tests[metric]))
             parts.append(numbers.rename(columns=lambda stat, m=metric: f"{m} {stat}"))
-        return pd.concat(parts, axis=1).reset_index()
-    texts = groups[metrics].agg(mean_std)
+        return _described(pd.concat(parts, axis=1).reset_index(), keys, [], note)
+    texts = pd.DataFrame({metric: _texts(groups[metric]) for metric in metrics})  # the rule per metric
     if tests is not None:
         for metric in metrics:
             texts[metric] = against.marked(texts[metric], tests[metric])
-    return texts.reset_index()
+    return _described(texts.reset_index(), keys, [], note)
 
 
 def to_markdown(frame: pd.DataFrame) -> str:
@@ -259,8 +310,8 @@ def summary_tables(runs: pd.DataFrame, tables: list[TableSpec], matrix_columns: 
     own_decoders: the spec's decoders, when rows of other decoders may have been added (reporting.spec_rows).
     """
     if not tables:
-        return [("Runs (mean ± std over seeds)",
-                 default_table(runs, matrix_columns, list(pool), statistics, baseline))]
+        frame = default_table(runs, matrix_columns, list(pool), statistics, baseline)
+        return [(titled("Runs (mean ± std over seeds)", frame), frame)]
     if pool:
         tables = [t.model_copy(update={"pool": [*t.pool, *pool]}) for t in tables]
     views = table_views(runs, tables, own_decoders)
@@ -276,7 +327,8 @@ def summary_tables(runs: pd.DataFrame, tables: list[TableSpec], matrix_columns: 
                 marked[index] = None
                 warn(f"--baseline {baseline.key}: not a row or column of the table {table_title(table)!r}; "
                      "its cells are not marked")
-    return [(table_title(t) + note, pivot(rows, t, statistics, b)) for (t, rows, note), b in zip(views, marked)]
+    frames = [pivot(rows, t, statistics, b) for (t, rows, _), b in zip(views, marked)]
+    return [(titled(table_title(t) + note, frame), frame) for (t, _, note), frame in zip(views, frames)]
 
 
 def declared_tables(spec: dict[str, Any], source: Path, warn: Callable[[str], None] = print_warning) -> list[TableSpec]:

@@ -33,7 +33,7 @@ from seqkeras.errors import SpecError
 from seqkeras.reporting.baseline import Baseline
 from seqkeras.reporting.figures import value_text
 from seqkeras.reporting.selection import key_list
-from seqkeras.reporting.tables import defaultkey_list, pivot, summary_tables
+from seqkeras.reporting.tables import corner, defaultkey_list, pivot, summary_tables
 from seqkeras.results.folder import TUNED_PREFIX, is_matrix_column, read_runs, read_saved_spec
 from seqkeras.spec.sections import TableSpec
 
@@ -123,14 +123,20 @@ def summary_tables_beside(beside: Beside, tables: list[TableSpec], pool: list[st
     keys = defaultkey_list(beside.runs, [*beside.point_columns, TUNING], list(pool))
     frames = summary_tables(beside.runs, [], [*beside.point_columns, TUNING], pool=pool, statistics=statistics,
                             baseline=baseline, own_decoders=own_decoders)
-    return [(title, tuning_in_columns(frame, [k for k in keys if k != TUNING])) for title, frame in frames]
+    return [(title, tuning_in_columns(frame, [k for k in keys if k != TUNING], statistics)) for title, frame in frames]
 
 
-def tuning_in_columns(frame: pd.DataFrame, row_keys: list[str]) -> pd.DataFrame:
+METRIC = "metric"  # what the table of every run has along its columns, before `tuning`
+
+
+def tuning_in_columns(frame: pd.DataFrame, row_keys: list[str], statistics: bool = False) -> pd.DataFrame:
     """The table of every run, `tuning` moved from its rows into its columns: `accuracy / tuned`,
-    `accuracy / untuned` per metric, the rows in their order. Without other row keys, `tuning` stays the rows."""
+    `accuracy / untuned` per metric, the rows in their order. Without other row keys, `tuning` stays the rows.
+    Its column keys are then `metric / tuning`: the texts' corner header says so (`tables.corner`), and the
+    numbers' attrs, for the CSV."""
     if frame.empty or not row_keys or TUNING not in frame.columns:
         return frame
+    attrs = {**frame.attrs, "rows": list(row_keys), "columns": [METRIC, TUNING]}
     order = list(dict.fromkeys(frame[row_keys].itertuples(index=False, name=None)))
     wide = frame.set_index([*row_keys, TUNING]).unstack(TUNING)
     wide = wide.reindex(pd.MultiIndex.from_tuples(order, names=row_keys) if len(row_keys) > 1
@@ -139,7 +145,11 @@ def tuning_in_columns(frame: pd.DataFrame, row_keys: list[str]) -> pd.DataFrame:
     metrics = [c for c in frame.columns if c not in (*row_keys, TUNING)]
     wide = wide[[(metric, side) for metric in metrics for side in sides]]
     wide.columns = [f"{metric} / {side}" for metric, side in wide.columns]
-    return wide.fillna("").reset_index()
+    wide = wide.fillna("").reset_index()
+    if not statistics:
+        wide = wide.rename(columns={row_keys[-1]: corner(row_keys, [METRIC, TUNING])})
+    wide.attrs = attrs
+    return wide
 
 
 def legend(tuned_path: Path, untuned_path: Path) -> str:

@@ -20,7 +20,7 @@ from typing import Any
 from seqkeras.evaluation.generation import GENERATION_METRICS
 from seqkeras.evaluation.gradient_flow import METRICS as GRADIENT_FLOW_METRICS
 from seqkeras.evaluation.gradient_flow import NAME as GRADIENT_FLOW
-from seqkeras.evaluation.metric_catalog import BY_LENGTH
+from seqkeras.evaluation.metric_catalog import BY_LENGTH, METRICS
 from seqkeras.evaluation.seq2seq_metrics import bucket_metric_pattern
 from seqkeras.decoding.decoders import decoder_keys
 from seqkeras.spec.runs import RunSpec
@@ -64,6 +64,14 @@ def output_rows(run: RunSpec) -> list[OutputRow]:
     if run.decoders and problem in (SEQ2SEQ, LANGUAGE_MODELING):
         return [OutputRow({**keys, **decoder_keys(choice)}, tuple(names), epochs) for choice in run.decoders]
     return [OutputRow(keys, tuple(names), epochs)]
+
+
+def metric_direction(column: str) -> str | None:
+    """"maximize" or "minimize" for a runs.csv column of a catalog metric that has a better direction (a
+    by-length bucket's, `bleu_len_1-10`, is its metric's); None for any other column (train_seconds, a probe's)."""
+    names = METRICS.names()
+    name = column if column in names else column.split("_len_")[0]
+    return METRICS.get(name).direction if name in names else None
 
 
 def same_value(value: Any, wanted: Any) -> bool:
