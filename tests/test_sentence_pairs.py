@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -249,3 +250,22 @@ def test_a_spec_with_both_kinds_of_validation_is_refused(pairs_file):
                                         "validation data") as caught:
         build_experiment(raw, source="spec.yaml", overrides=[])
     assert caught.value.path == "task.validation_share"
+
+
+def test_the_example_pair_files_are_what_make_pairs_writes(tmp_path):
+    """experiments/examples/data/numbers.tsv and zahlen.tsv (the de→en comparison's pairs) are made, not
+    downloaded: the script writes them again, byte for byte, with German numbers read right."""
+    import importlib.util
+
+    script = Path(__file__).resolve().parents[1] / "experiments" / "examples" / "data" / "make_pairs.py"
+    loader = importlib.util.spec_from_file_location("make_pairs", script)
+    make_pairs = importlib.util.module_from_spec(loader)
+    loader.loader.exec_module(make_pairs)
+    assert [make_pairs.german_words(n) for n in (1, 16, 21, 101, 342, 999)] == [
+        "eins", "sechzehn", "ein und zwanzig", "ein hundert eins", "drei hundert zwei und vierzig",
+        "neun hundert neun und neunzig"]
+    make_pairs.main(tmp_path)
+    for name in ("numbers.tsv", "zahlen.tsv"):
+        assert (tmp_path / name).read_bytes() == (script.parent / name).read_bytes(), name
+    first = (tmp_path / "zahlen.tsv").read_text(encoding="utf-8").splitlines()[0]
+    assert first == "Vier hundert vierzig\tFour hundred and forty\tseqkeras make_pairs.py"

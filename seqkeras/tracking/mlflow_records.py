@@ -24,6 +24,7 @@ import yaml
 
 from seqkeras.errors import SpecError
 from seqkeras.results.files import read_text
+from seqkeras.results.folder import TRAINING_COLUMNS
 from seqkeras.spec.runs import flat_keys
 from seqkeras.tracking.mlflow_store import first_line
 
@@ -62,16 +63,20 @@ def metric_name(text: str) -> str:
 
 
 def history_metrics(run_folder: Path, warn: Callable[[str], None] | None = None) -> list[tuple[str, float, int]]:
-    """(epoch/<column>, value, epoch) for each number of the run's history.csv."""
+    """(epoch/<column>, value, epoch) for each number of the run's history.csv (with evaluations every N steps,
+    the evaluation's number for the epoch)."""
     text = _read_run_file(run_folder, "history.csv", warn)
     if text is None:
         return []
     found: list[tuple[str, float, int]] = []
     try:
         frame = pd.read_csv(io.StringIO(text))
-        steps = frame["epoch"] if "epoch" in frame else range(1, len(frame) + 1)
+        # A row per evaluation every N steps (a `step` column, epochs as fractions): step = the evaluation's
+        # number, as the live run and TensorBoard count them.
+        by_rows = "epoch" not in frame or "step" in frame
+        steps = range(1, len(frame) + 1) if by_rows else frame["epoch"]
         for column in frame.columns:
-            if column != "epoch" and pd.api.types.is_numeric_dtype(frame[column]):
+            if column not in ("epoch", "step") and pd.api.types.is_numeric_dtype(frame[column]):
                 found += [(metric_name(f"epoch/{column}"), float(v), int(s)) for s, v in zip(steps, frame[column])
                           if math.isfinite(v)]
     except (ValueError, TypeError, OverflowError, pd.errors.ParserError, pd.errors.EmptyDataError) as error:
@@ -91,7 +96,8 @@ def record_metrics(record: dict[str, Any], run_folder: Path, *,
 
 def final_metrics(record: dict[str, Any], last_epoch: int) -> list[tuple[str, float, int]]:
     """(name, value, last_epoch) for each number of the record: its metrics (of each evaluation row), its
-    parameter count and its times."""
+    parameter count and its times, and runs.csv's columns of its training (epochs_trained, best_epoch, and
+    still_improving as 1 or 0)."""
     found: list[tuple[str, float, int]] = []
     rows = record.get("rows") or [{"keys": {}, "metrics": record.get("metrics") or {}}]
     for row in rows:
@@ -103,6 +109,11 @@ def final_metrics(record: dict[str, Any], last_epoch: int) -> list[tuple[str, fl
         value = record.get(name)
         if is_number(value):
             found.append((name, float(value), last_epoch))
+    training = record.get("training") if isinstance(record.get("training"), dict) else {}
+    for column, key in TRAINING_COLUMNS.items():
+        value = training.get(key)
+        if isinstance(value, bool) or is_number(value):
+            found.append((column, float(value), last_epoch))
     return found
 
 
