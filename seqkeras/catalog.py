@@ -17,7 +17,9 @@ from seqkeras.evaluation.gradient_flow import NAME as GRADIENT_FLOW
 from seqkeras.models import ngram_lm, nplm, recurrent, seq2seq_params, transformer
 from seqkeras.models.cells import CELLS
 from seqkeras.probes import decoding, gradient_flow, memory, ngram_counts, recurrence_vs_attention, unroll
-from seqkeras.registry import Abilities, Component, Lazy, ModelKind, NoSizeEstimate, Probe, Registry, Task
+from seqkeras.registry import (
+    Abilities, Component, Lazy, ModelKind, NoSizeEstimate, Probe, Registry, Task, ValidationScorer,
+)
 from seqkeras.tasks import (
     adding,
     agreement,
@@ -91,12 +93,16 @@ TASKS = Registry(
     ],
 )
 
+# Classifiers and taggers are scored on validation data as on the test set: their predictions, any metric of the
+# problem (train.validation_metrics).
+PREDICTIONS_SCORER = ValidationScorer(Lazy("seqkeras.evaluation.rows", "validation_scorer"))
+
 MODELS = Registry(
     "model kind",
     [
         ModelKind("classifier", "Embedding → recurrent stack → softmax over classes (sequence → label).",
                   recurrent.ClassifierParams, recurrent.build_classifier, problem=CLASSIFICATION,
-                  size=RECURRENT_SIZE, diagnostics=(GRADIENT_FLOW,)),
+                  size=RECURRENT_SIZE, diagnostics=(GRADIENT_FLOW,), validation_scorer=PREDICTIONS_SCORER),
         ModelKind("regressor", "Real-valued features per step → recurrent stack → one linear output, trained on "
                   "mean squared error (the adding problem).",
                   recurrent.RegressorParams, recurrent.build_regressor, problem=REGRESSION,
@@ -106,7 +112,7 @@ MODELS = Registry(
                   recurrent.TaggerParams, recurrent.build_tagger, problem=TAGGING,
                   size=RECURRENT_SIZE, diagnostics=(GRADIENT_FLOW,),
                   abilities=recurrent.tagger_abilities,  # a CRF output: own loss, Viterbi tags
-                  model_shape=recurrent.tagger_shape),
+                  model_shape=recurrent.tagger_shape, validation_scorer=PREDICTIONS_SCORER),
         ModelKind("lm", "Embedding → recurrent stack → next-token softmax; reports perplexity.",
                   recurrent.LanguageModelParams, recurrent.build_lm, problem=LANGUAGE_MODELING,
                   size=RECURRENT_SIZE, diagnostics=(GRADIENT_FLOW,), step_model=cached_step_models.RecurrentStepModel,
@@ -129,12 +135,15 @@ MODELS = Registry(
         ModelKind("transformer_classifier",
                   "keras-hub TransformerEncoder blocks → mean over tokens → softmax over classes.",
                   transformer.TransformerParams, transformer.build_classifier,
-                  problem=CLASSIFICATION, size=TRANSFORMER_SIZE, model_shape=transformer.model_shape),
+                  problem=CLASSIFICATION, size=TRANSFORMER_SIZE, model_shape=transformer.model_shape,
+                  validation_scorer=PREDICTIONS_SCORER),
         ModelKind("seq2seq", "Recurrent encoder-decoder, attention none/bahdanau/luong; teacher forcing; any decoder.",
                   seq2seq_params.Seq2SeqParams, Lazy("seqkeras.models.seq2seq", "build"), problem=SEQ2SEQ,
                   size=NoSizeEstimate("none declared yet: a model too wide fails when Keras allocates it"),
                   evaluator=Lazy("seqkeras.evaluation.seq2seq", "evaluate"),
-                  model_shape=Lazy("seqkeras.models.seq2seq", "model_shape")),
+                  model_shape=Lazy("seqkeras.models.seq2seq", "model_shape"),
+                  validation_scorer=ValidationScorer(Lazy("seqkeras.evaluation.seq2seq", "validation_scorer"),
+                                                     metrics=("bleu", "chrf", "exact_match"))),
     ],
 )
 

@@ -286,6 +286,15 @@ class NoSizeEstimate:
     reason: str
 
 
+@dataclass(frozen=True)
+class ValidationScorer:
+    """A model kind's scorer of validation data (`ModelKind.validation_scorer`): the function making it (Lazy: it
+    imports Keras), and the metrics it scores (None: every metric of the problem that has a direction)."""
+
+    scorer: Callable[..., Any] | Lazy
+    metrics: tuple[str, ...] | None = None
+
+
 @dataclass(frozen=True, kw_only=True)
 class ModelKind(Component):
     """A model kind: `builder(params, data)` returns a model for the task's data.
@@ -323,9 +332,20 @@ class ModelKind(Component):
     # is not, for a model of another kind): a kept model is checked against its preprocessing.json by it when it is
     # loaded. Keras functional models of one input and one output are read by the default, `keras_model_shape`.
     model_shape: Callable[[Any], ModelShape] | Lazy = keras_model_shape
+    # How its trained models are scored on validation data by the task's metrics while they train
+    # (train.validation_metrics): `scorer(model, data, run)` → `score(validation inputs, targets)` → {metric: value},
+    # and the metrics it can score (None: every metric of the problem that has a direction). The default scores a
+    # softmax model's predictions; None: the kind's models cannot be scored so (a language model, a counted one).
+    validation_scorer: ValidationScorer | None = None
 
     def load_evaluator(self) -> Callable[..., Any]:
         return loaded(self.evaluator)
+
+    def load_validation_scorer(self) -> Callable[..., Any]:
+        """`validation_scorer`'s function (the spec's checks refuse train.validation_metrics for a kind without)."""
+        if self.validation_scorer is None:
+            raise ValueError(f"model kind {self.name!r} has no scorer of validation data")
+        return loaded(self.validation_scorer.scorer)
 
     def abilities_for(self, params: BaseModel) -> Abilities:
         """What this kind's model with these parameters can do."""

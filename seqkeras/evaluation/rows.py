@@ -8,6 +8,7 @@ which become columns of runs.csv.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,3 +38,17 @@ def evaluate_predictions(model: keras.Model, data: SequenceData, run, folder: Pa
         write_csv(folder / CONFUSION_FILE, confusion_table(predictions))
         write_csv(folder / PER_CLASS_FILE, per_class_table(predictions))
     return [EvaluationRow(compute(run.metrics, data.problem, predictions))]
+
+
+def validation_scorer(model: keras.Model, data: SequenceData, run) -> Callable[[Any, Any], dict[str, float]]:
+    """`score(validation inputs, targets)`: run.train.validation_metrics' metrics of the model's predictions on the
+    (first max_examples) validation examples, computed as the test's are (training.trainer.fit watches them)."""
+    settings = run.train.validation_metrics
+    abilities = run.model.component.abilities_for(run.model.params)
+
+    def score(x, y) -> dict[str, float]:
+        rows = slice(0, settings.max_examples)
+        predictions = trainer.predict(model, data, run.train.batch_size, abilities=abilities, x=x[rows], y=y[rows])
+        return compute(settings.metrics, data.problem, predictions)
+
+    return score

@@ -82,20 +82,20 @@ def output_limit(run, data: Seq2SeqData) -> int:
 
 
 def validation_scorer(model: Seq2SeqModel, data: Seq2SeqData, run) -> Callable[[dict, np.ndarray], dict[str, float]]:
-    """`score(validation inputs, validation targets)`: run.train.validation_decoding's metrics of the greedy
-    outputs of the (first max_pairs) validation pairs, for the trainer to watch (training.trainer.fit).
+    """`score(validation inputs, validation targets)`: run.train.validation_metrics' metrics of the greedy
+    outputs of the (first max_examples) validation pairs, for the trainer to watch (training.trainer.fit).
 
     The references are the validation targets as the target vocabulary spells them (a word outside it is <unk>,
     as the model sees it), read as words, as the test's are.
     """
-    settings = run.train.validation_decoding
+    settings = run.train.validation_metrics
     max_length, end = output_limit(run, data), data.end_id
 
     def words(ids: list[int]) -> list[str]:
         return data.words(data.target_vocabulary.decode(ids))
 
     def score(x: dict, y: np.ndarray) -> dict[str, float]:
-        rows = slice(0, settings.max_pairs)
+        rows = slice(0, settings.max_examples)
         tokens, _, _ = decode_sources(model, x["source"][rows], data.start_id, end, GreedyChoice(), max_length)
         hypotheses = [words(ids[:-1] if ids[-1:] == [end] else ids) for ids in tokens]
         references = [words([i for i in row.tolist() if i not in (0, end)]) for row in y[rows]]

@@ -171,7 +171,7 @@ def run_training(run: RunSpec, folder: Path, record: dict[str, Any], progress: P
             history, seconds = trainer.fit(model, data, run.train, seed=run.seed, checkpoint_dir=folder / ".resume",
                                            events=events, abilities=run.model.component.abilities_for(run.model.params),
                                            progress=progress, callbacks=callbacks,
-                                           score_decoded=decoded_scorer(run, model, data))
+                                           score_validation=validation_scorer(run, model, data))
             trained = gradient_flow.measure(model, data) if measures_gradient_flow else None
         # After fitting: a count-based model (n-gram) has its parameters (counts) only then.
         record["params"] = int(model.count_params())
@@ -238,7 +238,7 @@ def run_trial(run: RunSpec, data, folder: Path, record: dict[str, Any], progress
         history, seconds = trainer.fit(model, data, run.train, seed=run.seed, events=events,
                                        abilities=run.model.component.abilities_for(run.model.params),
                                        after_epoch=reporter, progress=progress, callbacks=callbacks or (),
-                                       score_decoded=decoded_scorer(run, model, data))
+                                       score_validation=validation_scorer(run, model, data))
     record["params"] = int(model.count_params())
     record["train_seconds"] = seconds
     write_csv(folder / "history.csv", history)
@@ -247,14 +247,12 @@ def run_trial(run: RunSpec, data, folder: Path, record: dict[str, Any], progress
     record["trial"] = {"number": link.number, "study": link.study, "value": value, "pruned_at": reporter.pruned_at}
 
 
-def decoded_scorer(run: RunSpec, model, data):
-    """The scorer of decoded validation pairs that train.validation_decoding asks for (a seq2seq task's: the spec's
-    checks refuse it elsewhere), else None."""
-    if run.train.validation_decoding is None:
+def validation_scorer(run: RunSpec, model, data):
+    """The model kind's scorer of validation data that train.validation_metrics asks for (the spec's checks refuse
+    it for a kind without one), else None."""
+    if run.train.validation_metrics is None:
         return None
-    from seqkeras.evaluation import seq2seq
-
-    return seq2seq.validation_scorer(model, data, run)
+    return run.model.component.load_validation_scorer()(model, data, run)
 
 
 def write_data_card(folder: Path, data, run: RunSpec) -> None:

@@ -254,7 +254,7 @@ def draw_learning_curves(curves: list[Curve]) -> "Figure":
     quantities: list[str] = []
     for curve in curves:
         columns = list(curve.frame.columns)
-        # A validation value with no training counterpart (a decoded score, val_bleu) is a panel of its own.
+        # A validation value with no training counterpart (a task metric's score, val_bleu) is a panel of its own.
         quantities += [c for c in columns if c not in ("epoch", "step") and c not in quantities
                        and (not c.startswith("val_") or c.removeprefix("val_") not in columns)]
 
@@ -277,7 +277,7 @@ def draw_learning_curves(curves: list[Curve]) -> "Figure":
                 drawn = (((quantity, "--"),) if quantity.startswith("val_")  # validation only: dashed
                          else ((quantity, "-"), (f"val_{quantity}", "--")))
                 for name, style in drawn:
-                    # Without the epochs a decoded score skips (train.validation_decoding.every): its points joined.
+                    # Without the evaluations a score skips (train.validation_metrics.every): its points joined.
                     series = [frame[name].dropna() for frame in group if name in frame]
                     if not series:
                         continue

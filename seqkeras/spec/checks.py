@@ -10,13 +10,14 @@ import importlib.util
 import json
 
 from seqkeras import catalog
+from seqkeras.evaluation import metric_catalog
 from seqkeras.errors import SpecError, did_you_mean, shown, unknown_choice
 from seqkeras.spec.outputs import OutputRow, matching
 from seqkeras.spec.runs import ResolvedComponent, decoder_columns
 from seqkeras.spec.sections import EvaluateSpec, ExperimentSpec
-from seqkeras.tasks.base import CLASSIFICATION, SEQ2SEQ, TAGGING
+from seqkeras.tasks.base import CLASSIFICATION, TAGGING
 from seqkeras.tasks.validation import validation_key
-from seqkeras.training.settings import DECODE_METRICS, TrainSpec
+from seqkeras.training.settings import TrainSpec
 
 
 def check_run(components: dict[str, ResolvedComponent], evaluate: EvaluateSpec | None) -> list[str]:
@@ -78,26 +79,45 @@ def check_validation(task: ResolvedComponent, train: TrainSpec) -> None:
                         "cannot lower it: keep one", path="train.reduce_on_plateau")
 
 
-def check_validation_decoding(task: ResolvedComponent, train: TrainSpec) -> None:
-    """Decoded validation scores (val_bleu, ...) come from a seq2seq task's validation pairs, and a monitor of
-    one needs train.validation_decoding to measure it."""
-    decoding = train.validation_decoding
-    if decoding is not None:
-        if task.component.problem != SEQ2SEQ:
-            raise SpecError(f"validation_decoding scores decoded outputs, which a {task.component.problem} task has "
-                            "not: seq2seq tasks only", path="train.validation_decoding")
+def validation_metric_names(model: ResolvedComponent) -> list[str]:
+    """The metrics train.validation_metrics may name for this model kind: its scorer's, else every metric of its
+    problem with a direction (one early stopping can watch) but accuracy, which the history has already."""
+    scorer = model.component.validation_scorer
+    if scorer is None:
+        return []
+    if scorer.metrics is not None:
+        return list(scorer.metrics)
+    return [metric.name for metric in metric_catalog.applying_to(model.component.problem)
+            if metric.direction is not None and metric.name != "accuracy"]
+
+
+def check_validation_metrics(task: ResolvedComponent, model: ResolvedComponent | None, train: TrainSpec) -> None:
+    """Validation scores by the task's metrics (val_bleu, val_macro_f1, ...) come from validation data, through the
+    model kind's scorer; a monitor of one needs train.validation_metrics to measure it."""
+    settings = train.validation_metrics
+    allowed = validation_metric_names(model) if model is not None else []
+    if settings is not None and model is not None:
+        if not allowed:
+            raise SpecError(f"model kind {model.name!r} cannot be scored on validation data by the task's metrics "
+                            "(classification, tagging and seq2seq kinds can); watch val_loss instead",
+                            path="train.validation_metrics")
+        for index, name in enumerate(settings.metrics):
+            if name not in allowed:
+                raise SpecError(f"{name!r} cannot be scored on validation data here: {', '.join(allowed)}"
+                                + (" (val_accuracy is in the history already)" if name == "accuracy" else ""),
+                                path=f"train.validation_metrics.metrics[{index}]")
         if train.validation_split == 0 and not validation_key(task.params):
-            raise SpecError("validation_decoding decodes validation pairs: train.validation_split > 0"
+            raise SpecError("validation_metrics scores validation data: train.validation_split > 0"
                             + (", or the task's task.validation_path or task.validation_share" if "validation_path"
-                               in type(task.params).model_fields else ""), path="train.validation_decoding")
-    measured = {f"val_{name}" for name in decoding.metrics} if decoding else set()
+                               in type(task.params).model_fields else ""), path="train.validation_metrics")
+    measured = {f"val_{name}" for name in settings.metrics} if settings else set()
+    scorable = {f"val_{name}" for name in allowed}
     for key in ("early_stopping", "reduce_on_plateau"):
         watching = getattr(train, key)
-        decoded = watching.monitor.removeprefix("val_") in DECODE_METRICS if watching else False
-        if decoded and watching.monitor not in measured:
-            raise SpecError(f"{key} monitors {watching.monitor!r}, a decoded validation score: "
-                            f"train.validation_decoding.metrics must list {watching.monitor.removeprefix('val_')!r}",
-                            path=f"train.{key}.monitor")
+        if watching and watching.monitor in scorable and watching.monitor not in measured:
+            raise SpecError(f"{key} monitors {watching.monitor!r}, a score of the validation data by the task's "
+                            f"metric: train.validation_metrics.metrics must list "
+                            f"{watching.monitor.removeprefix('val_')!r}", path=f"train.{key}.monitor")
 
 
 def check_class_weights(task: ResolvedComponent, model: ResolvedComponent | None, train: TrainSpec) -> None:

@@ -53,7 +53,7 @@ def section_models() -> dict[str, type]:
         "train.optimizer.schedule": settings.ScheduleSpec,
         "train.early_stopping": settings.EarlyStoppingSpec,
         "train.reduce_on_plateau": settings.ReduceOnPlateauSpec,
-        "train.validation_decoding": settings.ValidationDecodingSpec,
+        "train.validation_metrics": settings.ValidationMetricsSpec,
         "evaluate": sections.EvaluateSpec,
         "table": sections.TableSpec,
         "expect": sections.ExpectSpec,

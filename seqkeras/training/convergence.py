@@ -20,16 +20,19 @@ from seqkeras.training.settings import TrainSpec
 BUDGET, EARLY_STOPPING, STOPPED = "budget", "early_stopping", "stopped"  # what ended its training
 
 
-HIGHER_IS_BETTER = ("acc", "bleu", "chrf", "exact_match")  # parts of a name: accuracies and decoded scores
+# Parts of a name that improve upwards: accuracies, decoded scores, F1, precision and recall (as the metric catalog's
+# directions, which training may not import).
+HIGHER_IS_BETTER = ("acc", "bleu", "chrf", "exact_match", "f1", "precision", "recall")
 
 
 def higher_is_better(monitor: str) -> bool:
-    """Losses improve downwards, accuracies and decoded scores (val_bleu) upwards (as Keras's mode="auto")."""
+    """Losses improve downwards, accuracies and the task's scores (val_bleu, val_macro_f1) upwards (as Keras's
+    mode="auto")."""
     return any(part in monitor for part in HIGHER_IS_BETTER)
 
 
 def evaluated(value: float) -> bool:
-    """A history value that was measured: a decoded metric has none (NaN) in the epochs between its decodings."""
+    """A history value that was measured: a task metric (validation_metrics) has none (NaN) between its scorings."""
     return value is not None and math.isfinite(value)
 
 

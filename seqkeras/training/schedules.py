@@ -87,7 +87,7 @@ class PlateauReducer:
         if self.spec.monitor not in row:
             raise KeyError(f"reduce_on_plateau.monitor {self.spec.monitor!r} is not one of {sorted(row)}")
         value, best = row[self.spec.monitor], self.state.plateau_best
-        if not evaluated(value):  # an epoch between two decodings of a decoded metric: nothing to judge
+        if not evaluated(value):  # between two scorings of a task metric (validation_metrics): nothing to judge
             return
         sign = 1.0 if higher_is_better(self.spec.monitor) else -1.0
         if best is None or sign * value > sign * best:

@@ -48,39 +48,39 @@ class OptimizerSpec(Params):
     )
 
 
-DECODE_METRICS = ("bleu", "chrf", "exact_match")  # scored on greedy outputs of validation pairs, as val_<name>
-
-
-class ValidationDecodingSpec(Params):
-    metrics: list[Literal[DECODE_METRICS]] = Field(
-        ["bleu"], min_length=1, description="What the greedy outputs of the validation pairs are scored by: bleu, "
-        "chrf, exact_match; each a history value val_<metric> (val_bleu), for early_stopping, reduce_on_plateau and "
-        "the training summary."
+class ValidationMetricsSpec(Params):
+    metrics: list[str] = Field(
+        ["bleu"], min_length=1, description="The task's metrics to score the validation data by, each a history "
+        "value val_<metric> (val_bleu, val_macro_f1, val_entity_f1) for early_stopping, reduce_on_plateau and the "
+        "training summary: seq2seq bleu, chrf, exact_match of greedy outputs; classification and tagging any of "
+        "their metrics but accuracy (val_accuracy is in the history already)."
     )
     every: int = Field(1, ge=1, le=10_000, description="Evaluations (epochs, or train.evaluate_every's steps) "
-                       "between two decodings (the budget's last is always decoded); those between have no value.")
-    max_pairs: int | None = Field(
-        None, ge=1, le=10_000_000, description="Decode the first this many validation pairs only (decoding costs "
-        "time every epoch). Default: all."
+                       "between two scorings (the budget's last is always scored); those between have no value.")
+    max_examples: int | None = Field(
+        None, ge=1, le=10_000_000, description="Score the first this many validation examples (pairs) only "
+        "(decoding costs time at every scoring). Default: all."
     )
 
 
 class EarlyStoppingSpec(Params):
     monitor: str = Field(
-        "val_loss", description="History value watched: loss, accuracy, val_loss, val_accuracy, or a decoded "
-        "validation metric of train.validation_decoding (val_bleu, val_chrf, val_exact_match)."
+        "val_loss", description="History value watched: loss, accuracy, val_loss, val_accuracy, or a task metric "
+        "of train.validation_metrics (val_bleu, val_macro_f1, val_entity_f1)."
     )
     patience: int = Field(2, ge=1, description="Evaluations of the monitor without improvement before stopping "
-                          "(epochs, or train.evaluate_every's steps; for a decoded metric, its decodings).")
+                          "(epochs, or train.evaluate_every's steps; for a validation_metrics score, its "
+                          "scorings).")
     restore_best_weights: bool = Field(True, description="Evaluate the best epoch's weights, not the last.")
 
 
 class ReduceOnPlateauSpec(Params):
     monitor: str = Field("val_loss", description="History value watched, e.g. val_loss, val_accuracy or val_bleu "
-                         "(train.validation_decoding).")
+                         "(train.validation_metrics).")
     factor: float = Field(0.5, gt=0, lt=1, description="The learning rate is multiplied by this on a plateau.")
     patience: int = Field(2, ge=1, description="Evaluations of the monitor without improvement that make a plateau "
-                          "(epochs, or train.evaluate_every's steps; for a decoded metric, its decodings).")
+                          "(epochs, or train.evaluate_every's steps; for a validation_metrics score, its "
+                          "scorings).")
     min_learning_rate: float = Field(0.0, ge=0, description="The rate is never reduced below this.")
 
 
@@ -92,7 +92,7 @@ class TrainSpec(Params):
     )
     evaluate_every: int | None = Field(
         None, ge=1, le=1_000_000_000, description="Evaluate every this many optimizer steps instead of every epoch: "
-        "history.csv gets a row per evaluation, with its step (validation values, decoded scores, early stopping, "
+        "history.csv gets a row per evaluation, with its step (validation values and scores, early stopping, "
         "reduce_on_plateau and checkpoints all go by these evaluations). Default: every epoch."
     )
     batch_size: int = Field(32, ge=1, le=1_000_000, description="Examples per gradient step.")
@@ -104,10 +104,10 @@ class TrainSpec(Params):
     # A val_* monitor needs validation data, from validation_split or from the task: spec.checks.check_validation,
     # which sees both sections, checks it.
     early_stopping: EarlyStoppingSpec | None = Field(None, description="Stop when the monitored value stalls.")
-    validation_decoding: ValidationDecodingSpec | None = Field(
-        None, description="Seq2seq: decode the validation pairs greedily every N epochs and score the outputs "
-        "(val_bleu, val_chrf, val_exact_match in the history), so that early stopping and reduce_on_plateau can "
-        "watch what the test reports rather than the loss."
+    validation_metrics: ValidationMetricsSpec | None = Field(
+        None, description="Score the validation data by the task's own metrics every N evaluations (val_bleu of "
+        "greedy outputs, val_macro_f1, val_entity_f1 in the history), so that early stopping and reduce_on_plateau "
+        "can watch what the test reports rather than the loss."
     )
     reduce_on_plateau: ReduceOnPlateauSpec | None = Field(
         None, description="Lower the learning rate when the monitored value stalls (not with optimizer.schedule, "

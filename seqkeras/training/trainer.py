@@ -79,7 +79,7 @@ def fit(
     after_epoch: Callable[[int, dict[str, float]], bool] | None = None,
     progress: ProgressOutput | None = None,
     callbacks: Sequence[keras.callbacks.Callback] = (),
-    score_decoded: Callable[[object, np.ndarray], dict[str, float]] | None = None,
+    score_validation: Callable[[object, np.ndarray], dict[str, float]] | None = None,
 ) -> tuple[pd.DataFrame, float]:
     """Train one epoch at a time; returns the per-epoch history and the training seconds.
 
@@ -107,10 +107,10 @@ def fit(
     Keras's 0-based epoch and the epoch's history values, and `on_train_end` (a live MLflow run's epochs,
     tracking.mlflow_epochs). A counted model has no epochs: they are not called.
 
-    With `train.validation_decoding`, `score_decoded(validation inputs, validation targets)` (the task's
-    evaluator's: evaluation.seq2seq.validation_scorer) scores the model's outputs on the validation pairs after
-    every N epochs; its scores join the epoch's history as val_<metric>, NaN in the epochs between, before early
-    stopping and reduce_on_plateau read it.
+    With `train.validation_metrics`, `score_validation(validation inputs, validation targets)` (the model kind's
+    `validation_scorer`: greedy outputs scored for seq2seq, predictions for classification and tagging) scores the
+    model on the validation data after every N evaluations; its scores join the history as val_<metric>, NaN in
+    the evaluations between, before early stopping and reduce_on_plateau read it.
     """
     if abilities.estimated:
         started = time.perf_counter()
@@ -165,8 +165,8 @@ def fit(
         period_started = time.perf_counter()
         with shown.bar(period.number, period.steps):  # verbose 1 on a terminal; gone when it ends, or fails
             logs = loop.train(period, on_step)
-        if train.validation_decoding is not None:
-            logs.update(decoded_validation(train, score_decoded, validation, period.number, budget.periods))
+        if train.validation_metrics is not None:
+            logs.update(scored_validation(train, score_validation, validation, period.number, budget.periods))
         reducer.update(logs, model)  # before the checkpoint: a resumed run goes on with the reduced rate
         if train.optimizer.schedule or train.reduce_on_plateau:  # the rate the next step takes, in history.csv
             logs["learning_rate"] = float(keras.ops.convert_to_numpy(model.optimizer.learning_rate))
@@ -244,16 +244,16 @@ class PeriodLoop:
         return {f"val_{name}": float(value) for name, value in scores.items()}
 
 
-def decoded_validation(train: TrainSpec, score_decoded, validation: tuple | None, number: int,
-                       periods: int) -> dict[str, float]:
-    """Period `number`'s decoded validation scores (val_bleu, ...): measured every `every` periods (epochs) and at
-    the budget's last, NaN between."""
-    settings = train.validation_decoding
-    if score_decoded is None or validation is None:  # the spec's checks refuse both; a caller's mistake
-        raise ValueError("train.validation_decoding needs validation pairs and the task's scorer of decoded outputs")
+def scored_validation(train: TrainSpec, score_validation, validation: tuple | None, number: int,
+                      periods: int) -> dict[str, float]:
+    """Period `number`'s validation scores by the task's metrics (val_bleu, val_macro_f1, ...): measured every
+    `every` periods (epochs) and at the budget's last, NaN between."""
+    settings = train.validation_metrics
+    if score_validation is None or validation is None:  # the spec's checks refuse both; a caller's mistake
+        raise ValueError("train.validation_metrics needs validation data and the model kind's validation scorer")
     if number % settings.every and number != periods:
         return {f"val_{name}": math.nan for name in settings.metrics}
-    return {f"val_{name}": float(value) for name, value in score_decoded(validation[0], validation[1]).items()}
+    return {f"val_{name}": float(value) for name, value in score_validation(validation[0], validation[1]).items()}
 
 
 def keras_epoch(model: keras.Model, epoch_data: tuple, validation: tuple | None, train: TrainSpec, epoch: int,
@@ -327,7 +327,7 @@ class EarlyStopper:
         if self.spec.monitor not in row:
             raise KeyError(f"early_stopping.monitor {self.spec.monitor!r} is not one of {sorted(row)}")
         value = row[self.spec.monitor]
-        if not convergence.evaluated(value):  # an epoch between two decodings of a decoded metric
+        if not convergence.evaluated(value):  # an evaluation between two scorings of a task metric
             return False
         sign = 1.0 if convergence.higher_is_better(self.spec.monitor) else -1.0
         if self.state.best is None or sign * value > sign * self.state.best:
@@ -457,10 +457,13 @@ def weights_image(model: keras.Model) -> bytes:
     return image.getvalue()
 
 
-def predict(model: keras.Model, data: SequenceData, batch_size: int, abilities: Abilities = KERAS_MODEL) -> Predictions:
-    """The test predictions; the decided ids are the model's own (`predict_tags`) where its kind declares them."""
-    probabilities = model.predict(data.x_test, batch_size=batch_size, verbose=0)
-    predicted = model.predict_tags(data.x_test, batch_size=batch_size) if abilities.tags else None
-    mask = None if data.problem == CLASSIFICATION else data.x_test != 0
+def predict(model: keras.Model, data: SequenceData, batch_size: int, abilities: Abilities = KERAS_MODEL,
+            x: np.ndarray | None = None, y: np.ndarray | None = None) -> Predictions:
+    """The test predictions (or those of other inputs `x` with their targets `y`: validation data); the decided ids
+    are the model's own (`predict_tags`) where its kind declares them."""
+    x, y = (data.x_test, data.y_test) if x is None else (x, y)
+    probabilities = model.predict(x, batch_size=batch_size, verbose=0)
+    predicted = model.predict_tags(x, batch_size=batch_size) if abilities.tags else None
+    mask = None if data.problem == CLASSIFICATION else x != 0
     labels = data.labels.tokens if data.labels is not None else None
-    return Predictions(np.asarray(probabilities), data.y_test, mask, predicted, labels)
+    return Predictions(np.asarray(probabilities), y, mask, predicted, labels)

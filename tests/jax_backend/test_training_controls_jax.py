@@ -12,4 +12,4 @@ pytest.importorskip("jax", reason="jax is not installed (pip install -r requirem
 
 from tests.training_controls import *  # noqa: E402,F401,F403  (collected here: run on JAX)
 
-del test_the_scorer_gives_the_evaluators_greedy_scores_on_the_same_pairs  # noqa: F405,F821
+del test_the_seq2seq_scorer_gives_the_evaluators_greedy_scores_on_the_same_pairs  # noqa: F405,F821
