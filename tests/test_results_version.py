@@ -80,3 +80,26 @@ def test_runs_of_another_version_of_the_spec_are_counted_and_named_when_runs_csv
     assert line.startswith(f"tiny: 4 finished run folder(s) in {experiment} are not runs of this spec")
     assert f"the first, {old_ids[0]}" in line and "running that version again puts them back" in line
     assert all((experiment / run_id / "metrics.json").is_file() for run_id in old_ids)  # their folders stay
+
+
+def test_another_verbosity_reuses_every_recorded_run_in_its_folder(trained_runs, tmp_path, capsys):
+    # train.verbose changes no number, but recorded run ids name it: a run finds its folder recorded at another
+    # verbosity and reuses it, under that folder's id; a run never recorded gets its own id.
+    experiment = trained_runs.copied_experiment(TINY_TRAINING_SPEC, tmp_path)
+    folders_before = sorted(path.name for path in experiment.iterdir() if path.is_dir())
+    runs_before = sorted((experiment / "runs.csv").read_text().splitlines())
+    louder = ["--set", "train.verbose=2", "--backend", keras.backend.backend()]
+    code, out, err = run_cli(capsys, "run", experiment / "experiment.yaml", "--out", experiment.parent, "--dry-run",
+                             *louder)
+    assert code == 0, out + err
+    assert "0 to run, 4 reused" in out and all(f"reuse  {name}" in out for name in folders_before)
+    code, out, err = run_cli(capsys, "run", experiment / "experiment.yaml", "--out", experiment.parent, *louder)
+    assert code == 0, out + err
+    assert "4 of 4 runs done before, reused" in out
+    assert sorted(path.name for path in experiment.iterdir() if path.is_dir()) == folders_before
+    assert sorted((experiment / "runs.csv").read_text().splitlines()) == runs_before
+    # A new seed has no recorded folder at any verbosity: it trains, under its own id.
+    code, out, err = run_cli(capsys, "run", experiment / "experiment.yaml", "--out", experiment.parent, "--dry-run",
+                             "--set", "seeds=[0, 1, 2]", *louder)
+    assert code == 0, out + err
+    assert "2 to run, 4 reused" in out

@@ -20,6 +20,8 @@ run again from their last checkpoint.
 
 from __future__ import annotations
 
+import dataclasses
+
 import os
 import signal
 import sys
@@ -41,10 +43,10 @@ from seqkeras.execution.workers import (
 )
 from seqkeras.results.locks import file_lock, try_file_lock
 from seqkeras.results.record import FAILED, OK, read_record  # pydantic, not pandas: every job reads a record first
+from seqkeras.spec.runs import Experiment, RunSpec, make_run_id, spec_digest
 from seqkeras.training.progress import ProgressOutput  # light: Keras is imported where a run trains
 
 if TYPE_CHECKING:
-    from seqkeras.spec.runs import RunSpec
     from seqkeras.tracking.mlflow_live import LiveTracking
 
 
@@ -70,6 +72,36 @@ def reusable_record(folder: Path, run: RunSpec, *, force: bool = False) -> Reuse
     if changes:
         return Reuse(None, "recorded under a different " + "; ".join(changes))
     return Reuse(record, None)
+
+
+# train.verbose changes no number, but recorded run ids name it (spec.loader.VERBOSE_IN_RUN_IDS): every value it takes.
+VERBOSITIES = (0, 1, 2)
+
+
+def ids_at_other_verbosity(run: RunSpec) -> list[str]:
+    """The ids this run has with another train.verbose: folders that hold its very results, if finished."""
+    train = run.hashed.get("train")
+    if not isinstance(train, dict) or "verbose" not in train:
+        return []
+    return [make_run_id(run.point, run.seed, spec_digest({**run.hashed, "train": {**train, "verbose": verbose}}))
+            for verbose in VERBOSITIES if verbose != train["verbose"]]
+
+
+def adopt_recorded_folders(experiment: Experiment, folder: Path) -> Experiment:
+    """The experiment with each run that has no finished record in its own folder, but has one (of the same
+    identity) in its folder at another train.verbose, named by that folder's id: how loud a run trains changes no
+    number, so changing it trains nothing again. (New runs' ids keep naming the verbosity, as recorded ones do.)"""
+
+    def adopted(run: RunSpec) -> RunSpec:
+        if (folder / run.run_id).exists():  # its own folder, finished or not, is where it runs
+            return run
+        for run_id in ids_at_other_verbosity(run):
+            if reusable_record(folder / run_id, run).record is not None:
+                return dataclasses.replace(run, run_id=run_id)
+        return run
+
+    return dataclasses.replace(experiment, runs=[adopted(run) for run in experiment.runs],
+                               unselected=[adopted(run) for run in experiment.unselected])
 
 
 def execute_once(run: RunSpec, folder: Path, force: bool, label: str = "",

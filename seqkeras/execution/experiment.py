@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from seqkeras.execution.executors import Job, SerialExecutor, reusable_record
+from seqkeras.execution.executors import Job, SerialExecutor, adopt_recorded_folders, reusable_record
 from seqkeras.execution.identity import reused_under
 from seqkeras.execution.progress import Progress, run_label, track
 from seqkeras.execution.tuning import tune, untuned_failure
@@ -76,6 +76,7 @@ def run_experiment(
         echo(f"{experiment.spec.name}: {note}")
     if experiment.spec.tune is not None:  # each point's trials first; its runs are then those of its best setting
         experiment = tune(experiment, folder, executor, echo=echo, tracker=tracker)
+    experiment = adopt_recorded_folders(experiment, folder)  # a run recorded at another train.verbose is reused
     total = len(experiment.runs)
     records: dict[int, dict[str, Any]] = {}
     standing: dict[int, dict[str, Any]] = {}  # finished records that stand in runs.csv until their rerun finishes

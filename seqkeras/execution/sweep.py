@@ -15,7 +15,7 @@ from typing import Any
 
 from seqkeras.backends.runtime import AUTO, BACKEND_PACKAGES, resolve_backend, select_backend
 from seqkeras.errors import SpecError, listed, shown
-from seqkeras.execution.executors import SerialExecutor, reusable_record
+from seqkeras.execution.executors import SerialExecutor, adopt_recorded_folders, reusable_record
 from seqkeras.execution.workers import configure_this_process
 
 
@@ -286,7 +286,7 @@ def plan(experiments, out_root: Path, *, force: bool, echo: Callable[[str], None
             from seqkeras.execution.tuning import tuning_plan
 
             echo(f"  {tuning_plan(experiment, folder)}")
-        for run in experiment.runs:
+        for run in adopt_recorded_folders(experiment, folder).runs:
             record, why_not = reusable_record(folder / run.run_id, run, force=force)
             reused += record is not None
             echo(f"  {'reuse' if record is not None else 'run  '}  {run.run_id}"
@@ -309,6 +309,8 @@ def rebuild(folder: Path, *, echo: Callable[[str], None] = print):
         from seqkeras.execution.tuning import tuned_experiment
 
         experiment = tuned_experiment(experiment, folder)
+    if experiment is not None:
+        experiment = adopt_recorded_folders(experiment, folder)
     if experiment is None:
         rebuilt, skipped = rebuild_runs(folder)
     else:  # the spec decides which runs belong here and which matrix columns runs.csv has

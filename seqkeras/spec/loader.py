@@ -14,7 +14,6 @@ received, and what is allowed.
 from __future__ import annotations
 
 import copy
-import hashlib
 import itertools
 import json
 import math
@@ -32,7 +31,7 @@ from seqkeras.spec.checks import (
     check_class_weights, check_outputs, check_references, check_run, check_sections, check_tune, check_validation,
     check_validation_metrics,
 )
-from seqkeras.spec.runs import Experiment, ResolvedComponent, RunSpec, make_run_id
+from seqkeras.spec.runs import Experiment, ResolvedComponent, RunSpec, make_run_id, spec_digest
 from seqkeras.spec.outputs import output_rows
 from seqkeras.spec.selection import parse_only, select_runs, without_set_away
 from seqkeras.spec.sections import SECTIONS_WITH_COMPONENTS, EvaluateSpec, ExperimentSpec
@@ -398,8 +397,9 @@ def resolve_run(spec: ExperimentSpec, run_raw: dict[str, Any]) -> _Resolved:
 # train.verbose's default when run ids were first hashed. It became 1 (a bar on a terminal) later; a run that
 # leaves it unset is hashed with this value, so that change renamed no run.
 VERBOSE_IN_RUN_IDS = 2
-# Training options that change no number, left out of the run id. (train.verbose changes none either, but the
-# committed results name it in their ids: it stays, hashed as above.)
+# Training options that change no number, left out of the run id. (train.verbose changes none either, but
+# recorded results name it in their ids: it stays, and a run finds its folder recorded at another verbosity,
+# execution.identity.adopt_recorded_folders.)
 NOT_IN_RUN_IDS = frozenset({"tensorboard"})
 
 
@@ -437,10 +437,9 @@ def resolve_component(section: str, raw: Any, key: str) -> ResolvedComponent:
 def _make_run(spec: ExperimentSpec, resolved: _Resolved, point: dict[str, Any], seed: int) -> RunSpec:
     document = {**resolved.resolved, "seed": seed}
     hashed = {**resolved.hashed, "seed": seed}
-    digest = hashlib.sha256(json.dumps(hashed, sort_keys=True, default=str).encode()).hexdigest()[:8]
     return RunSpec(
         experiment=spec.name,
-        run_id=make_run_id(point, seed, digest),
+        run_id=make_run_id(point, seed, spec_digest(hashed)),
         seed=seed,
         matrix_values={},
         resolved=document,

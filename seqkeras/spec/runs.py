@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -74,6 +75,11 @@ class Experiment:
 # A run id names a folder: well under the 255 bytes file systems allow, whatever the matrix.
 # The digest of the resolved spec keeps ids apart when the readable part is cut.
 MAX_READABLE_ID = 150
+
+
+def spec_digest(hashed: dict[str, Any]) -> str:
+    """The run id's digest of a run's spec as hashed (spec.loader.hashed_spec, the seed included)."""
+    return hashlib.sha256(json.dumps(hashed, sort_keys=True, default=str).encode()).hexdigest()[:8]
 
 
 def make_run_id(point: dict[str, Any], seed: int, digest: str) -> str:
