@@ -75,6 +75,13 @@ def evaluate(model: Seq2SeqModel, data: Seq2SeqData, run, folder: Path) -> list[
     return rows
 
 
+def output_words(data: Seq2SeqData, outputs: list[list[int]]) -> list[list[str]]:
+    """Each decoded output's ids (its end token, where reached, dropped) as the text metrics read them: words,
+    pieces joined into the words they spell (a no-op for words and characters)."""
+    end = data.end_id
+    return [data.words(data.target_vocabulary.decode(ids[:-1] if ids[-1:] == [end] else ids)) for ids in outputs]
+
+
 def output_limit(run, data: Seq2SeqData) -> int:
     """The longest output a decoder may write: the model's max_output_length, else 1.5 × the longest training
     target (+ 2)."""
@@ -91,15 +98,13 @@ def validation_scorer(model: Seq2SeqModel, data: Seq2SeqData, run) -> Callable[[
     settings = run.train.validation_metrics
     max_length, end = output_limit(run, data), data.end_id
 
-    def words(ids: list[int]) -> list[str]:
-        return data.words(data.target_vocabulary.decode(ids))
-
     def score(x: dict, y: np.ndarray) -> dict[str, float]:
         rows = slice(0, settings.max_examples)
         tokens, _, _ = decode_sources(model, x["source"][rows], data.start_id, end, GreedyChoice(), max_length)
-        hypotheses = [words(ids[:-1] if ids[-1:] == [end] else ids) for ids in tokens]
-        references = [words([i for i in row.tolist() if i not in (0, end)]) for row in y[rows]]
-        return compute(settings.metrics, SEQ2SEQ, DecodedOutputs(hypotheses=hypotheses, references=references))
+        # A target row is its ids, its end token, then padding: the ids alone, read as an output is.
+        references = output_words(data, [[i for i in row.tolist() if i not in (0, end)] for row in y[rows]])
+        return compute(settings.metrics, SEQ2SEQ, DecodedOutputs(hypotheses=output_words(data, tokens),
+                                                                 references=references))
 
     return score
 
@@ -122,10 +127,7 @@ def decode(model: Seq2SeqModel, data: Seq2SeqData, choice, max_length: int) -> D
                                                 max_length)
     seconds = time.perf_counter() - started
 
-    end = data.end_id
-    # Text metrics read words: pieces are joined into the words they spell (a no-op for words and characters).
-    hypotheses = [data.words(data.target_vocabulary.decode(ids[:-1] if ids[-1:] == [end] else ids))
-                  for ids in tokens]
+    hypotheses = output_words(data, tokens)
     references = data.references
     reference_ids = [row[row != 0].tolist() for row in data.y_test]  # target ids, end included
     outputs = DecodedOutputs(

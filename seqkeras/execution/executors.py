@@ -20,15 +20,13 @@ run again from their last checkpoint.
 
 from __future__ import annotations
 
-import dataclasses
-
 import os
 import signal
 import sys
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -97,10 +95,10 @@ def adopt_recorded_folders(experiment: Experiment, folder: Path) -> Experiment:
             return run
         for run_id in ids_at_other_verbosity(run):
             if reusable_record(folder / run_id, run).record is not None:
-                return dataclasses.replace(run, run_id=run_id)
+                return replace(run, run_id=run_id)
         return run
 
-    return dataclasses.replace(experiment, runs=[adopted(run) for run in experiment.runs],
+    return replace(experiment, runs=[adopted(run) for run in experiment.runs],
                                unselected=[adopted(run) for run in experiment.unselected])
 
 

@@ -305,12 +305,12 @@ def rebuild(folder: Path, *, echo: Callable[[str], None] = print):
     if saved.is_symlink():  # a shared folder's link is never followed (results.files)
         print(f"warning: {saved} is a symbolic link; links inside a results folder are not followed", file=sys.stderr)
     experiment = load_experiment(saved) if saved.is_file() and not saved.is_symlink() else None
-    if experiment is not None and experiment.spec.tune is not None:  # the runs of each point's chosen setting
-        from seqkeras.execution.tuning import tuned_experiment
-
-        experiment = tuned_experiment(experiment, folder)
     if experiment is not None:
-        experiment = adopt_recorded_folders(experiment, folder)
+        if experiment.spec.tune is not None:  # the runs of each point's chosen setting
+            from seqkeras.execution.tuning import tuned_experiment
+
+            experiment = tuned_experiment(experiment, folder)
+        experiment = adopt_recorded_folders(experiment, folder)  # a run recorded at another train.verbose
     if experiment is None:
         rebuilt, skipped = rebuild_runs(folder)
     else:  # the spec decides which runs belong here and which matrix columns runs.csv has

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from seqkeras.reporting.selection import select
-from seqkeras.results.folder import OK, one_row_per_run
+from seqkeras.results.folder import OK, one_row_per_run, still_improving_said
 from seqkeras.spec.sections import ExpectSpec
 
 REPRODUCED, NOT_REPRODUCED = "reproduced", "NOT reproduced"
@@ -91,7 +91,7 @@ def _unconverged(expect: ExpectSpec, runs: pd.DataFrame) -> str | None:
         return None  # the verdict already says no finished run is selected
     if "still_improving" not in runs.columns:
         return "the runs do not record whether they converged (no still_improving column): run them again"
-    said = chosen["still_improving"].astype(str).str.lower()
+    said = still_improving_said(chosen)
     for rows, what in ((chosen[said == "true"], "were still improving when their epochs ran out"),
                        (chosen[~said.isin(["true", "false"])], "do not record whether they converged")):
         if not rows.empty:

@@ -30,7 +30,7 @@ from seqkeras.reporting.selection import key_list, require_columns, select
 from seqkeras.reporting.spec_rows import table_views
 from seqkeras.results.folder import (
     FAILED, OK, TRAINING_COLUMNS, identity_columns, is_evaluation_key, one_row_per_run, print_warning,
-    run_counts,
+    run_counts, still_improving_said,
 )
 from seqkeras.spec.outputs import metric_direction
 from seqkeras.spec.sections import TableSpec
@@ -281,7 +281,7 @@ def still_improving_note(runs: pd.DataFrame) -> str:
     if "still_improving" not in runs.columns:
         return ""
     finished = one_row_per_run(runs[runs["status"] == OK])
-    improving = finished[finished["still_improving"].astype(str).str.lower() == "true"]
+    improving = finished[still_improving_said(finished) == "true"]
     if improving.empty:
         return ""
     return (f"Still improving when their budget ended: {len(improving)} of {len(finished)} finished runs (their best "

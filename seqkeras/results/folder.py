@@ -43,6 +43,13 @@ TRAILING_COLUMNS = ["params", "train_seconds", "backend"]
 # How a trained run's training went (its record's `training`, training.convergence), as runs.csv columns: in a
 # runs.csv only where some record has it, so the runs.csv of probes and of records made before it stay as they were.
 TRAINING_COLUMNS = {"epochs_trained": "epochs", "best_epoch": "best_epoch", "still_improving": "still_improving"}
+
+
+def still_improving_said(runs: pd.DataFrame) -> pd.Series:
+    """runs.csv's still_improving as it reads back, whatever pandas made of it: "true", "false", or anything else
+    (blank: a run that does not record it)."""
+    return runs["still_improving"].astype(str).str.lower()
+
 DATA_CARD = "data_card.json"  # a run folder's and an experiment folder's (see the layout above)
 DATA_CARD_PAGE = "data_card.md"
 

@@ -51,6 +51,16 @@ def check_run(components: dict[str, ResolvedComponent], evaluate: EvaluateSpec |
     return metrics
 
 
+def has_validation_data(task: ResolvedComponent, train: TrainSpec) -> bool:
+    return train.validation_split > 0 or bool(validation_key(task.params))
+
+
+def validation_sources(task: ResolvedComponent) -> str:
+    """Where this task's runs may get validation data from, for a message that asks for some."""
+    return "train.validation_split > 0" + (", or the task's task.validation_path or task.validation_share"
+                                           if "validation_path" in type(task.params).model_fields else "")
+
+
 def check_validation(task: ResolvedComponent, train: TrainSpec) -> None:
     """Validation data comes from one place, and a `val_*` monitor has some.
 
@@ -67,13 +77,9 @@ def check_validation(task: ResolvedComponent, train: TrainSpec) -> None:
         )
     for key in ("early_stopping", "reduce_on_plateau"):
         watching = getattr(train, key)
-        if watching and watching.monitor.startswith("val_") and train.validation_split == 0 and not own:
-            raise SpecError(
-                f"{key} monitors {watching.monitor!r}, which needs validation data: train.validation_split > 0"
-                + (", or the task's task.validation_path or task.validation_share" if "validation_path" in
-                   type(task.params).model_fields else ""),
-                path=f"train.{key}.monitor",
-            )
+        if watching and watching.monitor.startswith("val_") and not has_validation_data(task, train):
+            raise SpecError(f"{key} monitors {watching.monitor!r}, which needs validation data: "
+                            f"{validation_sources(task)}", path=f"train.{key}.monitor")
     if train.reduce_on_plateau and train.optimizer.schedule:
         raise SpecError("train.optimizer.schedule sets the learning rate at every step, so reduce_on_plateau "
                         "cannot lower it: keep one", path="train.reduce_on_plateau")
@@ -106,10 +112,9 @@ def check_validation_metrics(task: ResolvedComponent, model: ResolvedComponent |
                 raise SpecError(f"{name!r} cannot be scored on validation data here: {', '.join(allowed)}"
                                 + (" (val_accuracy is in the history already)" if name == "accuracy" else ""),
                                 path=f"train.validation_metrics.metrics[{index}]")
-        if train.validation_split == 0 and not validation_key(task.params):
-            raise SpecError("validation_metrics scores validation data: train.validation_split > 0"
-                            + (", or the task's task.validation_path or task.validation_share" if "validation_path"
-                               in type(task.params).model_fields else ""), path="train.validation_metrics")
+        if not has_validation_data(task, train):
+            raise SpecError(f"validation_metrics scores validation data: {validation_sources(task)}",
+                            path="train.validation_metrics")
     measured = {f"val_{name}" for name in settings.metrics} if settings else set()
     scorable = {f"val_{name}" for name in allowed}
     for key in ("early_stopping", "reduce_on_plateau"):

@@ -399,7 +399,7 @@ def resolve_run(spec: ExperimentSpec, run_raw: dict[str, Any]) -> _Resolved:
 VERBOSE_IN_RUN_IDS = 2
 # Training options that change no number, left out of the run id. (train.verbose changes none either, but
 # recorded results name it in their ids: it stays, and a run finds its folder recorded at another verbosity,
-# execution.identity.adopt_recorded_folders.)
+# execution.executors.adopt_recorded_folders.)
 NOT_IN_RUN_IDS = frozenset({"tensorboard"})
 
 

@@ -52,7 +52,7 @@ def training_summary(history: pd.DataFrame, train: TrainSpec) -> dict[str, Any] 
     if monitor is None or history.empty:
         return None
     values = [float(v) for v in history[monitor]]
-    finite = [(i, v) for i, v in enumerate(values) if math.isfinite(v)]
+    finite = [(i, v) for i, v in enumerate(values) if evaluated(v)]
     if not finite:
         return None
     sign = 1.0 if higher_is_better(monitor) else -1.0

@@ -234,13 +234,11 @@ class PeriodLoop:
         return keras_epoch(self.model, self.rows(segment), validation, self.spec, segment.epoch, on_step)
 
     def validate(self) -> dict[str, float]:
-        val_x, val_y, *val_weights = self.validation
-        weights = val_weights[0] if val_weights else None
         if self.lean is not None:
-            scores = self.lean.evaluate(val_x, val_y, weights, batch_size=self.spec.batch_size)
-        else:
-            scores = self.model.evaluate(val_x, val_y, sample_weight=weights, batch_size=self.spec.batch_size,
-                                         verbose=0, return_dict=True)
+            return lean_validation(self.lean, self.validation, self.spec.batch_size)
+        val_x, val_y, *val_weights = self.validation
+        scores = self.model.evaluate(val_x, val_y, sample_weight=val_weights[0] if val_weights else None,
+                                     batch_size=self.spec.batch_size, verbose=0, return_dict=True)
         return {f"val_{name}": float(value) for name, value in scores.items()}
 
 
@@ -297,10 +295,15 @@ def lean_epoch(lean, epoch_data: tuple, validation: tuple | None, train: TrainSp
     on_step: called after each training step."""
     logs = lean.train_epoch(*epoch_data, batch_size=train.batch_size, on_step=on_step)
     if validation is not None:
-        val_x, val_y, *val_weights = validation
-        scores = lean.evaluate(val_x, val_y, val_weights[0] if val_weights else None, batch_size=train.batch_size)
-        logs.update({f"val_{name}": value for name, value in scores.items()})
+        logs.update(lean_validation(lean, validation, train.batch_size))
     return logs
+
+
+def lean_validation(lean, validation: tuple, batch_size: int) -> dict[str, float]:
+    """The lean loop's evaluation of (inputs, targets[, weights]) as the history's val_* values."""
+    val_x, val_y, *val_weights = validation
+    scores = lean.evaluate(val_x, val_y, val_weights[0] if val_weights else None, batch_size=batch_size)
+    return {f"val_{name}": value for name, value in scores.items()}
 
 
 @dataclass
