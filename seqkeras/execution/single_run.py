@@ -33,6 +33,7 @@ from seqkeras.spec.checks import check_model_size
 from seqkeras.spec.runs import RunSpec
 from seqkeras.tasks import data_card
 from seqkeras.training import convergence
+from seqkeras.training.parameter_count import trained_parameters
 from seqkeras.training.progress import ProgressOutput
 from seqkeras.tracking import tensorboard
 from seqkeras.tuning.pruning import TrialReporter, best_epoch_value
@@ -174,7 +175,7 @@ def run_training(run: RunSpec, folder: Path, record: dict[str, Any], progress: P
                                            score_validation=validation_scorer(run, model, data))
             trained = gradient_flow.measure(model, data) if measures_gradient_flow else None
         # After fitting: a count-based model (n-gram) has its parameters (counts) only then.
-        record["params"] = int(model.count_params())
+        record["params"] = trained_parameters(model)
         summary = convergence.training_summary(history, run.train)
         if summary is not None:  # a counted model has no epochs to judge
             record["training"] = summary
@@ -239,7 +240,7 @@ def run_trial(run: RunSpec, data, folder: Path, record: dict[str, Any], progress
                                        abilities=run.model.component.abilities_for(run.model.params),
                                        after_epoch=reporter, progress=progress, callbacks=callbacks or (),
                                        score_validation=validation_scorer(run, model, data))
-    record["params"] = int(model.count_params())
+    record["params"] = trained_parameters(model)
     record["train_seconds"] = seconds
     write_csv(folder / "history.csv", history)
     value = best_epoch_value(history.to_dict("records"), link.objective, link.goal)

@@ -190,8 +190,10 @@ def _manifest(kept: KeptModel, format: str, graphs: dict[str, dict]) -> dict:
 # --------------------------------------------------------------------------- an encoder-decoder's two graphs
 
 # What the encoder gives the decoder's every step unchanged: its outputs per source token, the source's mask,
-# the attention's keys; each has the source's length on axis 1.
-MEMORY = ("memory", "mask", "keys")
+# the attention's keys, each with the source's length on axis 1 (`PER_SOURCE_TOKEN`); and the vector a decoder
+# that reads the encoder's final output (decoder_reads: encoder_vector) reads at every step.
+PER_SOURCE_TOKEN = ("memory", "mask", "keys")
+MEMORY = (*PER_SOURCE_TOKEN, "vector")
 
 
 STATE_PARTS = "hc"  # a recurrent layer's states in Keras's order: h, and c for an LSTM
@@ -225,12 +227,13 @@ class _Seq2SeqGraph(keras.Model):
         super().__init__(**kwargs)
         self.seq2seq = seq2seq
         encoded = seq2seq.encode(ops.convert_to_tensor([[3, 3]], dtype="int32"))
-        # Without attention the decoder reads nothing of the memory: its graph has no such input.
-        memory = {name: encoded[name] for name in MEMORY if name in encoded and seq2seq.attention is not None}
+        # Without attention the decoder reads nothing of the source's tokens: its graph has no such input.
+        memory = {name: encoded[name] for name in MEMORY
+                  if name in encoded and (seq2seq.attention is not None or name not in PER_SOURCE_TOKEN)}
         states = flat_states(encoded["carry"])
         self.memory_names, self.state_names = list(memory), list(states)
         self.specs = {
-            name: tf.TensorSpec([None] + [None if axis == 1 and name in MEMORY else int(size)
+            name: tf.TensorSpec([None] + [None if axis == 1 and name in PER_SOURCE_TOKEN else int(size)
                                           for axis, size in enumerate(tensor.shape[1:], 1)],
                                 dtype=tensor.dtype, name=name)
             for name, tensor in (memory | states).items()

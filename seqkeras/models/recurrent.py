@@ -10,7 +10,7 @@ validation, which must not import TensorFlow (see seqkeras.registry).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -23,6 +23,10 @@ if TYPE_CHECKING:
 
 
 class RecurrentParams(Params):
+    # Added after results existed: in a run's id only when set (registry.Params).
+    hashed_only_when_set: ClassVar[tuple[str, ...]] = (
+        "input_encoding", "kernel_initializer", "kernel_stddev", "recurrent_stddev")
+
     cell: CellName = Field("lstm", description="Recurrent cell: simple_rnn, lstm or gru.")
     units: int = Field(64, ge=1, le=65_536, description="Hidden units per layer and direction.")
     layers: int = Field(1, ge=1, le=32, description="Stacked recurrent layers.")
@@ -31,6 +35,11 @@ class RecurrentParams(Params):
         "concat", description="How a bidirectional layer merges its directions (concat doubles the width)."
     )
     embedding_dim: int = Field(32, ge=1, le=65_536, description="Width of the token embeddings.")
+    input_encoding: Literal["embedding", "one_hot"] = Field(
+        "embedding", description="How a token enters the network: a learned embedding of embedding_dim, or its "
+        "one-hot vector, as wide as the vocabulary, fixed (papers' and the Keras examples' inputs; not counted "
+        "in the run's params)."
+    )
     dropout: float = Field(0.0, ge=0, lt=1, description="Dropout on each recurrent layer's inputs.")
     recurrent_dropout: float = Field(0.0, ge=0, lt=1, description="Dropout on the recurrent state.")
     forget_bias: float | None = Field(
@@ -50,11 +59,24 @@ class RecurrentParams(Params):
     activation: Literal["tanh", "relu"] = Field(
         "tanh", description="SimpleRNN only: tanh, or relu (with recurrent_initializer identity: the IRNN)."
     )
-    recurrent_initializer: Literal["orthogonal", "glorot_uniform", "normal", "identity"] = Field(
+    recurrent_initializer: Literal["orthogonal", "glorot_uniform", "normal", "identity", "random_normal"] = Field(
         "orthogonal",
         description="Recurrent kernel at the start: orthogonal (Keras's default; a SimpleRNN's eigenvalues all lie on "
-        "the unit circle), glorot_uniform, or per gate normal (N(0,1) scaled to spectral_radius, the lesson's "
-        "construction) or identity (times identity_scale; Le et al. 2015).",
+        "the unit circle), glorot_uniform, per gate normal (N(0,1) scaled to spectral_radius, the lesson's "
+        "construction) or identity (times identity_scale; Le et al. 2015), or random_normal: every entry drawn "
+        "from N(0, recurrent_stddev²), as papers state it.",
+    )
+    recurrent_stddev: float | None = Field(
+        None, gt=0, le=100, description="recurrent_initializer random_normal: the entries' standard deviation σ "
+        "(required)."
+    )
+    kernel_initializer: Literal["glorot_uniform", "random_normal"] = Field(
+        "glorot_uniform", description="Input kernel (each layer's input weights) at the start: glorot_uniform "
+        "(Keras's default) or random_normal, every entry from N(0, kernel_stddev²)."
+    )
+    kernel_stddev: float | None = Field(
+        None, gt=0, le=100, description="kernel_initializer random_normal: the entries' standard deviation σ "
+        "(required)."
     )
     spectral_radius: float | None = Field(
         None, gt=0, le=100, description="recurrent_initializer normal: the spectral radius ρ (default 1)."
@@ -75,6 +97,15 @@ class RecurrentParams(Params):
             raise ValueError("chrono sets the gate biases itself: give chrono or forget_bias/update_bias, not both")
         self.only_with("spectral_radius", "recurrent_initializer", "normal")
         self.only_with("identity_scale", "recurrent_initializer", "identity")
+        self.only_with("recurrent_stddev", "recurrent_initializer", "random_normal")
+        self.only_with("kernel_stddev", "kernel_initializer", "random_normal")
+        for initializer, stddev in (("recurrent_initializer", "recurrent_stddev"),
+                                    ("kernel_initializer", "kernel_stddev")):
+            if getattr(self, initializer) == "random_normal" and getattr(self, stddev) is None:
+                raise ValueError(f"{initializer} random_normal needs {stddev}, the entries' σ")
+        if self.input_encoding == "one_hot" and "embedding_dim" in self.model_fields_set:
+            raise ValueError("embedding_dim does not apply with input_encoding one_hot: a one-hot vector is as wide "
+                             "as the vocabulary")
         return self
 
 
@@ -109,8 +140,9 @@ class LanguageModelParams(RecurrentParams):
 class RegressorParams(RecurrentParams):
     @model_validator(mode="after")
     def _no_embedding(self) -> "RegressorParams":
-        if "embedding_dim" in self.model_fields_set:
-            raise ValueError("embedding_dim does not apply to a regressor: it reads its inputs' features directly")
+        for key in ("embedding_dim", "input_encoding"):
+            if key in self.model_fields_set:
+                raise ValueError(f"{key} does not apply to a regressor: it reads its inputs' features directly")
         return self
 
 
@@ -121,8 +153,9 @@ def estimated_parameters(params: RecurrentParams, vocabulary: int, outputs: int,
     """
     directions = 2 if params.bidirectional else 1
     width_out = params.units * (directions if params.merge_mode == "concat" else 1)
-    total = vocabulary * params.embedding_dim
-    width_in = params.embedding_dim
+    one_hot = params.input_encoding == "one_hot"
+    total = 0 if one_hot else vocabulary * params.embedding_dim  # a one-hot table is fixed, not trained
+    width_in = vocabulary if one_hot else params.embedding_dim
     for _ in range(params.layers):
         total += directions * textbook_parameter_count(params.cell, width_in, params.units)
         width_in = width_out
@@ -150,6 +183,8 @@ def recurrent_layer(params: RecurrentParams, *, return_sequences: bool, name: st
 
 def initial_weights(params: RecurrentParams) -> dict:
     """The Keras layer options that set a cell's starting weights and gate biases from the spec."""
+    import keras
+
     from seqkeras.layers import initializers
 
     options: dict = {}
@@ -161,6 +196,10 @@ def initial_weights(params: RecurrentParams) -> dict:
         options["recurrent_initializer"] = initializers.BlockIdentity(params.identity_scale or 1.0)
     elif params.recurrent_initializer == "glorot_uniform":
         options["recurrent_initializer"] = "glorot_uniform"
+    elif params.recurrent_initializer == "random_normal":
+        options["recurrent_initializer"] = keras.initializers.RandomNormal(stddev=params.recurrent_stddev)
+    if params.kernel_initializer == "random_normal":
+        options["kernel_initializer"] = keras.initializers.RandomNormal(stddev=params.kernel_stddev)
     gates = initializers.GATES[params.cell]
     if params.cell == "lstm" and (params.forget_bias is not None or params.chrono):
         # Keras's gate order: input, forget, candidate, output.
@@ -177,8 +216,10 @@ def recurrent_body(params: RecurrentParams, data: SequenceData, *, every_step: b
     """Token ids → embeddings → stacked RNN; returns (inputs, features)."""
     import keras
 
+    from seqkeras.layers.one_hot import token_inputs
+
     inputs = keras.Input(shape=(None,), dtype="int32", name="tokens")
-    x = keras.layers.Embedding(len(data.vocabulary), params.embedding_dim, mask_zero=True, name="embedding")(inputs)
+    x = token_inputs(len(data.vocabulary), params.embedding_dim, params.input_encoding)(inputs)
     for index in range(params.layers):
         last = index == params.layers - 1
         x = recurrent_layer(params, return_sequences=every_step or not last, name=f"{params.cell}_{index}")(x)

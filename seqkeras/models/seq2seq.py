@@ -18,6 +18,12 @@ encoder's outputs. What the decoder sees of the source depends on `attention`:
             the tanh's range in the first epoch and the model learns far more
             slowly (docs/guides/seq2seq.md measures it).
 
+With `decoder_reads: encoder_vector` (attention none) the decoder reads the
+encoder's final output at every step instead of the previous token, from a
+zero state: Keras's addition_rnn example (Encoder → RepeatVector → Decoder),
+whose outputs do not depend on each other, so teacher forcing and free running
+compute the same thing.
+
 One function, `decoder_step`, computes a decoder step. Training runs it over
 the whole target with teacher forcing (the decoder reads the true previous
 token) inside `keras.ops.scan`; decoding calls it one step at a time through
@@ -33,6 +39,7 @@ from keras import ops
 
 from seqkeras.backends.serializable import keras_serializable
 from seqkeras.layers.attention import BahdanauAttention, LuongAttention
+from seqkeras.layers.one_hot import token_inputs
 from seqkeras.models.seq2seq_params import Seq2SeqParams
 from seqkeras.registry import ModelShape
 from seqkeras.tasks.base import PAD
@@ -71,6 +78,8 @@ class Seq2SeqModel(keras.Model):
         luong_layer_norm: bool = False,
         attention_units: int | None = None,
         dropout: float = 0.0,
+        input_encoding: str = "embedding",
+        decoder_reads: str = "previous_token",
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -89,7 +98,10 @@ class Seq2SeqModel(keras.Model):
             luong_layer_norm=bool(luong_layer_norm),
             attention_units=attention_units,
             dropout=dropout,
+            input_encoding=input_encoding,
+            decoder_reads=decoder_reads,
         )
+        self.reads_vector = decoder_reads == "encoder_vector"
         self.encoder_cell = cell
         self.decoder_cell_name = decoder_cell or cell
         self.attention_kind = attention
@@ -98,15 +110,16 @@ class Seq2SeqModel(keras.Model):
         blocked[list(blocked_ids)] = BLOCKED_LOGIT
         self.blocked_logits = blocked
 
-        self.source_embedding = keras.layers.Embedding(source_vocabulary_size, embedding_dim, mask_zero=True,
-                                                       name="source_embedding")
+        self.source_embedding = token_inputs(source_vocabulary_size, embedding_dim, input_encoding,
+                                             name="source_embedding")
         self.encoder_layers = []
         for index in range(layers):
             layer = LAYER_CLASSES[cell](units, return_sequences=True, return_state=True, name=f"encoder_{cell}_{index}")
             if bidirectional:
                 layer = keras.layers.Bidirectional(layer, merge_mode="concat", name=f"encoder_bidirectional_{index}")
             self.encoder_layers.append(layer)
-        self.target_embedding = keras.layers.Embedding(target_vocabulary_size, embedding_dim, name="target_embedding")
+        self.target_embedding = token_inputs(target_vocabulary_size, embedding_dim, input_encoding,
+                                             name="target_embedding", mask_zero=False)
         self.decoder_cells = [
             CELL_CLASSES[self.decoder_cell_name](self.width, name=f"decoder_{self.decoder_cell_name}_{index}")
             for index in range(layers)
@@ -140,6 +153,10 @@ class Seq2SeqModel(keras.Model):
             x, *states = layer(x, mask=mask, training=training)
             initial_states.append(self._decoder_state(self._merge_directions(states)))
         encoded = {"memory": x, "mask": mask}
+        if self.reads_vector:
+            # The top layer's final output (both directions), read at every step; the decoder starts from zeros.
+            encoded["vector"] = initial_states[-1][0]
+            initial_states = [[ops.zeros_like(state) for state in states] for states in initial_states]
         if self.attention is not None:
             encoded["keys"] = self.attention.keys(x)
         batch = ops.shape(source)[0]
@@ -175,7 +192,7 @@ class Seq2SeqModel(keras.Model):
     def decoder_step(self, embedded, carry: dict, encoded: dict, training: bool = False) -> dict:
         """One decoder step: the embedded previous token [B, E] and the carry → the new carry."""
         states = carry["states"]
-        x = embedded
+        x = encoded["vector"] if self.reads_vector else embedded
         new = {}
         if self.attention_kind == "bahdanau":
             query = states[-1][0]  # the previous top-layer state
@@ -297,6 +314,8 @@ def build(params: Seq2SeqParams, data: Seq2SeqData) -> Seq2SeqModel:
         luong_layer_norm=bool(params.luong_layer_norm),
         attention_units=params.attention_units,
         dropout=params.dropout,
+        input_encoding=params.input_encoding,
+        decoder_reads=params.decoder_reads,
         name="seq2seq",
     )
     # Build every weight now (count_params is read before training) with two training rows.

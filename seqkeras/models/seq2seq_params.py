@@ -7,7 +7,7 @@ without importing Keras and TensorFlow, e.g. in the parent of `run --jobs N`.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -16,6 +16,9 @@ from seqkeras.registry import Params
 
 
 class Seq2SeqParams(Params):
+    # Added after results existed: in a run's id only when set (registry.Params).
+    hashed_only_when_set: ClassVar[tuple[str, ...]] = ("input_encoding", "decoder_reads")
+
     cell: CellName = Field("lstm", description="Encoder cell: simple_rnn, lstm or gru.")
     decoder_cell: CellName | None = Field(
         None,
@@ -30,6 +33,16 @@ class Seq2SeqParams(Params):
         False, description="Encoder reads the source both ways (outputs and states concatenated)."
     )
     embedding_dim: int = Field(32, ge=1, le=65_536, description="Width of the source and target embeddings.")
+    input_encoding: Literal["embedding", "one_hot"] = Field(
+        "embedding", description="How source and target tokens enter the network: learned embeddings of "
+        "embedding_dim, or fixed one-hot vectors as wide as each vocabulary (the Keras addition example)."
+    )
+    decoder_reads: Literal["previous_token", "encoder_vector"] = Field(
+        "previous_token", description="What the decoder reads at each step: previous_token (the true one in "
+        "training, teacher forcing; its own output when decoding), or encoder_vector: the encoder's final output, "
+        "the same vector at every step, from a zero state, so no output depends on another (Keras's addition_rnn "
+        "example: RepeatVector → LSTM; needs attention none). Both write an end token after the target."
+    )
     attention: Literal["none", "bahdanau", "luong"] = Field(
         "bahdanau", description="none (the decoder sees only the encoder's final state), bahdanau (additive) or luong."
     )
@@ -59,4 +72,10 @@ class Seq2SeqParams(Params):
         self.only_with("luong_score", "attention", "luong")
         self.only_with("luong_layer_norm", "attention", "luong")
         self.only_with("attention_units", "attention", "bahdanau")
+        if self.decoder_reads == "encoder_vector" and self.attention != "none":
+            raise ValueError(f"decoder_reads encoder_vector needs attention none, not {self.attention!r}: the "
+                             "decoder reads one vector of the source, repeated")
+        if self.input_encoding == "one_hot" and "embedding_dim" in self.model_fields_set:
+            raise ValueError("embedding_dim does not apply with input_encoding one_hot: a one-hot vector is as wide "
+                             "as its vocabulary")
         return self

@@ -336,7 +336,7 @@ def _attribute_error(error: SpecError, point: dict[str, Any], set_keys: set[str]
 UNHASHED_DEFAULTS = {"tensorboard": False, "keep_model": True, "reduce_on_plateau": None, "class_weights": None,
                      "validation_metrics": None, "steps": None, "evaluate_every": None}
 # The same for the optimizer's keys added after results existed.
-UNHASHED_OPTIMIZER_DEFAULTS = {"schedule": None}
+UNHASHED_OPTIMIZER_DEFAULTS = {"schedule": None, "rho": None}
 
 
 @dataclass

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from seqkeras.registry import Params
 
@@ -33,6 +33,7 @@ class ScheduleSpec(Params):
 
 
 class OptimizerSpec(Params):
+
     name: Literal["adam", "adamw", "sgd", "rmsprop", "adagrad"] = Field(
         "adam", description="Keras optimizer by name."
     )
@@ -42,10 +43,21 @@ class OptimizerSpec(Params):
     )
     clipvalue: float | None = Field(None, gt=0, description="Clip each gradient element to ±this.")
     momentum: float | None = Field(None, ge=0, lt=1, description="Momentum for sgd and rmsprop.")
+    rho: float | None = Field(
+        None, gt=0, lt=1, description="rmsprop: the decay of its moving average of squared gradients (Keras's "
+        "default 0.9; papers call it decay or α)."
+    )
     schedule: ScheduleSpec | None = Field(
         None, description="How the learning rate changes with the optimizer's steps: a warmup, then constant, "
         "linear, cosine or exponential decay (training.schedules). Default: learning_rate throughout."
     )
+
+    @model_validator(mode="after")
+    def _options_of_their_optimizer(self) -> "OptimizerSpec":
+        if self.momentum is not None and self.name not in ("sgd", "rmsprop"):
+            raise ValueError(f"momentum applies only to optimizers sgd and rmsprop, not {self.name!r}")
+        self.only_with("rho", "name", "rmsprop")
+        return self
 
 
 class ValidationMetricsSpec(Params):

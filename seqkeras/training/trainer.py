@@ -49,6 +49,8 @@ def make_optimizer(spec: OptimizerSpec, total_steps: int = 1) -> keras.optimizer
         options["clipvalue"] = spec.clipvalue
     if spec.momentum is not None:
         options["momentum"] = spec.momentum
+    if spec.rho is not None:
+        options["rho"] = spec.rho
     return OPTIMIZERS[spec.name](**options)
 
 
