@@ -79,12 +79,21 @@ METRICS = Registry(
         Metric("baseline_mse", "Regression: the MSE of always predicting the training targets' mean "
                "(a model that remembers nothing).",
                computes={REGRESSION: regression_metrics.baseline_mse}),
+        # Opt-in, no problem's default: the adding problem's criterion (for its hochreiter_1997 variant) and, below,
+        # position_accuracy, the Keras addition example's accuracy.
+        Metric("success_rate", "Regression: share of test sequences whose absolute error is below 0.04 "
+               "(Hochreiter & Schmidhuber 1997's criterion for the adding problem, on its target scaled to [0, 1]).",
+               computes={REGRESSION: regression_metrics.success_rate}, direction="maximize"),
         Metric("bleu", "Seq2seq: sacrebleu corpus BLEU (0–100) of the outputs against the references.",
                computes={SEQ2SEQ: seq2seq_metrics.bleu}, direction="maximize"),
         Metric("chrf", "Seq2seq: sacrebleu corpus chrF (0–100), character n-gram F-score.",
                computes={SEQ2SEQ: seq2seq_metrics.chrf}, direction="maximize"),
         Metric("exact_match", "Seq2seq: share of outputs identical to their reference.",
                computes={SEQ2SEQ: seq2seq_metrics.exact_match}, direction="maximize"),
+        Metric("position_accuracy", "Seq2seq: share of reference positions (the end not counted) where the output "
+               "has the same token; over targets padded to one width (addition's pad_with_spaces), Keras's "
+               "per-position accuracy, as the Keras addition example reports.",
+               computes={SEQ2SEQ: seq2seq_metrics.position_accuracy}, direction="maximize"),
         Metric("teacher_forced_token_accuracy",
                "Seq2seq: share of reference tokens (and ends) predicted right when reading the true previous "
                "tokens.",

@@ -14,7 +14,9 @@ registry. The metric `by_length` adds each other requested metric per bucket to
 the rows (`bleu_len_41_60`, ...), so `expect` entries can check the per-length claims.
 A bucket's length is the source's tokens: pieces, for a task whose tokens are WordPiece
 pieces. Such a task's outputs are scored, and shown in outputs.csv, as the words their
-pieces spell (`Seq2SeqData.words`), against the reference's words.
+pieces spell (`Seq2SeqData.words`), against the reference's words. outputs.csv joins
+tokens by spaces and shows a token that is a space (addition's padding, a word break
+of a character-level task) as ␣.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from seqkeras.tasks.seq2seq_data import Seq2SeqData
 DECODE_BATCH = 256
 DECODE_ROWS = 16 * DECODE_BATCH
 SHOWN_OUTPUTS = 50  # test pairs listed in outputs.csv
+VISIBLE_SPACE = "\u2423"  # ␣, a space token as outputs.csv shows it
 
 
 def evaluate(model: Seq2SeqModel, data: Seq2SeqData, run, folder: Path) -> list[EvaluationRow]:
@@ -167,17 +170,20 @@ def decode_sources(model: Seq2SeqModel, sources: np.ndarray, start_id: int, end_
     return tokens, np.concatenate(log_probs), np.concatenate(lengths)
 
 
-def shown_outputs(data: Seq2SeqData, outputs: DecodedOutputs, label: str) -> list[dict[str, object]]:
-    def text(tokens: list[str]) -> str:
-        return " ".join(tokens)
+def shown_text(tokens: list[str]) -> str:
+    """Tokens as outputs.csv shows them: joined by spaces, a space token (addition's pad_with_spaces, a word break
+    at level char) as ␣, which the joining spaces, and HTML's collapsing of them in the report, would hide."""
+    return " ".join(VISIBLE_SPACE if token == " " else token for token in tokens)
 
+
+def shown_outputs(data: Seq2SeqData, outputs: DecodedOutputs, label: str) -> list[dict[str, object]]:
     return [
         {
             "decoder": label,
             "pair": index,
-            "source": text(data.words(data.test_pairs[index][0])),
-            "reference": text(outputs.references[index]),
-            "output": text(outputs.hypotheses[index]),
+            "source": shown_text(data.words(data.test_pairs[index][0])),
+            "reference": shown_text(outputs.references[index]),
+            "output": shown_text(outputs.hypotheses[index]),
             "log_prob": float(outputs.log_probs[index]),
         }
         for index in range(min(SHOWN_OUTPUTS, len(outputs)))

@@ -2,10 +2,10 @@
 
 Every metric is a function of `DecodedOutputs` and returns one number, so the
 same function scores the whole test set and each source-length bucket of it
-(`length_buckets`). Text metrics (BLEU, chrF, exact match, distinct-n) compare
-tokens with the real references; the token accuracies compare target ids
-position by position, the end token included (stopping at the right place
-counts).
+(`length_buckets`). Text metrics (BLEU, chrF, exact match, position accuracy,
+distinct-n) compare tokens with the real references; the token accuracies compare
+target ids position by position, the end token included (stopping at the right
+place counts).
 
 BLEU and chrF are sacrebleu's corpus-level scores (0–100) on the
 space-joined tokens, so they are comparable with published numbers for the
@@ -123,6 +123,20 @@ def chrf(outputs: DecodedOutputs) -> float:
     import sacrebleu
 
     return float(sacrebleu.corpus_chrf(_joined(outputs.hypotheses), [_joined(outputs.references)]).score)
+
+
+def position_accuracy(outputs: DecodedOutputs) -> float:
+    """Share of reference positions (the end not counted) where the output has the same token at the same position.
+
+    An output that stops early misses the positions it does not reach; tokens past the reference's end count
+    nothing. Over targets padded to one width (addition's pad_with_spaces) it is Keras's per-position
+    `accuracy` of a model that writes that many tokens: the Keras addition_rnn example's.
+    """
+    positions = sum(len(r) for r in outputs.references)
+    if not positions:
+        return math.nan
+    hits = sum(a == b for h, r in zip(outputs.hypotheses, outputs.references) for a, b in zip(h, r))
+    return hits / positions
 
 
 def exact_match(outputs: DecodedOutputs) -> float:

@@ -108,7 +108,8 @@ class SequenceData:
     tagging:        x [N, L], y [N, L] (0 = padding label)
     language_modeling: x [N, L], y [N, L] (next token; 0 = padding)
     seq2seq:        x {"source": [N, S], "decoder_input": [N, T]}, y [N, T] (`Seq2SeqData`)
-    regression:     x [N, L, F] float features (no padding), y [N, 1] float
+    regression:     x [N, L, F] float features, y [N, 1] float (no padding, but adding's hochreiter_1997
+                    left-pads its shorter sequences with all-zero steps)
     """
 
     problem: str

@@ -10,6 +10,31 @@
 Each draws the source length uniformly from [min_length, max_length] (addition:
 the digits of each operand; dates: only formats whose text fits the range), the
 test pairs separately from the training pairs.
+
+addition's options write the Keras `addition_rnn` example's data exactly (all
+off by default, so runs from before them keep their data and ids):
+
+- operand_draw digit_strings: each operand is a string of k random digits, k
+  uniform in [1, max_length], read as a number ("007" is 7: small numbers come
+  up more often than under by_digits, which draws a digit count, then a value
+  with exactly that many digits);
+- distinct: every question once across the training and test pairs together,
+  a+b and b+a being one question (the example's `tuple(sorted((a, b)))`); the
+  questions are drawn until n_train + n_test distinct ones are found, shuffled
+  (later draws, the ones not rejected, lean to rare large numbers, which the
+  example's shuffle evens out too), then the first n_train train and the rest
+  test, so no test question was seen in training;
+- pad_with_spaces: the source padded on the right with spaces to
+  2·max_length + 1 characters, the target to max_length + 1: the space is a
+  token the model reads and writes (outputs.csv shows it as ␣);
+- reverse_source: the source's characters reversed, after the padding
+  (`query[::-1]`: the padding spaces come first).
+
+A kept model (`seqkeras predict`) reads a text as given, one token per
+character: with these options, give it the question as the data holds it
+(padded and reversed: " 54+321" for 123+45 at max_length 3). BLEU and chrF
+read the space-joined tokens, so they do not see space tokens; exact_match and
+position_accuracy do.
 """
 
 from __future__ import annotations
@@ -17,6 +42,7 @@ from __future__ import annotations
 import datetime as dt
 import string
 from collections.abc import Callable
+from typing import ClassVar, Literal
 
 import numpy as np
 from pydantic import Field, model_validator
@@ -31,9 +57,72 @@ class SymbolParams(LengthRangeParams):
     )
 
 
+OperandDraw = Literal["by_digits", "digit_strings"]
+
+
 class AdditionParams(LengthRangeParams):
-    min_length: int = Field(1, ge=1, le=18, description="Fewest digits of each operand.")
+    min_length: int = Field(1, ge=1, le=18, description="Fewest digits of each operand (operand_draw "
+                                                        "digit_strings: must be 1).")
     max_length: int = Field(3, ge=1, le=18, description="Most digits of each operand.")
+    operand_draw: OperandDraw = Field(
+        "by_digits",
+        description="How an operand is drawn: by_digits, a digit count uniform in [min_length, max_length], then a "
+                    "value with exactly that many digits; digit_strings (the Keras addition_rnn example's), a string "
+                    "of k random digits, k uniform in [1, max_length], read as a number ('007' is 7).")
+    distinct: bool = Field(
+        False,
+        description="Every question once across the training and test pairs together (a+b and b+a are one "
+                    "question, as the Keras example's sorted key), so no test question was seen in training; "
+                    "n_train + n_test must not exceed the distinct questions the draw can make.")
+    pad_with_spaces: bool = Field(
+        False,
+        description="Pad the source on the right with spaces to 2·max_length + 1 characters and the target to "
+                    "max_length + 1 (the Keras example's fixed width): the space is a token read and written.")
+    reverse_source: bool = Field(
+        False,
+        description="The source's characters in reverse order, after padding (the Keras example's REVERSE: "
+                    "the padding spaces come first).")
+
+    # Added after results existed: a spec without them keeps its runs' ids (registry.Params.hashed).
+    hashed_only_when_set: ClassVar[tuple[str, ...]] = ("operand_draw", "distinct", "pad_with_spaces",
+                                                       "reverse_source")
+
+    def tokens_per_example(self) -> int:
+        # The source is two operands and '+' (2·max_length + 1 characters), not the one length range of the
+        # other synthetic tasks; the decoder input and the target hold the sum (max_length + 1) and <s> or </s>.
+        return (2 * self.max_length + 1) + 2 * (self.max_length + 2)
+
+    @model_validator(mode="after")
+    def _digit_strings_start_at_one_digit(self) -> "AdditionParams":
+        if self.operand_draw == "digit_strings" and self.min_length != 1:
+            raise ValueError(f"operand_draw digit_strings draws 1 to max_length digits, as the Keras example: "
+                             f"min_length must be 1, not {self.min_length}")
+        return self
+
+    @model_validator(mode="after")
+    def _enough_distinct_questions(self) -> "AdditionParams":
+        # Checked here, not in build: drawing until n_train + n_test distinct questions are found would never end.
+        if self.distinct and self.n_train + self.n_test > (available := distinct_questions(self)):
+            raise SpecError(
+                f"distinct: n_train + n_test = {self.n_train + self.n_test:,} questions, but operands of "
+                f"{self.min_length} to {self.max_length} digits ({self.operand_draw}) make only {available:,} "
+                "distinct ones (a+b and b+a counted once): lower n_train or n_test, or raise max_length",
+                path="task.n_train",
+            )
+        return self
+
+
+def distinct_operands(params: AdditionParams) -> int:
+    """How many different operands the draw can give: every value of min_length to max_length digits
+    (by_digits, 0 counting as a one-digit value), or 0 to 10**max_length − 1 (digit_strings)."""
+    lowest = 0 if params.operand_draw == "digit_strings" or params.min_length == 1 else 10 ** (params.min_length - 1)
+    return 10**params.max_length - lowest
+
+
+def distinct_questions(params: AdditionParams) -> int:
+    """The questions a+b the draw can give, a+b and b+a counted once: unordered pairs of operands, a = b included."""
+    values = distinct_operands(params)
+    return values * (values + 1) // 2
 
 
 class DatesParams(LengthRangeParams):
@@ -78,21 +167,81 @@ def build_sort(params: SymbolParams, seed: int) -> Seq2SeqData:
 
 def build_addition(params: AdditionParams, seed: int) -> Seq2SeqData:
     rng = np.random.default_rng(seed)
+    if params.distinct:
+        questions = distinct_operand_pairs(params, rng, params.n_train + params.n_test)
+        train_questions, test_questions = questions[: params.n_train], questions[params.n_train :]
+    else:
+        # Train first, then test, from one stream: the order the draws had before the options existed.
+        train_questions = operand_pairs(params, rng, params.n_train)
+        test_questions = operand_pairs(params, rng, params.n_test)
+    train = [addition_pair(params, a, b) for a, b in train_questions]
+    test = [addition_pair(params, a, b) for a, b in test_questions]
+    return seq2seq_data(train, test, bucket_width=params.bucket_width)
 
-    def operand() -> int:
-        digits = int(rng.integers(params.min_length, params.max_length + 1))
+
+def draw_operands(params: AdditionParams, rng: np.random.Generator, count: int) -> list[int]:
+    """`count` operands, one after another from `rng`, as `operand_draw` says."""
+    if params.operand_draw == "digit_strings":
+        return digit_string_operands(rng, count, params.max_length)
+    return by_digits_operands(rng, count, params.min_length, params.max_length)
+
+
+def by_digits_operands(rng: np.random.Generator, count: int, min_digits: int, max_digits: int) -> list[int]:
+    """A digit count uniform in [min_digits, max_digits], then a value with exactly that many digits (0 is a
+    one-digit value). Two draws per operand, one at a time: the stream of the runs made before digit_strings."""
+    values = []
+    for _ in range(count):
+        digits = int(rng.integers(min_digits, max_digits + 1))
         low = 0 if digits == 1 else 10 ** (digits - 1)
-        return int(rng.integers(low, 10**digits))
+        values.append(int(rng.integers(low, 10**digits)))
+    return values
 
-    def pairs(count: int) -> list[Pair]:
-        result = []
-        for _ in range(count):
-            a, b = operand(), operand()
-            result.append((list(f"{a}+{b}"), list(str(a + b))))
-        return result
 
-    train = pairs(params.n_train)
-    return seq2seq_data(train, pairs(params.n_test), bucket_width=params.bucket_width)
+def digit_string_operands(rng: np.random.Generator, count: int, max_digits: int) -> list[int]:
+    """The Keras example's operand: k random digits, k uniform in [1, max_digits], read as a number (leading
+    zeros allowed). Drawn as max_digits digits, of which the first k are read: the number they spell,
+    integer-divided by 10**(max_digits − k)."""
+    lengths = rng.integers(1, max_digits + 1, size=count)
+    digits = rng.integers(0, 10, size=(count, max_digits), dtype=np.int64)
+    whole = digits @ (10 ** np.arange(max_digits - 1, -1, -1, dtype=np.int64))  # < 10**18: fits int64
+    return (whole // 10 ** (max_digits - lengths)).tolist()
+
+
+def operand_pairs(params: AdditionParams, rng: np.random.Generator, count: int) -> list[tuple[int, int]]:
+    """`count` questions (a, b), drawn a, b, a, b, ..."""
+    operands = draw_operands(params, rng, 2 * count)
+    return list(zip(operands[0::2], operands[1::2]))
+
+
+def distinct_operand_pairs(params: AdditionParams, rng: np.random.Generator, count: int) -> list[tuple[int, int]]:
+    """`count` questions, no two alike under the Keras example's key `tuple(sorted((a, b)))`, in random order.
+
+    Drawing questions and keeping each key's first is the example's loop (`if key in seen: continue`), done a
+    batch at a time. Kept in draw order, the late questions would be the rare ones (large numbers, once the
+    common ones are seen): the shuffle, as the example's before its split, gives the test pairs the
+    training pairs' mix. The params' validator has checked that `count` distinct questions exist.
+    """
+    seen: set[tuple[int, int]] = set()
+    questions: list[tuple[int, int]] = []
+    while len(questions) < count:
+        for a, b in operand_pairs(params, rng, max(count - len(questions), 1_000)):
+            key = (min(a, b), max(a, b))
+            if key not in seen and len(questions) < count:
+                seen.add(key)
+                questions.append((a, b))
+    return [questions[i] for i in rng.permutation(count)]
+
+
+def addition_pair(params: AdditionParams, a: int, b: int) -> Pair:
+    """The question "a+b" and its answer, as characters: padded with spaces to the example's fixed widths and
+    the source reversed, when the params say so."""
+    source, target = f"{a}+{b}", str(a + b)
+    if params.pad_with_spaces:
+        source = source.ljust(2 * params.max_length + 1)
+        target = target.ljust(params.max_length + 1)
+    if params.reverse_source:
+        source = source[::-1]
+    return list(source), list(target)
 
 
 # English names, not strftime's %B/%A, which follow the process locale.

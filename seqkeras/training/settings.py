@@ -64,8 +64,8 @@ class ValidationMetricsSpec(Params):
     metrics: list[str] = Field(
         ["bleu"], min_length=1, description="The task's metrics to score the validation data by, each a history "
         "value val_<metric> (val_bleu, val_macro_f1, val_entity_f1) for early_stopping, reduce_on_plateau and the "
-        "training summary: seq2seq bleu, chrf, exact_match of greedy outputs; classification and tagging any of "
-        "their metrics but accuracy (val_accuracy is in the history already)."
+        "training summary: seq2seq bleu, chrf, exact_match, position_accuracy of greedy outputs; classification "
+        "and tagging any of their metrics but accuracy (val_accuracy is in the history already)."
     )
     every: int = Field(1, ge=1, le=10_000, description="Evaluations (epochs, or train.evaluate_every's steps) "
                        "between two scorings (the budget's last is always scored); those between have no value.")
