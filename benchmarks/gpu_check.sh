@@ -13,6 +13,7 @@
 # Without CUDA (here) it runs the same code on the CPU at tiny sizes, which is how it is tested.
 #
 #   benchmarks/gpu_check.sh [--tiny]         PYTHON=.venv/bin/python to use this machine's venv
+#   benchmarks/gpu_check.sh --published      the published experiment a CPU cuts short, at a longer budget
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -24,4 +25,12 @@ export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}  # seqkeras from this working 
 export KERAS_BACKEND=torch PYTHONUNBUFFERED=1 TF_CPP_MIN_LOG_LEVEL=2
 "$PYTHON" -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available(),
   torch.cuda.get_device_name() if torch.cuda.is_available() else '')"
+# `gpu_check.sh --published` runs, instead of the benchmarks, the published experiment whose budget two CPU cores
+# cut short (docs/guides/published.md): chrono initialization on the adding problem at twice its committed
+# 10,000 iterations, into $OUT/published/.
+if [ "${1:-}" = "--published" ]; then
+  shift
+  exec timeout 540 "$PYTHON" -m seqkeras run experiments/published/chrono_adding.yaml --set train.steps=20000 \
+    --jobs 2 --out "${OUT:-/tmp}/published" "$@"
+fi
 timeout 480 "$PYTHON" benchmarks/run_all.py --gpu "$@" --out "${OUT:-benchmarks/results}"

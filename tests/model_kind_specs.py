@@ -83,6 +83,11 @@ CASES = [
              {"cell": "lstm", "units": 8, "embedding_dim": 4, "attention": "luong", "luong_layer_norm": True,
               "bidirectional": True},
              ["bleu", "exact_match", "free_running_token_accuracy"], slow=frozenset({"jax"})),
+    # The Keras addition example's model: one-hot characters, a decoder reading the encoder's vector at every step.
+    KindCase("seq2seq-repeat-vector", "seq2seq", SEQ2SEQ,
+             {"cell": "lstm", "units": 8, "attention": "none", "decoder_reads": "encoder_vector",
+              "input_encoding": "one_hot"},
+             ["exact_match", "position_accuracy", "free_running_token_accuracy"], slow=frozenset({"jax"})),
 ]
 
 

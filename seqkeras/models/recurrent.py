@@ -103,7 +103,8 @@ class RecurrentParams(Params):
                                     ("kernel_initializer", "kernel_stddev")):
             if getattr(self, initializer) == "random_normal" and getattr(self, stddev) is None:
                 raise ValueError(f"{initializer} random_normal needs {stddev}, the entries' σ")
-        if self.input_encoding == "one_hot" and "embedding_dim" in self.model_fields_set:
+        # Against its default, not whether it was given: a kept model's saved spec spells every key out.
+        if self.input_encoding == "one_hot" and self.embedding_dim != type(self).model_fields["embedding_dim"].default:
             raise ValueError("embedding_dim does not apply with input_encoding one_hot: a one-hot vector is as wide "
                              "as the vocabulary")
         return self

@@ -75,7 +75,8 @@ class Seq2SeqParams(Params):
         if self.decoder_reads == "encoder_vector" and self.attention != "none":
             raise ValueError(f"decoder_reads encoder_vector needs attention none, not {self.attention!r}: the "
                              "decoder reads one vector of the source, repeated")
-        if self.input_encoding == "one_hot" and "embedding_dim" in self.model_fields_set:
+        # Against its default, not whether it was given: a kept model's saved spec spells every key out.
+        if self.input_encoding == "one_hot" and self.embedding_dim != type(self).model_fields["embedding_dim"].default:
             raise ValueError("embedding_dim does not apply with input_encoding one_hot: a one-hot vector is as wide "
                              "as its vocabulary")
         return self
