@@ -167,3 +167,13 @@ def test_the_encoder_vector_model_is_kept_and_read_back(repeat_vector, tmp_path)
     np.testing.assert_allclose(keras.ops.convert_to_numpy(loaded(inputs)),
                                keras.ops.convert_to_numpy(model(inputs)), rtol=1e-6)
     assert loaded.config["decoder_reads"] == "encoder_vector" and loaded.config["input_encoding"] == "one_hot"
+
+
+@pytest.mark.parametrize("params_class", ["RegressorParams", "TaggerParams"])
+def test_params_as_a_run_saves_them_validate_again(params_class):
+    """A kept model's spec.yaml spells every key out (embedding_dim included): reading it back refuses nothing."""
+    from seqkeras.models import recurrent, seq2seq_params
+
+    for params in (getattr(recurrent, params_class)(units=8),
+                   seq2seq_params.Seq2SeqParams(**{k: v for k, v in REPEAT_VECTOR.items() if k != "kind"})):
+        assert type(params).model_validate(params.model_dump(mode="json")) == params

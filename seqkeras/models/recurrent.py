@@ -141,8 +141,9 @@ class LanguageModelParams(RecurrentParams):
 class RegressorParams(RecurrentParams):
     @model_validator(mode="after")
     def _no_embedding(self) -> "RegressorParams":
+        # Against their defaults, not whether they were given: a kept model's saved spec spells every key out.
         for key in ("embedding_dim", "input_encoding"):
-            if key in self.model_fields_set:
+            if getattr(self, key) != type(self).model_fields[key].default:
                 raise ValueError(f"{key} does not apply to a regressor: it reads its inputs' features directly")
         return self
 
