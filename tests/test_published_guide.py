@@ -49,4 +49,5 @@ def test_a_row_shows_the_committed_numbers_and_verdict(spec):
     for number in shown:
         assert number in table, f"{spec.name}: {number} is not in results/{name}/table.md"
     (held, of), (reproduced, claims) = VERDICT.search(row["verdict"]).groups(), EXPECTATIONS.search(table).groups()
-    assert (held, of) == (reproduced, claims), f"{spec.name}: the row says {held} of {of}, table.md {reproduced} of {claims}"
+    assert (held, of) == (reproduced, claims), \
+        f"{spec.name}: the row says {held} of {of}, table.md {reproduced} of {claims}"

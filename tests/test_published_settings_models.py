@@ -146,7 +146,7 @@ def test_teacher_forcing_and_free_running_compute_the_same_outputs(repeat_vector
     forced = keras.ops.convert_to_numpy(model(inputs))
     steps = model.step_model(inputs["source"], data.start_id, data.end_id)
     state, rows = steps.start(2), []
-    for position in range(forced.shape[1]):
+    for _ in range(forced.shape[1]):
         log_probs, state = steps.step(np.full(2, 7), state)  # any token: it is not read
         rows.append(np.exp(log_probs))
     np.testing.assert_allclose(np.stack(rows, axis=1), forced, rtol=1e-5, atol=1e-6)
