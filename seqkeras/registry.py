@@ -81,6 +81,11 @@ class Params(BaseModel):
                         )
         return data
 
+    def changed(self, name: str) -> bool:
+        """Whether parameter `name` holds another value than its default. Not whether it was given: the spec a run
+        saves (and a kept model is read back by) spells every parameter out."""
+        return getattr(self, name) != type(self).model_fields[name].get_default(call_default_factory=True)
+
     def only_with(self, option: str, field: str, value: str) -> None:
         """Refuse `option`, when it is set, unless `field` is `value`: an option of that variant alone.
 

@@ -79,3 +79,14 @@ def test_gpu_check_script_runs_here_on_the_cpu(tmp_path):
     drift = seeds["figure"].str.extract(r"difference from alone ([0-9.e+-]+)")[0].astype(float)
     assert (drift < 1e-5).all(), seeds["figure"].tolist()
     assert (seeds["ratio"] > 0).all()
+
+
+@pytest.mark.system
+def test_gpu_check_script_plans_the_published_experiment_at_its_longer_budget(tmp_path):
+    """`gpu_check.sh --published`, as a dry run: the spec it names validates on the torch backend at 20,000 steps,
+    six runs, nothing written into the repository."""
+    environment = {**os.environ, "PYTHON": sys.executable, "OUT": str(tmp_path)}
+    result = subprocess.run(["bash", str(REPO / "benchmarks" / "gpu_check.sh"), "--published", "--dry-run"],
+                            env=environment, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "6 to run, 0 reused" in result.stdout and str(tmp_path / "published") in result.stdout + result.stderr

@@ -103,8 +103,7 @@ class RecurrentParams(Params):
                                     ("kernel_initializer", "kernel_stddev")):
             if getattr(self, initializer) == "random_normal" and getattr(self, stddev) is None:
                 raise ValueError(f"{initializer} random_normal needs {stddev}, the entries' σ")
-        # Against its default, not whether it was given: a kept model's saved spec spells every key out.
-        if self.input_encoding == "one_hot" and self.embedding_dim != type(self).model_fields["embedding_dim"].default:
+        if self.input_encoding == "one_hot" and self.changed("embedding_dim"):
             raise ValueError("embedding_dim does not apply with input_encoding one_hot: a one-hot vector is as wide "
                              "as the vocabulary")
         return self
@@ -141,9 +140,8 @@ class LanguageModelParams(RecurrentParams):
 class RegressorParams(RecurrentParams):
     @model_validator(mode="after")
     def _no_embedding(self) -> "RegressorParams":
-        # Against their defaults, not whether they were given: a kept model's saved spec spells every key out.
         for key in ("embedding_dim", "input_encoding"):
-            if getattr(self, key) != type(self).model_fields[key].default:
+            if self.changed(key):
                 raise ValueError(f"{key} does not apply to a regressor: it reads its inputs' features directly")
         return self
 

@@ -75,8 +75,7 @@ class Seq2SeqParams(Params):
         if self.decoder_reads == "encoder_vector" and self.attention != "none":
             raise ValueError(f"decoder_reads encoder_vector needs attention none, not {self.attention!r}: the "
                              "decoder reads one vector of the source, repeated")
-        # Against its default, not whether it was given: a kept model's saved spec spells every key out.
-        if self.input_encoding == "one_hot" and self.embedding_dim != type(self).model_fields["embedding_dim"].default:
+        if self.input_encoding == "one_hot" and self.changed("embedding_dim"):
             raise ValueError("embedding_dim does not apply with input_encoding one_hot: a one-hot vector is as wide "
                              "as its vocabulary")
         return self
