@@ -96,7 +96,11 @@ def position_hits(output: Sequence, reference: Sequence, end: object = "</s>") -
     An output that stops early misses the rest (and the end); one that runs on
     misses the end.
     """
-    output, reference = list(output) + [end], list(reference) + [end]
+    return matching_positions(list(output) + [end], list(reference) + [end])
+
+
+def matching_positions(output: Sequence, reference: Sequence) -> int:
+    """Positions of `reference` where `output` has the same token (positions either lacks count nothing)."""
     return sum(a == b for a, b in zip(output, reference))
 
 
@@ -135,8 +139,7 @@ def position_accuracy(outputs: DecodedOutputs) -> float:
     positions = sum(len(r) for r in outputs.references)
     if not positions:
         return math.nan
-    hits = sum(a == b for h, r in zip(outputs.hypotheses, outputs.references) for a, b in zip(h, r))
-    return hits / positions
+    return sum(matching_positions(h, r) for h, r in zip(outputs.hypotheses, outputs.references)) / positions
 
 
 def exact_match(outputs: DecodedOutputs) -> float:

@@ -44,8 +44,6 @@ from seqkeras.tasks.input_rules import InputRule
 FEATURES = 2  # the number and its marker
 HOCHREITER_MIN_LENGTH = 20  # the first ten steps and the first T//2 − 1 unmarked ones must fit well inside T
 FIRST_MARK_WITHIN = 10  # X1 is one of the first ten steps
-# The memoryless baseline's MSE under hochreiter_1997 (module docstring): (3/10 + 1/3) / 16.
-HOCHREITER_BASELINE_MSE = 19 / 480
 
 Variant = Literal["halves", "hochreiter_1997"]
 

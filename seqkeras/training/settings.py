@@ -33,7 +33,6 @@ class ScheduleSpec(Params):
 
 
 class OptimizerSpec(Params):
-
     name: Literal["adam", "adamw", "sgd", "rmsprop", "adagrad"] = Field(
         "adam", description="Keras optimizer by name."
     )
