@@ -7,6 +7,7 @@ statuses are in COMMANDS.
 
 from __future__ import annotations
 
+import _thread
 import argparse
 import contextlib
 import os
@@ -73,6 +74,9 @@ def check_path_arguments(args: argparse.Namespace) -> None:
                 sweep.given_path(text, label)
 
 
+REDELIVER_AFTER_S = 0.05  # long enough to leave a garbage-collector callback
+
+
 @contextlib.contextmanager
 def sigterm_as_ctrl_c():
     """`kill` (or a job scheduler's stop) ends a sweep as Ctrl-C does.
@@ -90,10 +94,34 @@ def sigterm_as_ctrl_c():
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, interrupt)
+    previous_hook = sys.unraisablehook
+    sys.unraisablehook = redeliver_swallowed_interrupt(previous_hook)
     try:
         yield
     finally:
+        sys.unraisablehook = previous_hook
         signal.signal(signal.SIGTERM, previous)
+
+
+def redeliver_swallowed_interrupt(report):
+    """An unraisable-exception hook that raises a swallowed Ctrl-C again, in the main program.
+
+    A signal's handler runs in whatever Python code is running when it arrives. Inside a garbage-collector
+    callback (JAX registers one), a `__del__` or a weakref callback, Python cannot raise: it prints "Exception
+    ignored in ..." and goes on, and the run went on training after SIGTERM. So a KeyboardInterrupt reaching
+    this hook signals it again a moment later, from a thread: signalled from here, the handler would run at
+    once, still inside the callback, and be swallowed again. The signal is SIGTERM, whose handler is ours while
+    this hook is set (SIGINT may be ignored in a background job). Should it land in such a callback again, the
+    hook repeats. Any other exception is reported as before.
+    """
+    def hook(unraisable):
+        if isinstance(unraisable.exc_value, KeyboardInterrupt):
+            again = threading.Timer(REDELIVER_AFTER_S, _thread.interrupt_main, args=(signal.SIGTERM,))
+            again.daemon = True
+            again.start()
+        else:
+            report(unraisable)
+    return hook
 
 
 # The parser. Each command's options are added by a function of its own (`run_options`, ...), and

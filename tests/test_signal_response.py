@@ -128,3 +128,35 @@ def test_vectorizing_a_chunk_at_a_time_gives_the_ids_and_vocabulary_of_one_call(
     assert whole[0].shape[1] == (max_length or 5) and whole[1].shape[1] == (max_length or 8)
     assert whole[2].tokens == chunked[2].tokens and "cat" in whole[2].tokens and "one" not in whole[2].tokens
     assert whole_tokens == chunked_tokens
+
+
+SIGNAL_IN_A_GC_CALLBACK = """
+import gc, os, signal, sys, time
+from seqkeras.cli import sigterm_as_ctrl_c
+
+def collector_callback(phase, info):
+    if phase == "start" and not sent:
+        sent.append(True)
+        os.kill(os.getpid(), signal.SIGTERM)
+        sum(range(1000))  # Python runs the handler here, inside the callback, and swallows what it raises
+
+sent = []
+with sigterm_as_ctrl_c():
+    gc.callbacks.append(collector_callback)
+    try:
+        gc.collect()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            time.sleep(0.01)
+        print("went on")
+    except KeyboardInterrupt:
+        print("interrupted after", "one" if sent else "no", "signal")
+"""
+
+
+def test_sigterm_swallowed_inside_a_garbage_collector_callback_still_ends_the_command():
+    # JAX registers such a callback: a run signalled while the collector ran it went on training (CI, 2026-12).
+    result = subprocess.run([sys.executable, "-c", SIGNAL_IN_A_GC_CALLBACK], cwd=REPOSITORY, capture_output=True,
+                            text=True, timeout=60)
+    assert result.stdout.strip() == "interrupted after one signal", result.stdout + result.stderr
+    assert "Exception ignored" not in result.stderr and "Traceback" not in result.stderr, result.stderr
