@@ -111,8 +111,8 @@ def test_every_kind_trained_on_each_backend_loads_on_each_backend_with_plain_ker
     trained it to 1e-5, and no framework of another backend imported (beyond what `import keras` imports by
     itself): not by keras-hub either, which Keras imports to read a Transformer's layers."""
     ids = [case.id for case in KERAS_CASES]
-    # Three training processes side by side, then one loading process per backend for all nine files: the
-    # processes' start (a backend's import) is much of their time.
+    # Three training processes side by side, then three loading processes side by side, one per backend, each
+    # loading all the files: the processes' start (a backend's import) is much of their time.
     with ThreadPoolExecutor(len(BACKENDS)) as pool:
         trained = pool.map(lambda backend: train_in_fresh_process(backend, ids, tmp_path / backend), BACKENDS)
         manifests = dict(zip(BACKENDS, trained))
@@ -121,8 +121,10 @@ def test_every_kind_trained_on_each_backend_loads_on_each_backend_with_plain_ker
             assert_plain_keras(entry["file"])
     models = [{"file": entry["file"], "inputs": entry["inputs"]}
               for manifest in manifests.values() for entry in manifest.values()]
-    for loaded_on in BACKENDS:
-        loaded = load_in_fresh_process(loaded_on, models, tmp_path)
+    with ThreadPoolExecutor(len(BACKENDS)) as pool:
+        loadings = dict(zip(BACKENDS, pool.map(lambda backend: load_in_fresh_process(backend, models, tmp_path),
+                                               BACKENDS)))
+    for loaded_on, loaded in loadings.items():
         assert loaded["frameworks_added"] == [], (loaded_on, loaded["frameworks_added"])
         for trained_on, manifest in manifests.items():
             for case_id, entry in manifest.items():
