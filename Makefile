@@ -36,7 +36,7 @@ run: $(STAMP)
 # of their own (tests/conftest.py leaves tests/torch_backend/ and tests/jax_backend/ out of the first,
 # and each backend's folder out of the other's). All three must pass.
 TORCH_TESTS := KERAS_BACKEND=torch $(BIN)/python -m pytest -q tests/torch_backend
-JAX_TESTS := KERAS_BACKEND=jax $(BIN)/python -m pytest -q tests/jax_backend
+JAX_TESTS = KERAS_BACKEND=jax $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile tests/jax_backend
 
 # Ruff's rules are in pyproject.toml ([tool.ruff]); the code is kept clean under them.
 lint: $(STAMP)
@@ -44,8 +44,9 @@ lint: $(STAMP)
 
 # `--durations=20` prints the slowest tests: the tier's goal is 8 minutes on 2 idle cores. The main process's
 # tests are spread over one pytest worker per core (pytest-xdist; PYTEST_WORKERS=0 runs them in this process).
-# The torch and JAX tiers are one pytest process each (xdist workers would each compile JAX's programs again: no
-# faster), so they run side by side: JAX's output as it comes, torch's once both are done. Both must pass.
+# The torch and JAX tiers then run side by side: torch's in one process (its tests are quick), JAX's spread over
+# the workers a file at a time (each worker compiles its own files' programs; the tier took 158 s instead of 216 s
+# beside torch's on 2 cores). JAX's output comes as it comes, torch's once both are done. Both must pass.
 PYTEST_WORKERS ?= auto
 BOTH_BACKENDS = torch_log=$$(mktemp); \
 	$(TORCH_TESTS) $(1) >$$torch_log 2>&1 & torch=$$!; \
