@@ -95,8 +95,9 @@ def train(out_dir: str, *case_ids: str) -> None:
     out = Path(out_dir)
     manifest = {}
     for case in [case for case in CASES if case.id in case_ids]:
-        seqkeras.run(kept_model_spec(case), out=out, backend=keras.backend.backend())
-        (folder,) = [path for path in (out / case.spec()["name"]).iterdir() if path.is_dir()]
+        spec = kept_model_spec(case)
+        seqkeras.run(spec, out=out, backend=keras.backend.backend())
+        (folder,) = [path for path in (out / spec["name"]).iterdir() if path.is_dir()]
         kept = seqkeras.load_model(folder)
         x = first_test_inputs(kept)
         manifest[case.id] = {"file": str(folder / "model.keras"), "inputs": str(save_inputs(x, out / f"{case.id}.npz")),

@@ -36,6 +36,12 @@ FUSED = {"FusedSimpleRNN", "FusedLSTM", "FusedGRU", "FusedDense"}  # the torch f
 SUITES_OWN = {item.name for item in declared() if not item.function} - FUSED
 
 
+def on_each_backend(start_process) -> dict:
+    """`start_process(backend)` for each backend, side by side (each waits on a fresh process), by backend."""
+    with ThreadPoolExecutor(len(BACKENDS)) as pool:
+        return dict(zip(BACKENDS, pool.map(start_process, BACKENDS)))
+
+
 def suite_names(model_file) -> set[str]:
     """The `seqkeras>` names a .keras file's config uses (registered classes and functions)."""
     config = zipfile.ZipFile(model_file).read("config.json").decode()
@@ -113,18 +119,13 @@ def test_every_kind_trained_on_each_backend_loads_on_each_backend_with_plain_ker
     ids = [case.id for case in KERAS_CASES]
     # Three training processes side by side, then three loading processes side by side, one per backend, each
     # loading all the files: the processes' start (a backend's import) is much of their time.
-    with ThreadPoolExecutor(len(BACKENDS)) as pool:
-        trained = pool.map(lambda backend: train_in_fresh_process(backend, ids, tmp_path / backend), BACKENDS)
-        manifests = dict(zip(BACKENDS, trained))
+    manifests = on_each_backend(lambda backend: train_in_fresh_process(backend, ids, tmp_path / backend))
     for manifest in manifests.values():
         for entry in manifest.values():
             assert_plain_keras(entry["file"])
     models = [{"file": entry["file"], "inputs": entry["inputs"]}
               for manifest in manifests.values() for entry in manifest.values()]
-    with ThreadPoolExecutor(len(BACKENDS)) as pool:
-        loadings = dict(zip(BACKENDS, pool.map(lambda backend: load_in_fresh_process(backend, models, tmp_path),
-                                               BACKENDS)))
-    for loaded_on, loaded in loadings.items():
+    for loaded_on, loaded in on_each_backend(lambda backend: load_in_fresh_process(backend, models, tmp_path)).items():
         assert loaded["frameworks_added"] == [], (loaded_on, loaded["frameworks_added"])
         for trained_on, manifest in manifests.items():
             for case_id, entry in manifest.items():

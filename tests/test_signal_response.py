@@ -5,7 +5,8 @@ A real process is sent SIGTERM while it works through a large file generated her
 under a second): it must end within a few seconds with the usual "interrupted" line and exit status 130. The file
 is validated first by every command (plain Python); `run` then reads it again and vectorizes it with TensorFlow,
 a chunk of texts at a time (tasks.text.VECTORIZE_CHUNK), which the second test signals (it imports TensorFlow:
-a system test). A third checks, in this process, that chunks change nothing in the ids or the vocabulary.
+a system test). A third checks, in this process, that chunks change nothing in the ids or the vocabulary. A fourth
+sends SIGTERM while a garbage-collector callback runs, where Python swallows what the handler raises.
 """
 
 from __future__ import annotations
