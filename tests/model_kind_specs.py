@@ -6,8 +6,8 @@
 Each case trains for one epoch on a few dozen sequences through `seqkeras.run`, as a user's spec would.
 `uncovered_kinds()` names the kinds of `catalog.MODELS` without a case: a new kind fails the tests
 until it has one here. A case is `slow` on a backend where it takes more than a few seconds there: on JAX, the
-cases that decode (each new shape of a step's operations is compiled once) and seq2seq (whose
-model, a `keras.ops.scan` over the target, is compiled at every eager call).
+cases that decode (each new shape of a step's operations is compiled once; seq2seq's step is one compiled
+function, on padded batch sizes) and seq2seq (each target length of its `keras.ops.scan` is compiled).
 """
 
 from __future__ import annotations

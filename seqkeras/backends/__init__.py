@@ -8,6 +8,7 @@ stages call:
 - `losses`: the suite's softmax loss and accuracy as the backend computes them cheapest;
 - `fitting`: TensorFlow's distribution strategy and build before tracing, torch's lean loop;
 - `layer_classes`: Keras's layer or the torch backend's fused subclass of it;
+- `compiled`: a model's method or a pure function compiled where eager operations are slow (JAX);
 - `threads`: each process's and each run's intra-op threads;
 - `serializable`: `@keras_serializable`, with which each Keras class or function a saved
   model may name is defined, and what makes them findable once `seqkeras` is imported;

@@ -27,10 +27,14 @@ from typing import Annotated, Any, ClassVar, Literal, Union
 import numpy as np
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError, create_model
 
+from seqkeras.backends.compiled import compiled_function, pad_rows, padded_rows
 from seqkeras.decoding.step_model import StepModel
 from seqkeras.errors import SpecError, UnionOf, shown, translate_validation_error, unknown_choice
 from seqkeras.registry import Params
 from seqkeras.yaml_reader import parse_yaml
+
+# (decoder class, its repr, vocabulary size) → its pure sampler's next-token function (Decoder.next_token_function).
+PURE_SAMPLERS: dict[tuple[type, str, int], Callable[[Any], Any]] = {}
 
 # A token whose log-probability is below this has probability 0 in float64
 # (exp underflows): beam search does not extend a hypothesis by it, as the
@@ -174,15 +178,38 @@ class Decoder:
         """A function from log-probabilities [B, V] to the chosen tokens [B]."""
         from keras import ops
 
-        sampler = self.make_sampler(vocab_size)
+        next_token, pure = self.next_token_function(vocab_size)
 
         def choose(log_probs: np.ndarray) -> np.ndarray:
-            # Normalized log-probabilities are valid logits: softmax(log p / T) is
-            # exactly the temperature-scaled distribution.
-            probabilities = sampler.compute_probabilities(ops.convert_to_tensor(log_probs, "float32"))
-            return ops.convert_to_numpy(sampler.get_next_token(probabilities)).astype("int64")
+            rows = len(log_probs)
+            if pure:  # rows padded to a few shapes, each compiled once (JAX)
+                log_probs = pad_rows(np.asarray(log_probs), padded_rows(rows))
+            chosen = next_token(ops.convert_to_tensor(log_probs, "float32"))
+            return ops.convert_to_numpy(chosen).astype("int64")[:rows]
 
         return choose
+
+    def next_token_function(self, vocab_size: int) -> tuple[Callable[[Any], Any], bool]:
+        """(log-probabilities [B, V] → tokens [B] by this decoder's keras-hub sampler, whether it is pure).
+
+        A sampler without variables (no seed to advance) is a pure function: compiled where that helps
+        (`backends.compiled`), once per process for each setting and vocabulary size, since a decoder is
+        built for each batch it decodes. A seeded sampler draws from its seed row by row, run as it is.
+        """
+        key = (type(self), repr(self), vocab_size)
+        if key in PURE_SAMPLERS:
+            return PURE_SAMPLERS[key], True
+        sampler = self.make_sampler(vocab_size)
+
+        def next_token(log_probs):
+            # Normalized log-probabilities are valid logits: softmax(log p / T) is
+            # exactly the temperature-scaled distribution.
+            return sampler.get_next_token(sampler.compute_probabilities(log_probs))
+
+        if sampler.variables:
+            return next_token, False
+        PURE_SAMPLERS[key] = compiled_function(next_token)
+        return PURE_SAMPLERS[key], True
 
     def decode(
         self, step_model: StepModel, batch_size: int = 1, max_length: int = 50, all_hypotheses: bool = True

@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 from keras import ops
 
+from seqkeras.backends.compiled import compiled_method
 from seqkeras.decoding.decoders import GreedyChoice, build_decoder, decoder_keys, decoder_label, seeded
 from seqkeras.evaluation.metric_catalog import BY_LENGTH, METRICS, applying_to, compute
 from seqkeras.evaluation.rows import EvaluationRow
@@ -115,9 +116,10 @@ def validation_scorer(model: Seq2SeqModel, data: Seq2SeqData, run) -> Callable[[
 def teacher_forced(model: Seq2SeqModel, data: Seq2SeqData, batch_size: int) -> np.ndarray:
     """Per test pair: reference positions where the most probable next token, reading the true prefix, is right."""
     hits = []
+    call = compiled_method(model, "__call__")
     for start in range(0, len(data.y_test), batch_size):
-        batch = {name: array[start : start + batch_size] for name, array in data.x_test.items()}
-        predicted = ops.convert_to_numpy(ops.argmax(model(batch, training=False), axis=-1))
+        batch = {name: ops.convert_to_tensor(array[start : start + batch_size]) for name, array in data.x_test.items()}
+        predicted = ops.convert_to_numpy(ops.argmax(call(batch), axis=-1))
         targets = data.y_test[start : start + batch_size]
         hits.append(((predicted == targets) & (targets != 0)).sum(axis=1))
     return np.concatenate(hits)

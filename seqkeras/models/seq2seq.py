@@ -37,6 +37,7 @@ import keras
 import numpy as np
 from keras import ops
 
+from seqkeras.backends.compiled import compiled_function, compiled_method, pad_rows, padded_rows
 from seqkeras.backends.serializable import keras_serializable
 from seqkeras.layers.attention import BahdanauAttention, LuongAttention
 from seqkeras.layers.one_hot import token_inputs
@@ -214,6 +215,11 @@ class Seq2SeqModel(keras.Model):
             new["features"] = x
         return new
 
+    def next_token_log_probs(self, tokens, state: dict):
+        """Decoding's step: the previous tokens [B] and a step model's state → (log-probabilities [B, V], new carry)."""
+        carry = self.decoder_step(self.target_embedding(tokens), state["carry"], state)
+        return ops.log_softmax(self.logits(carry["features"]), axis=-1), carry
+
     def attentional_state(self, context_and_state):
         """Luong's h̃_t = tanh(W_c [c_t; h_t]), with W_c [c_t; h_t] layer-normalized when asked."""
         if self.attentional_norm is None:
@@ -246,7 +252,8 @@ class Seq2SeqModel(keras.Model):
 
     def attention_weights(self, source, decoder_input) -> np.ndarray | None:
         """Teacher-forced attention weights [B, T, S] (None without attention), for inspection."""
-        _, weights = self.teacher_forced(ops.convert_to_tensor(source), ops.convert_to_tensor(decoder_input))
+        _, weights = compiled_method(self, "teacher_forced")(ops.convert_to_tensor(source),
+                                                             ops.convert_to_tensor(decoder_input))
         return None if weights is None else ops.convert_to_numpy(weights)
 
     def model_shape(self) -> ModelShape:
@@ -263,7 +270,10 @@ class Seq2SeqStepModel:
 
     The state is the encoder's output (memory, keys, mask), computed once in
     `start()`, plus the decoder's carry; `select()` gathers rows of all of them,
-    so beams of one source share nothing but what they copied.
+    so beams of one source share nothing but what they copied. Encoding, the step
+    and the gather are each one compiled function on JAX (`backends.compiled`), on
+    rows padded to a power of two there: the state may hold more rows than the
+    decoder gave, and only the decoder's rows are returned.
     """
 
     def __init__(self, model: Seq2SeqModel, source: np.ndarray, start_id: int, end_id: int):
@@ -271,23 +281,33 @@ class Seq2SeqStepModel:
         self.source = np.asarray(source, dtype="int32")
         self.start_id, self.end_id = int(start_id), int(end_id)
         self.vocab_size = int(model.config["target_vocabulary_size"])
+        self._encode = compiled_method(model, "encode")
+        self._next = compiled_method(model, "next_token_log_probs")
+        self._rows = compiled_function(rows_of)
 
     def start(self, batch_size: int) -> dict:
         if batch_size != len(self.source):
             raise ValueError(f"this step model holds {len(self.source)} sources, received batch_size {batch_size}")
-        return self.model.encode(ops.convert_to_tensor(self.source))
+        return self._encode(ops.convert_to_tensor(pad_rows(self.source, padded_rows(batch_size))))
 
     def step(self, tokens: np.ndarray, state: dict) -> tuple[np.ndarray, dict]:
-        embedded = self.model.target_embedding(ops.convert_to_tensor(np.asarray(tokens, dtype="int32")))
-        carry = self.model.decoder_step(embedded, state["carry"], state)
-        log_probs = ops.log_softmax(self.model.logits(carry["features"]), axis=-1)
+        # The state may hold more rows than there are tokens (`padded_rows`): the extra rows read start tokens.
+        rows = len(tokens)
+        padded = np.full(len(state["carry"]["features"]), self.start_id, dtype="int32")
+        padded[:rows] = np.asarray(tokens, dtype="int32").reshape(-1)
+        log_probs, carry = self._next(ops.convert_to_tensor(padded), state)
         # float32 as computed: decoders convert the few values they add up (a float64
         # copy of [rows, vocabulary] would cost beam search a full pass per step).
-        return ops.convert_to_numpy(log_probs), {**state, "carry": carry}
+        return ops.convert_to_numpy(log_probs)[:rows], {**state, "carry": carry}
 
     def select(self, state: dict, indices: np.ndarray) -> dict:
-        indices = ops.convert_to_tensor(np.asarray(indices, dtype="int32"))
-        return keras.tree.map_structure(lambda tensor: ops.take(tensor, indices, axis=0), state)
+        indices = np.asarray(indices, dtype="int32").reshape(-1)
+        return self._rows(state, ops.convert_to_tensor(pad_rows(indices, padded_rows(len(indices)))))
+
+
+def rows_of(state: dict, indices) -> dict:
+    """Rows `indices` of every tensor of a step model's state (a gather: rows may repeat or disappear)."""
+    return keras.tree.map_structure(lambda tensor: ops.take(tensor, indices, axis=0), state)
 
 
 def model_shape(model) -> ModelShape:

@@ -3,7 +3,7 @@
     KERAS_BACKEND=jax .venv/bin/python -m pytest -q tests/jax_backend/test_training_controls_jax.py
 
 All but the scorer's agreement with the evaluator, backend-neutral code checked on TensorFlow and torch: on JAX
-every decoded batch shape compiles anew, which costs half a minute.
+each decoded batch shape compiles its own programs, which costs seconds.
 """
 
 import pytest
