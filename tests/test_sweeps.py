@@ -159,14 +159,6 @@ def test_two_processes_sharing_a_results_folder_leave_a_consistent_runs_csv(writ
     assert trained == 3, outputs
 
 
-@pytest.mark.slow
-def test_parallel_jobs_give_the_same_table_as_serial(tiny_spec, tmp_path, capsys, trained_runs):
-    serial = trained_runs.experiment(TINY_SPEC_TEXT)  # trained once per session, one run at a time ($SEQKERAS_JOBS=1)
-    assert main(["run", str(tiny_spec), "--out", str(tmp_path / "jobs"), "--jobs", "2"]) == 0
-    assert "4 run(s) in 2 worker processes" in capsys.readouterr().out
-    assert metrics_of(tmp_path / "jobs" / "tiny") == metrics_of(serial)
-
-
 # Prints the deep-learning packages the calling process imported, after the CLI calls in argv.
 IMPORTED_AFTER = """
 import sys
@@ -177,14 +169,15 @@ print(sorted({m.split(".")[0] for m in sys.modules} & {"keras", "tensorflow", "t
 """
 
 
-def imported_by(*commands, cwd=None, output: list | None = None, unset=("KERAS_BACKEND",)) -> str:
+def imported_by(*commands, cwd=None, output: list | None = None, unset=("KERAS_BACKEND",),
+                script: str = IMPORTED_AFTER) -> str:
     """The packages a process imported running `commands`; with a list as `output`, its stdout lines go there.
 
     Without $KERAS_BACKEND (this process sets it), as a user's shell: the backend is the default one.
     """
     environment = {key: value for key, value in os.environ.items() if key not in unset}
     environment.update(TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
-    result = subprocess.run([sys.executable, "-c", IMPORTED_AFTER, *commands], cwd=cwd, env=environment,
+    result = subprocess.run([sys.executable, "-c", script, *commands], cwd=cwd, env=environment,
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-2000:]
     lines = result.stdout.strip().splitlines()
@@ -201,20 +194,6 @@ def test_commands_that_only_read_specs_and_results_never_import_tensorflow(tiny_
     assert imported_by(*commands, cwd=repo) == "[]"
 
 
-@pytest.mark.slow
-@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="one core: the default is one run at a time")
-def test_by_default_runs_go_one_per_core_and_the_parent_leaves_the_backend_to_its_workers(tiny_spec, tmp_path):
-    """Its workers import their backend side by side; the parent importing it first would delay them all."""
-    output = []
-    assert imported_by(f"run|{tiny_spec}|--out|{tmp_path}|--backend|tensorflow", output=output,
-                       unset=("KERAS_BACKEND", "SEQKERAS_JOBS")) == "[]"
-    workers = min(os.cpu_count(), 4)  # the tiny spec has 4 runs
-    default = "the default: one per core" if workers == os.cpu_count() else "the default: one per run"
-    assert f"tiny: 4 run(s) in {workers} worker processes (1 thread(s) each; {default})" in output
-    runs = pd.read_csv(tmp_path / "tiny" / "runs.csv")
-    assert list(runs["status"]) == ["ok"] * 4
-
-
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed")
 def test_the_default_backend_is_torch_and_a_torch_run_never_imports_tensorflow(tiny_spec, tmp_path):
     """Keras's set_random_seed would import it (to seed tf.data): seconds and memory a torch run never uses.
@@ -228,26 +207,53 @@ def test_the_default_backend_is_torch_and_a_torch_run_never_imports_tensorflow(t
     assert list(runs["status"]) == ["ok"] * 4 and set(runs["backend"]) == {"torch"}
 
 
+# Runs the CLI commands in argv, counting the worker pools it starts; prints the count, then the deep-learning
+# packages the calling process itself imported.
+POOLS_AND_IMPORTS = """
+import sys
+from seqkeras.cli import main
+from seqkeras.execution import executors
+
+pools = []
+
+class CountedPool(executors.ProcessPoolExecutor):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        pools.append(self)
+
+executors.ProcessPoolExecutor = CountedPool
+for command in sys.argv[1:]:
+    main(command.split("|"))
+print(len(pools))
+print(sorted({m.split(".")[0] for m in sys.modules} & {"keras", "tensorflow", "torch", "jax"}))
+"""
+
+
 @pytest.mark.slow
-def test_one_set_of_workers_serves_every_experiment_of_a_command(write_spec, tmp_path, monkeypatch, capsys):
-    """Workers import TensorFlow once per command, not once per experiment."""
-    from seqkeras.execution import executors
-
-    pools = []
-
-    class CountedPool(executors.ProcessPoolExecutor):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            pools.append(self)
-
-    monkeypatch.setattr(executors, "ProcessPoolExecutor", CountedPool)
+def test_parallel_runs_go_one_per_core_in_one_set_of_workers_and_give_the_serial_table(write_spec, tmp_path,
+                                                                                        trained_runs):
+    """By default one worker per core (at most one per run); the workers import the backend side by side, never
+    the parent (importing it first would delay them all), and serve every experiment of the command (one
+    import per worker, not per experiment); the runs give what one run at a time gives."""
+    serial = trained_runs.experiment(TINY_SPEC_TEXT)  # trained once per session, one run at a time ($SEQKERAS_JOBS=1)
     first = write_spec(TINY_SPEC_TEXT, "first.yaml")
     second = write_spec(TINY_SPEC_TEXT.replace("name: tiny", "name: tiny-again"), "second.yaml")
-    assert main(["run", str(first), str(second), "--out", str(tmp_path), "--jobs", "2"]) == 0
-    capsys.readouterr()
-    assert len(pools) == 1
-    accuracies = [pd.read_csv(tmp_path / name / "runs.csv")["accuracy"].tolist() for name in ("tiny", "tiny-again")]
-    assert len(accuracies[0]) == 4 and accuracies[0] == accuracies[1]  # the same runs, the same numbers
+    cores = os.cpu_count() or 1
+    # One core runs one run at a time by default, in no pool: there, two workers are asked for.
+    jobs = [] if cores >= 2 else ["--jobs", "2"]
+    output = []
+    imported_by("|".join(["run", str(first), str(second), "--out", str(tmp_path), "--backend", "tensorflow", *jobs]),
+                output=output, unset=("KERAS_BACKEND", "SEQKERAS_JOBS"), script=POOLS_AND_IMPORTS)
+    *said, pools, imported = output
+    assert imported == "[]" and pools == "1", output
+    workers = min(cores, 4) if cores >= 2 else 2  # the tiny spec has 4 runs
+    plan = f"tiny: 4 run(s) in {workers} worker processes (1 thread(s) each"
+    if not jobs:
+        plan += "; the default: one per core" if workers == cores else "; the default: one per run"
+    assert any(line.startswith(plan) for line in said), said
+    assert metrics_of(tmp_path / "tiny") == metrics_of(serial)
+    again = pd.read_csv(tmp_path / "tiny-again" / "runs.csv")["accuracy"].tolist()
+    assert again == pd.read_csv(serial / "runs.csv")["accuracy"].tolist()  # the same runs, the same numbers
 
 
 def test_an_invalid_spec_starts_no_worker(tiny_spec, monkeypatch, capsys):
