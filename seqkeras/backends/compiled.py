@@ -16,6 +16,11 @@ On TensorFlow and torch an eager call is already cheap and the method is returne
 as it is: their compiled loops are another matter (the decoders' loop itself).
 Dropout and other random layers are not compiled this way: the methods compiled
 here run with training=False.
+
+Rows: each new batch size is a new shape. A decoder's rows shrink as its outputs
+end, so on JAX the functions here are given rows padded to a power of two
+(`padded_rows`, `pad_rows`, `predicted_on_padded_rows`); the rows added repeat
+the first and their results are dropped.
 """
 
 from __future__ import annotations
@@ -70,6 +75,20 @@ def pad_rows(array: np.ndarray, rows: int) -> np.ndarray:
     if missing <= 0:
         return array
     return np.concatenate([array, np.repeat(array[:1], missing, axis=0)], axis=0)
+
+
+def predicted_on_padded_rows(model, inputs):
+    """model.predict_on_batch(inputs) (arrays, nested, all with the same rows), computed on rows padded to
+    `padded_rows` and cut back: on JAX, where predict_on_batch compiles for each new shape, a decoder's
+    shrinking rows compile a few programs, not one per row count."""
+    import keras
+
+    rows = len(keras.tree.flatten(inputs)[0])
+    target = padded_rows(rows)
+    if target == rows:
+        return model.predict_on_batch(inputs)
+    padded = keras.tree.map_structure(lambda array: pad_rows(np.asarray(array), target), inputs)
+    return keras.tree.map_structure(lambda array: np.asarray(array)[:rows], model.predict_on_batch(padded))
 
 
 def _jax_stateless(model, method: Callable[..., Any]) -> Callable[..., Any]:

@@ -17,7 +17,8 @@ the model itself keeps between tokens, and run only the new position:
                                 cache, which grows with the context.
 
 Both run the trained model's own layers (the same weights, no copies; the step
-itself is `step_graphs`, compiled by Keras) and give the log-probabilities
+itself is `step_graphs`, compiled by Keras, on rows padded as `backends.compiled`
+pads them on JAX) and give the log-probabilities
 `PrefixStepModel` gives on the same model, to float rounding
 (tests/test_cached_step_models.py: every step of 20 tokens, with beams
 reordered).
@@ -45,6 +46,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from seqkeras.backends.compiled import predicted_on_padded_rows
 from seqkeras.decoding.step_model import State, log_softmax_rows
 
 # The model's output at the new position [B, V] → the scores that are log-softmaxed.
@@ -131,7 +133,7 @@ class RecurrentStepModel(CarriedStateStepModel):
         return state
 
     def advance(self, tokens: np.ndarray, state: list[list[np.ndarray]]):
-        result = self.graph.predict_on_batch({"tokens": tokens, "states": state})
+        result = predicted_on_padded_rows(self.graph, {"tokens": tokens, "states": state})
         return result["outputs"], [list(states) for states in result["states"]]
 
     def select(self, state: list[list[np.ndarray]], indices: np.ndarray) -> list[list[np.ndarray]]:
@@ -186,7 +188,7 @@ class CachedTransformerStepModel(CarriedStateStepModel):
         # decoder_padding_mask); the blocks' causal mask also hides the free positions after it.
         attend = np.zeros((len(tokens), count, caches.shape[3]), dtype=bool)
         attend[:, :, : seen + count] = (history != 0)[:, None, :]
-        result = self.graph.predict_on_batch({
+        result = predicted_on_padded_rows(self.graph, {
             "tokens": tokens, "position": np.full(len(tokens), seen, dtype="int32"), "attend": attend, "caches": caches,
         })
         return result["outputs"], result["caches"]
@@ -197,7 +199,8 @@ class CachedTransformerStepModel(CarriedStateStepModel):
         if self.max_length is not None and seen + 1 > self.max_length:
             # Past the position table (or the window): PromptStepModel's computation, the last max_length tokens.
             window = history[:, seen + 1 - self.max_length:]
-            return np.asarray(self.model.predict_on_batch(window))[:, -1, :], {"tokens": window, "caches": None}
+            return np.asarray(predicted_on_padded_rows(self.model, window))[:, -1, :], {"tokens": window,
+                                                                                       "caches": None}
         caches = state["caches"]
         if seen + 1 > caches.shape[3]:
             caches = self.grown(caches)

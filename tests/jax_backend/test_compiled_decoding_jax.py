@@ -1,5 +1,6 @@
-"""On JAX an encoder-decoder decodes through compiled functions on rows padded to a power of two
-(`seqkeras.backends.compiled`): what the decoders see is what the model's own eager methods give.
+"""On JAX an encoder-decoder decodes through compiled functions, and a language model's step model through
+`predict_on_batch`, on rows padded to a power of two (`seqkeras.backends.compiled`): what the decoders see is
+what the model's own eager methods, or its prefix rerun, give.
 
     KERAS_BACKEND=jax .venv/bin/python -m pytest -q tests/jax_backend/test_compiled_decoding_jax.py
 """
@@ -14,10 +15,15 @@ import keras
 import numpy as np
 from keras import ops
 
+from seqkeras.backends import compiled
 from seqkeras.backends.compiled import compiled_method, pad_rows, padded_rows
 from seqkeras.decoding import GreedyDecoder
+from seqkeras.decoding.cached_step_models import CachedTransformerStepModel, RecurrentStepModel, cached_step_model
+from seqkeras.evaluation.generation import log_probabilities
+from seqkeras.models import recurrent, transformer
 from seqkeras.models.seq2seq import Seq2SeqParams, build
 from seqkeras.tasks import seq2seq_synthetic as synthetic
+from tests.stepping import VOCABULARY, lm_data
 
 
 @pytest.fixture(scope="module")
@@ -73,3 +79,27 @@ def test_a_greedy_decode_compiles_each_padded_shape_once_and_reuses_it_across_st
     assert again.tokens == first.tokens
     assert step.traces == compiled  # nothing compiled again for the second step model
     assert compiled <= 4  # 8 rows, and at most 4, 2, 1 as outputs end: never one program per row count
+
+
+
+@pytest.mark.parametrize("kind", ["lstm", "transformer"])
+def test_a_language_models_step_on_padded_rows_gives_what_its_rows_alone_give(kind, monkeypatch):
+    """Three rows (padded to four) after a context, padding id included; the same step unpadded, compared."""
+    keras.utils.set_random_seed(0)
+    if kind == "lstm":
+        model = recurrent.build_lm(recurrent.LanguageModelParams(cell="lstm", layers=2, units=6, embedding_dim=5),
+                                   lm_data())
+    else:
+        params = transformer.TransformerParams(embedding_dim=8, num_heads=2, intermediate_dim=16, layers=2)
+        model = transformer.build_lm(params, lm_data())
+    cached = cached_step_model(model, 1, 0, context=[3, 7], scores=log_probabilities)
+    assert isinstance(cached, RecurrentStepModel if kind == "lstm" else CachedTransformerStepModel)
+    state = cached.start(3)
+    tokens = np.array([4, 0, 6], dtype="int32")
+    padded, padded_state = cached.advance(tokens, state)
+    monkeypatch.setattr(compiled, "padded_rows", lambda rows: rows)
+    alone, alone_state = cached.advance(tokens, state)
+    assert padded.shape == alone.shape == (3, VOCABULARY)
+    np.testing.assert_allclose(padded, alone, atol=1e-5)
+    for found, expected in zip(keras.tree.flatten(padded_state), keras.tree.flatten(alone_state)):
+        np.testing.assert_allclose(found, expected, atol=1e-5)
