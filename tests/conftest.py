@@ -106,3 +106,12 @@ TINY_TRAINING_SPEC = """
 @pytest.fixture
 def tiny_spec(write_spec):
     return write_spec(TINY_TRAINING_SPEC)
+
+
+def pytest_collection_finish(session):
+    """Every module the tests import is loaded now (the backend, Keras, the suite, the test modules): out of the
+    garbage collector's walk from here on, as in the suite's workers (`freeze_what_is_loaded`). Keras's
+    clear_session, at each run's start, collects in full: 0.29 s a run in a test process, 0.06 s frozen."""
+    from seqkeras.backends.runtime import freeze_what_is_loaded
+
+    freeze_what_is_loaded()

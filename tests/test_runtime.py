@@ -204,3 +204,29 @@ def test_tensorflow_imported_late_says_nothing_unless_the_user_asks_for_its_logs
     assert "I0000" not in done.stderr and "oneDNN custom operations" not in done.stderr
     if level is None:
         assert "E0000" not in done.stderr and "cuInit" not in done.stderr
+
+
+# In a process of its own: this one is frozen already (tests/conftest.py).
+FROZEN_AFTER = """
+import gc
+from seqkeras.backends.runtime import freeze_what_is_loaded
+before = gc.get_freeze_count()
+freeze_what_is_loaded()
+print(before, gc.get_freeze_count() > 0)
+"""
+
+
+def test_a_worker_freezes_what_its_imports_loaded_before_any_run(monkeypatch):
+    """Keras's clear_session collects in full at each run's start; the objects a worker loaded before its first run
+    are out of that walk (0.2 s a run in a fresh process)."""
+    from seqkeras.execution import workers
+
+    done = subprocess.run([sys.executable, "-c", FROZEN_AFTER], cwd=REPO, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0 and done.stdout.split() == ["0", "True"], done.stderr[-2000:]
+    calls = []
+    monkeypatch.setattr(workers, "select_backend", lambda backend: calls.append(f"select {backend}"))
+    monkeypatch.setattr(workers, "configure_process", lambda backend, threads: calls.append("threads"))
+    monkeypatch.setattr(workers, "freeze_what_is_loaded", lambda: calls.append("freeze"))
+    workers.setup_worker("tensorflow", 1)
+    assert calls == ["select tensorflow", "threads", "freeze"]  # frozen once the backend is loaded

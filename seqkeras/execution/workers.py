@@ -20,7 +20,7 @@ import time
 import types
 from collections.abc import Iterator
 
-from seqkeras.backends.runtime import select_backend
+from seqkeras.backends.runtime import freeze_what_is_loaded, select_backend
 from seqkeras.backends import threads
 from seqkeras.backends.threads import configure_process
 
@@ -37,6 +37,7 @@ def setup_worker(backend: str, threads: int) -> None:
     select_backend(backend)
     if backend != "jax":  # else each of N workers starts one thread per core
         configure_process(backend, threads)
+    freeze_what_is_loaded()  # each run's clear_session then walks only what runs made
 
 
 def configure_this_process(backend: str) -> None:
