@@ -5,7 +5,7 @@
 On JAX every eager operation is compiled for each new shape of its inputs, and a
 recurrent layer's `lax.scan` for each call: decoding an encoder-decoder eagerly,
 one step at a time with beams of changing sizes, compiled about 550 XLA programs
-for a 16-sentence evaluation (20 s of 30). Compiled as one function, each step is
+for an 8-sentence evaluation (18 s of 30). Compiled as one function, each step is
 one program per shape of its inputs, reused by every later call on the same model
 (the next epoch's validation decoding included): the model's variables are
 arguments, read at each call, as Keras's own JAX trainer passes them
