@@ -19,7 +19,7 @@ here run with training=False.
 
 Rows: each new batch size is a new shape. A decoder's rows shrink as its outputs
 end, so on JAX the functions here are given rows padded to a power of two
-(`padded_rows`, `pad_rows`, `predicted_on_padded_rows`); the rows added repeat
+(`padded_rows`, `pad_rows`, `padded`, `predicted_on_padded_rows`); the rows added repeat
 the first and their results are dropped.
 """
 
@@ -77,6 +77,11 @@ def pad_rows(array: np.ndarray, rows: int) -> np.ndarray:
     return np.concatenate([array, np.repeat(array[:1], missing, axis=0)], axis=0)
 
 
+def padded(array: np.ndarray) -> np.ndarray:
+    """`array` with its rows padded to `padded_rows` (by `pad_rows`): as it is off JAX."""
+    return pad_rows(array, padded_rows(len(array)))
+
+
 def predicted_on_padded_rows(model, inputs):
     """model.predict_on_batch(inputs) (arrays, nested, all with the same rows), computed on rows padded to
     `padded_rows` and cut back: on JAX, where predict_on_batch compiles for each new shape, a decoder's
@@ -87,8 +92,8 @@ def predicted_on_padded_rows(model, inputs):
     target = padded_rows(rows)
     if target == rows:
         return model.predict_on_batch(inputs)
-    padded = keras.tree.map_structure(lambda array: pad_rows(np.asarray(array), target), inputs)
-    return keras.tree.map_structure(lambda array: np.asarray(array)[:rows], model.predict_on_batch(padded))
+    widened = keras.tree.map_structure(lambda array: pad_rows(np.asarray(array), target), inputs)
+    return keras.tree.map_structure(lambda array: np.asarray(array)[:rows], model.predict_on_batch(widened))
 
 
 def _jax_stateless(model, method: Callable[..., Any]) -> Callable[..., Any]:

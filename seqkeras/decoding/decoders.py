@@ -27,7 +27,7 @@ from typing import Annotated, Any, ClassVar, Literal, Union
 import numpy as np
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError, create_model
 
-from seqkeras.backends.compiled import compiled_function, pad_rows, padded_rows
+from seqkeras.backends.compiled import compiled_function, padded
 from seqkeras.decoding.step_model import StepModel
 from seqkeras.errors import SpecError, UnionOf, shown, translate_validation_error, unknown_choice
 from seqkeras.registry import Params
@@ -183,7 +183,7 @@ class Decoder:
         def choose(log_probs: np.ndarray) -> np.ndarray:
             rows = len(log_probs)
             if pure:  # rows padded to a few shapes, each compiled once (JAX)
-                log_probs = pad_rows(np.asarray(log_probs), padded_rows(rows))
+                log_probs = padded(np.asarray(log_probs))
             chosen = next_token(ops.convert_to_tensor(log_probs, "float32"))
             return ops.convert_to_numpy(chosen).astype("int64")[:rows]
 

@@ -37,7 +37,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from seqkeras.backends.compiled import compiled_function, compiled_method, pad_rows, padded_rows
+from seqkeras.backends.compiled import compiled_function, compiled_method, pad_rows, padded
 from seqkeras.backends.serializable import keras_serializable
 from seqkeras.layers.attention import BahdanauAttention, LuongAttention
 from seqkeras.layers.one_hot import token_inputs
@@ -288,21 +288,20 @@ class Seq2SeqStepModel:
     def start(self, batch_size: int) -> dict:
         if batch_size != len(self.source):
             raise ValueError(f"this step model holds {len(self.source)} sources, received batch_size {batch_size}")
-        return self._encode(ops.convert_to_tensor(pad_rows(self.source, padded_rows(batch_size))))
+        return self._encode(ops.convert_to_tensor(padded(self.source)))
 
     def step(self, tokens: np.ndarray, state: dict) -> tuple[np.ndarray, dict]:
-        # The state may hold more rows than there are tokens (`padded_rows`): the extra rows read start tokens.
+        # The state may hold more rows than there are tokens (`padded`): as many tokens are fed, then dropped.
+        tokens = np.asarray(tokens, dtype="int32").reshape(-1)
         rows = len(tokens)
-        padded = np.full(len(state["carry"]["features"]), self.start_id, dtype="int32")
-        padded[:rows] = np.asarray(tokens, dtype="int32").reshape(-1)
-        log_probs, carry = self._next(ops.convert_to_tensor(padded), state)
+        log_probs, carry = self._next(ops.convert_to_tensor(pad_rows(tokens, len(state["carry"]["features"]))),
+                                      state)
         # float32 as computed: decoders convert the few values they add up (a float64
         # copy of [rows, vocabulary] would cost beam search a full pass per step).
         return ops.convert_to_numpy(log_probs)[:rows], {**state, "carry": carry}
 
     def select(self, state: dict, indices: np.ndarray) -> dict:
-        indices = np.asarray(indices, dtype="int32").reshape(-1)
-        return self._rows(state, ops.convert_to_tensor(pad_rows(indices, padded_rows(len(indices)))))
+        return self._rows(state, ops.convert_to_tensor(padded(np.asarray(indices, dtype="int32").reshape(-1))))
 
 
 def rows_of(state: dict, indices) -> dict:

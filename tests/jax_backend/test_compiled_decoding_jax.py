@@ -21,7 +21,7 @@ from seqkeras.decoding import GreedyDecoder
 from seqkeras.decoding.cached_step_models import CachedTransformerStepModel, RecurrentStepModel, cached_step_model
 from seqkeras.evaluation.generation import log_probabilities
 from seqkeras.models import recurrent, transformer
-from seqkeras.models.seq2seq import Seq2SeqParams, build
+from seqkeras.models.seq2seq import Seq2SeqParams, build, rows_of
 from seqkeras.tasks import seq2seq_synthetic as synthetic
 from tests.stepping import VOCABULARY, lm_data
 
@@ -42,9 +42,7 @@ def eager_log_probs(model, sources: np.ndarray, steps: list[np.ndarray], keep: l
     for tokens, rows in zip(steps, keep):
         log_probs, carry = model.next_token_log_probs(ops.convert_to_tensor(tokens), state)
         out.append(ops.convert_to_numpy(log_probs))
-        kept = ops.convert_to_tensor(rows)
-        state = keras.tree.map_structure(lambda tensor, kept=kept: ops.take(tensor, kept, axis=0),
-                                         {**state, "carry": carry})
+        state = rows_of({**state, "carry": carry}, ops.convert_to_tensor(rows))
     return out
 
 
