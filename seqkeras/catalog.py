@@ -98,6 +98,8 @@ TASKS = Registry(
 # Classifiers and taggers are scored on validation data as on the test set: their predictions, any metric of the
 # problem (train.validation_metrics).
 PREDICTIONS_SCORER = ValidationScorer(Lazy("seqkeras.evaluation.rows", "validation_scorer"))
+# An encoder-decoder is scored on validation data by its greedy outputs: these metrics of them.
+SEQ2SEQ_VALIDATION_METRICS = ("bleu", "chrf", "exact_match", "position_accuracy")
 
 MODELS = Registry(
     "model kind",
@@ -145,8 +147,17 @@ MODELS = Registry(
                   evaluator=Lazy("seqkeras.evaluation.seq2seq", "evaluate"),
                   model_shape=Lazy("seqkeras.models.seq2seq", "model_shape"),
                   validation_scorer=ValidationScorer(Lazy("seqkeras.evaluation.seq2seq", "validation_scorer"),
-                                                     metrics=("bleu", "chrf", "exact_match",
-                                                              "position_accuracy"))),
+                                                     metrics=SEQ2SEQ_VALIDATION_METRICS)),
+        ModelKind("transformer_seq2seq",
+                  "Transformer encoder-decoder: keras-hub TransformerEncoder and TransformerDecoder blocks "
+                  "(cross-attention), cached decoding steps; any decoder.",
+                  seq2seq_params.TransformerSeq2SeqParams, Lazy("seqkeras.models.transformer_seq2seq", "build"),
+                  problem=SEQ2SEQ,
+                  size=NoSizeEstimate("none declared yet: a model too wide fails when Keras allocates it"),
+                  evaluator=Lazy("seqkeras.evaluation.seq2seq", "evaluate"),
+                  model_shape=Lazy("seqkeras.models.transformer_seq2seq", "model_shape"),
+                  validation_scorer=ValidationScorer(Lazy("seqkeras.evaluation.seq2seq", "validation_scorer"),
+                                                     metrics=SEQ2SEQ_VALIDATION_METRICS)),
     ],
 )
 

@@ -83,6 +83,10 @@ CASES = [
              {"cell": "lstm", "units": 8, "embedding_dim": 4, "attention": "luong", "luong_layer_norm": True,
               "bidirectional": True},
              ["bleu", "exact_match", "free_running_token_accuracy"], slow=frozenset({"jax"})),
+    KindCase("transformer_seq2seq", "transformer_seq2seq", SEQ2SEQ,
+             {"embedding_dim": 8, "num_heads": 2, "intermediate_dim": 8, "layers": 1},
+             ["bleu", "exact_match", "teacher_forced_token_accuracy", "free_running_token_accuracy", "mean_log_prob"],
+             {"decoders": DECODERS}, slow=frozenset({"jax"})),
     # The Keras addition example's model: one-hot characters, a decoder reading the encoder's vector at every step.
     KindCase("seq2seq-repeat-vector", "seq2seq", SEQ2SEQ,
              {"cell": "lstm", "units": 8, "attention": "none", "decoder_reads": "encoder_vector",

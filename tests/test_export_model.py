@@ -99,7 +99,8 @@ def test_an_encoder_decoder_exports_its_encoder_and_one_decoder_step(case_id, tr
     np.testing.assert_allclose(served["log_probabilities"].numpy(), expected, atol=1e-4)
 
 
-@pytest.mark.parametrize("case_id, why", [("ngram", "not a Keras graph"), ("tagger-crf", "Viterbi")])
+@pytest.mark.parametrize("case_id, why", [("ngram", "not a Keras graph"), ("tagger-crf", "Viterbi"),
+                                          ("transformer_seq2seq", "key/value caches")])
 def test_a_kind_that_cannot_be_exported_says_why_in_one_line(case_id, why, trained_runs, tmp_path, capsys):
     folder = trained_runs.run_folder(CASE[case_id])
     capsys.readouterr()  # what training the session's run printed, if this test trained it

@@ -29,7 +29,7 @@ FORMATS = ["md", "csv", "jsonl"]
 def folders(trained_runs):
     """The run folder of each model kind used here (one epoch, a few examples); shared, so read only."""
     return {case.id: trained_runs.run_folder(case) for case in CASES
-            if case.id in ("classifier", "tagger-crf", "seq2seq", "lm", "ngram", "regressor")}
+            if case.id in ("classifier", "tagger-crf", "seq2seq", "transformer_seq2seq", "lm", "ngram", "regressor")}
 
 
 def parsed(text: str, fmt: str) -> pd.DataFrame:
@@ -104,8 +104,9 @@ def test_a_seq2seq_model_decodes_as_its_evaluator_did_with_greedy_and_beam(folde
     assert frame["unknown"].astype(int).tolist() == [1] and frame["decoder"].tolist() == ["beam(width=2)"]
 
 
-def test_attention_maps_are_written_for_each_input_over_its_decoded_output(folders, capsys, tmp_path):
-    folder = folders["seq2seq"]  # bahdanau attention
+@pytest.mark.parametrize("case_id", ["seq2seq", "transformer_seq2seq"])  # bahdanau; the last block's cross-attention
+def test_attention_maps_are_written_for_each_input_over_its_decoded_output(case_id, folders, capsys, tmp_path):
+    folder = folders[case_id]
     maps = tmp_path / "maps"
     code, out, err = run_cli(capsys, "predict", folder, "--text", "abc", "--text", "dcba", "--attention", maps,
                              "--format", "csv")
@@ -124,6 +125,18 @@ def test_attention_maps_are_written_for_each_input_over_its_decoded_output(folde
         np.testing.assert_allclose(written.groupby("output_position")["weight"].sum(), 1.0, rtol=1e-5)
     code, out, err = run_cli(capsys, "predict", folders["classifier"], "--text", "a", "--attention", maps)
     assert code == 2 and "an attention map needs an encoder-decoder with attention" in err and out == ""
+
+
+def test_a_source_longer_than_a_transformers_position_table_is_one_line(folders, capsys, tmp_path):
+    kept = seqkeras.load_model(folders["transformer_seq2seq"])
+    longest = "abcd" * kept.shape.positions
+    for options in ([], ["--attention", tmp_path / "maps"]):
+        code, out, err = run_cli(capsys, "predict", folders["transformer_seq2seq"], "--text", "ab", "--text", longest,
+                                 *options)
+        assert code == 2 and out == "" and err.count("\n") == 1, err
+        assert f"input 2 ({longest!r}) has {len(longest)} tokens; this model reads at most {kept.shape.positions}" \
+            in err
+    assert not (tmp_path / "maps").exists()
 
 
 def test_a_line_break_inside_a_text_stays_inside_its_markdown_cell(folders, capsys):

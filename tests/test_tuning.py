@@ -134,13 +134,16 @@ def trials_of(folder):
 
 
 @pytest.mark.slow
-def test_each_point_gets_the_budget_then_its_best_setting_on_every_seed(write_spec, tmp_path, capsys):
+def test_each_point_gets_the_budget_in_worker_processes_then_its_best_setting_on_every_seed(write_spec, tmp_path,
+                                                                                          capsys):
     spec = write_spec(TUNED)
-    code, out, err = run_cli(capsys, "run", spec, "--out", tmp_path / "r", "--jobs", "1")
+    code, out, err = run_cli(capsys, "run", spec, "--out", tmp_path / "r", "--jobs", "2")
     assert code == 0, out + err
+    assert "2 worker processes" in out
     folder = tmp_path / "r" / "tuned"
     trials = trials_of(folder)
     assert trials.groupby("model.cell").size().to_dict() == {"gru": 3, "simple_rnn": 3}
+    assert trials.epochs.notna().all()  # each worker reported its epochs to the database
     assert set(trials.state) <= {"complete", "pruned"}
     assert "[tune 6/6]" in out and "trial 2" in out and "trial 3" not in out  # Optuna's numbers, from 0
     said = [line for line in out.splitlines() if line.startswith("[tune ")]  # time left from trials' durations
@@ -246,17 +249,6 @@ def test_the_trainer_stops_where_after_epoch_says_so():
     history, _ = trainer.fit(model, data, TrainSpec(epochs=5, batch_size=16, verbose=0, validation_split=0.25),
                              after_epoch=lambda epoch, row: seen.append(epoch) or epoch == 2)
     assert seen == [1, 2] and list(history.epoch) == [1, 2] and "val_loss" in history
-
-
-@pytest.mark.slow
-def test_trials_run_in_worker_processes_and_report_to_the_study(write_spec, tmp_path, capsys):
-    # Two points × two trials in the workers; the chosen settings on one seed (the trials' own) are enough here.
-    spec = write_spec(TUNED.replace("trials: 3", "trials: 2").replace("seeds: [0, 1]", "seeds: [0]"))
-    code, out, err = run_cli(capsys, "run", spec, "--out", tmp_path / "r", "--jobs", "2")
-    assert code == 0, out + err
-    assert "2 worker processes" in out
-    trials = trials_of(tmp_path / "r" / "tuned")
-    assert len(trials) == 4 and trials.epochs.notna().all()  # each worker reported its epochs to the database
 
 
 def test_dry_run_says_what_tuning_will_do(write_spec, tmp_path, capsys):

@@ -34,6 +34,7 @@ from seqkeras.decoding.decoders import GreedyChoice, build_decoder, decoder_keys
 from seqkeras.evaluation.metric_catalog import BY_LENGTH, METRICS, applying_to, compute
 from seqkeras.evaluation.rows import EvaluationRow
 from seqkeras.evaluation.seq2seq_metrics import DecodedOutputs, bucket_metric_name
+from seqkeras.models import seq2seq_params
 from seqkeras.models.seq2seq import Seq2SeqModel
 from seqkeras.results.folder import write_atomic, write_csv
 from seqkeras.tasks.base import SEQ2SEQ
@@ -74,7 +75,7 @@ def evaluate(model: Seq2SeqModel, data: Seq2SeqData, run, folder: Path) -> list[
         rows.append(EvaluationRow(metrics, keys=decoder_keys(choice) if run.decoders else {}))
     write_csv(folder / "by_length.csv", pd.DataFrame(length_rows))
     write_csv(folder / "outputs.csv", pd.DataFrame(shown))
-    if model.attention is not None:
+    if model.attends:
         write_csv(folder / "attention.csv", attention_table(model, data, row=0))
     return rows
 
@@ -89,7 +90,7 @@ def output_words(data: Seq2SeqData, outputs: list[list[int]]) -> list[list[str]]
 def output_limit(run, data: Seq2SeqData) -> int:
     """The longest output a decoder may write: the model's max_output_length, else 1.5 × the longest training
     target (+ 2)."""
-    return run.model.params.max_output_length or int(1.5 * data.longest_train_target) + 2
+    return seq2seq_params.output_limit(run.model.params, data)
 
 
 def validation_scorer(model: Seq2SeqModel, data: Seq2SeqData, run) -> Callable[[dict, np.ndarray], dict[str, float]]:

@@ -126,7 +126,7 @@ def predict(kept, texts, decoder: Any = None, length: int | None = None) -> pd.D
             raise SpecError(f"input {index + 1} ({shown(texts[index])}) has no tokens once standardized as the "
                             "task did: give a text with words in it")
     lengths = [len(tokens) for tokens in encoded.tokens]
-    if problem in (CLASSIFICATION, TAGGING):
+    if problem in (CLASSIFICATION, TAGGING, SEQ2SEQ):
         within_positions(kept, texts, lengths)
     if problem == CLASSIFICATION:
         probabilities = np.stack(per_input(kept.model.predict_on_batch, encoded.ids, lengths))
@@ -189,11 +189,12 @@ def attention_maps(kept, texts, decoder: Any = None) -> list[pd.DataFrame]:
     weight), the decoder teacher-forced on the output it chose, so each output token's row is the attention that
     produced it."""
     texts = checked_texts(texts)
-    if kept.problem != SEQ2SEQ or getattr(kept.model, "attention", None) is None:
+    if kept.problem != SEQ2SEQ or not getattr(kept.model, "attends", False):
         raise SpecError(f"an attention map needs an encoder-decoder with attention; this is a {kept.problem} model "
                         f"({kept.kind}{', attention: none' if kept.problem == SEQ2SEQ else ''})")
     choice = GreedyChoice() if decoder is None else parse_decoder(decoder)
     encoded = kept.encode(texts)
+    within_positions(kept, texts, [len(tokens) for tokens in encoded.tokens])
     rule = kept.preprocessing.document.output
     start, end = kept.preprocessing.outputs.index[rule.start], kept.preprocessing.outputs.index[rule.end]
     tokens, _ = decoded_ids(kept, encoded.ids, seeded(choice, int(kept.spec.get("seed", 0))))

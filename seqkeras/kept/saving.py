@@ -43,6 +43,7 @@ from seqkeras.errors import SpecError, translate_validation_error
 from seqkeras.kept import plain_keras
 from seqkeras.kept.consistency import checked_shape, missing_ability
 from seqkeras.kept.preprocessing import FILE, KERAS_FILE, TARGET_VOCABULARY_FILE, Encoded, Preprocessing
+from seqkeras.models.seq2seq_params import output_limit
 from seqkeras.registry import Abilities, ModelFile, ModelKind, ModelShape
 from seqkeras.results import files
 from seqkeras.results.folder import write_atomic
@@ -110,7 +111,7 @@ def max_output_length(run, data: SequenceData) -> int | None:
     """The longest output the run's seq2seq decoders were allowed (evaluation.seq2seq's rule)."""
     if data.problem != SEQ2SEQ:
         return None
-    return run.model.params.max_output_length or int(1.5 * data.longest_train_target) + 2
+    return output_limit(run.model.params, data)
 
 
 def keep(model, data: SequenceData, run, folder: Path) -> None:

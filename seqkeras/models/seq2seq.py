@@ -256,6 +256,11 @@ class Seq2SeqModel(keras.Model):
                                                              ops.convert_to_tensor(decoder_input))
         return None if weights is None else ops.convert_to_numpy(weights)
 
+    @property
+    def attends(self) -> bool:
+        """Whether it has attention maps (the evaluator's attention.csv, `predict --attention`)."""
+        return self.attention is not None
+
     def model_shape(self) -> ModelShape:
         """The source ids its encoder's embedding takes and the target tokens its decoder writes, one per step."""
         return ModelShape(int(self.config["source_vocabulary_size"]), int(self.config["target_vocabulary_size"]),
@@ -266,17 +271,21 @@ class Seq2SeqModel(keras.Model):
 
 
 class Seq2SeqStepModel:
-    """`StepModel` for a trained `Seq2SeqModel` and a batch of sources [B, S].
+    """`StepModel` for a trained encoder-decoder and a batch of sources [B, S]: a `Seq2SeqModel`, or any model
+    with the same two methods (the `transformer_seq2seq` kind's):
 
-    The state is the encoder's output (memory, keys, mask), computed once in
-    `start()`, plus the decoder's carry; `select()` gathers rows of all of them,
+        encode(source [B, S]) → the state: tensors whose first axis is the row, "mask" [B, S] (the source's
+                                real tokens) and "carry" (what each step changes) among them
+        next_token_log_probs(tokens [B], state) → (log-probabilities [B, V], the new carry)
+
+    The state is computed once in `start()`; `select()` gathers rows of all of it,
     so beams of one source share nothing but what they copied. Encoding, the step
     and the gather are each one compiled function on JAX (`backends.compiled`), on
     rows padded to a power of two there: the state may hold more rows than the
     decoder gave, and only the decoder's rows are returned.
     """
 
-    def __init__(self, model: Seq2SeqModel, source: np.ndarray, start_id: int, end_id: int):
+    def __init__(self, model, source: np.ndarray, start_id: int, end_id: int):
         self.model = model
         self.source = np.asarray(source, dtype="int32")
         self.start_id, self.end_id = int(start_id), int(end_id)
@@ -294,8 +303,7 @@ class Seq2SeqStepModel:
         # The state may hold more rows than there are tokens (`padded`): as many tokens are fed, then dropped.
         tokens = np.asarray(tokens, dtype="int32").reshape(-1)
         rows = len(tokens)
-        log_probs, carry = self._next(ops.convert_to_tensor(pad_rows(tokens, len(state["carry"]["features"]))),
-                                      state)
+        log_probs, carry = self._next(ops.convert_to_tensor(pad_rows(tokens, len(state["mask"]))), state)
         # float32 as computed: decoders convert the few values they add up (a float64
         # copy of [rows, vocabulary] would cost beam search a full pass per step).
         return ops.convert_to_numpy(log_probs)[:rows], {**state, "carry": carry}
@@ -337,6 +345,7 @@ def build(params: Seq2SeqParams, data: Seq2SeqData) -> Seq2SeqModel:
         decoder_reads=params.decoder_reads,
         name="seq2seq",
     )
-    # Build every weight now (count_params is read before training) with two training rows.
-    model({name: array[:2] for name, array in data.x_train.items()})
+    # Build every weight now (count_params is read before training): a symbolic call on two rows' shapes, so
+    # nothing is computed (an eager call compiles the whole scan on JAX, about 3 s); the same weights either way.
+    model({name: keras.KerasTensor((2, *array.shape[1:]), dtype=array.dtype) for name, array in data.x_train.items()})
     return model

@@ -1,8 +1,9 @@
-"""The encoder-decoder's parameters, apart from its Keras model.
+"""The encoder-decoders' parameters (kinds `seq2seq` and `transformer_seq2seq`), apart from their Keras models.
 
 Spec validation, `seqkeras list` and the JSON schema read these; keeping them
-out of `seqkeras.models.seq2seq` (which subclasses keras.Model) lets them do so
-without importing Keras and TensorFlow, e.g. in the parent of `run --jobs N`.
+out of `seqkeras.models.seq2seq` and `seqkeras.models.transformer_seq2seq` (which
+subclass keras.Model) lets them do so without importing Keras and TensorFlow,
+e.g. in the parent of `run --jobs N`.
 """
 
 from __future__ import annotations
@@ -12,7 +13,20 @@ from typing import ClassVar, Literal
 from pydantic import Field, model_validator
 
 from seqkeras.models.cells import CellName
+from seqkeras.models.transformer import TransformerParams
 from seqkeras.registry import Params
+
+
+def output_length_field():
+    """Both encoder-decoders' `max_output_length` field."""
+    return Field(None, ge=1, description="Most tokens a decoder generates (the end token included); "
+                 "default: 1.5 × the longest training target + 2.")
+
+
+def output_limit(params, data) -> int:
+    """The longest output a decoder may write (the end token included): the model's `max_output_length`, else
+    1.5 × the longest training target + 2. The evaluator's, a kept model's and the Transformer's position table's."""
+    return params.max_output_length or int(1.5 * data.longest_train_target) + 2
 
 
 class Seq2SeqParams(Params):
@@ -60,12 +74,7 @@ class Seq2SeqParams(Params):
     dropout: float = Field(
         0.0, ge=0, lt=1, description="Dropout on the embeddings and on the decoder's output features."
     )
-    max_output_length: int | None = Field(
-        None,
-        ge=1,
-        description="Most tokens a decoder generates (the end token included); "
-        "default: 1.5 × the longest training target + 2.",
-    )
+    max_output_length: int | None = output_length_field()
 
     @model_validator(mode="after")
     def _attention_options(self) -> "Seq2SeqParams":
@@ -79,3 +88,14 @@ class Seq2SeqParams(Params):
             raise ValueError("embedding_dim does not apply with input_encoding one_hot: a one-hot vector is as wide "
                              "as its vocabulary")
         return self
+
+
+class TransformerSeq2SeqParams(TransformerParams):
+    """The Transformer encoder-decoder's: the `transformer` kind's sizes, for `layers` encoder and `layers` decoder
+    blocks."""
+
+    max_length: int | None = Field(
+        None, ge=1, le=1_000_000,
+        description="Longest source the learned position table covers; default: the task's longest source.",
+    )
+    max_output_length: int | None = output_length_field()
