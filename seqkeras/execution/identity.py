@@ -73,13 +73,13 @@ def _identity(run: RunSpec, files: dict[str, Path]) -> dict[str, str]:
 
 
 def input_files(run: RunSpec) -> dict[str, Path]:
-    """Every file the run reads, by its key in the spec ("task.test_path"): what its task (or probe) lists.
+    """Every file the run reads, by its key in the spec ("task.test_path"): what its task, model (or probe) lists.
 
     Each component that reads files says which in its Params' `input_files()`
     (tasks.base.named_files), so a new file-valued key is declared where it is read.
     """
     files: dict[str, Path] = {}
-    for section, component in (("task", run.task), ("probe", run.probe)):
+    for section, component in (("task", run.task), ("model", run.model), ("probe", run.probe)):
         listed = getattr(component.params, "input_files", None) if component else None
         if listed is not None:
             files.update((f"{section}.{key}", Path(path)) for key, path in listed().items())

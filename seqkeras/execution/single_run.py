@@ -31,7 +31,7 @@ from seqkeras.results.folder import (
 )
 from seqkeras.spec.checks import check_model_size
 from seqkeras.spec.runs import RunSpec
-from seqkeras.tasks import data_card
+from seqkeras.tasks import data_card, word_vectors
 from seqkeras.training import convergence
 from seqkeras.training.parameter_count import trained_parameters
 from seqkeras.training.progress import ProgressOutput
@@ -264,6 +264,10 @@ def write_data_card(folder: Path, data, run: RunSpec) -> None:
     except Exception as error:
         print(f"warning: {run.run_id}: no data card ({type(error).__name__}: {error})", file=sys.stderr)
         return
+    # Outside the try: a vectors file that cannot be read fails the run in one line (as building its model would).
+    embedding = getattr(run.model.params, "embedding", None)  # model.embedding: pretrained vectors
+    if embedding is not None:
+        card["embedding"] = word_vectors.data_coverage(embedding, data)
     write_json(folder / DATA_CARD, {**card, "task": run.task.name, "seed": run.seed, "run_id": run.run_id})
 
 

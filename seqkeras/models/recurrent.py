@@ -15,14 +15,15 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 from pydantic import Field, model_validator
 
 from seqkeras.models.cells import CELLS, CellName, textbook_parameter_count
-from seqkeras.registry import Abilities, ModelShape, Params, keras_model_shape
+from seqkeras.models.pretrained_embedding import PretrainedEmbeddingParams, start_from_file
+from seqkeras.registry import Abilities, ModelShape, keras_model_shape
 from seqkeras.tasks.base import SequenceData
 
 if TYPE_CHECKING:
     import keras
 
 
-class RecurrentParams(Params):
+class RecurrentParams(PretrainedEmbeddingParams):
     # Added after results existed: in a run's id only when set (registry.Params).
     hashed_only_when_set: ClassVar[tuple[str, ...]] = (
         "input_encoding", "kernel_initializer", "kernel_stddev", "recurrent_stddev")
@@ -140,7 +141,7 @@ class LanguageModelParams(RecurrentParams):
 class RegressorParams(RecurrentParams):
     @model_validator(mode="after")
     def _no_embedding(self) -> "RegressorParams":
-        for key in ("embedding_dim", "input_encoding"):
+        for key in ("embedding_dim", "input_encoding", "embedding"):
             if self.changed(key):
                 raise ValueError(f"{key} does not apply to a regressor: it reads its inputs' features directly")
         return self
@@ -219,7 +220,9 @@ def recurrent_body(params: RecurrentParams, data: SequenceData, *, every_step: b
     from seqkeras.layers.one_hot import token_inputs
 
     inputs = keras.Input(shape=(None,), dtype="int32", name="tokens")
-    x = token_inputs(len(data.vocabulary), params.embedding_dim, params.input_encoding)(inputs)
+    embedding = token_inputs(len(data.vocabulary), params.embedding_dim, params.input_encoding)
+    x = embedding(inputs)
+    start_from_file(embedding, params.embedding, data.vocabulary.tokens)
     for index in range(params.layers):
         last = index == params.layers - 1
         x = recurrent_layer(params, return_sequences=every_step or not last, name=f"{params.cell}_{index}")(x)

@@ -41,6 +41,7 @@ from seqkeras.backends.compiled import compiled_function, compiled_method, pad_r
 from seqkeras.backends.serializable import keras_serializable
 from seqkeras.layers.attention import BahdanauAttention, LuongAttention
 from seqkeras.layers.one_hot import token_inputs
+from seqkeras.models.pretrained_embedding import start_from_file
 from seqkeras.models.seq2seq_params import Seq2SeqParams
 from seqkeras.registry import ModelShape
 from seqkeras.tasks.base import PAD
@@ -348,4 +349,6 @@ def build(params: Seq2SeqParams, data: Seq2SeqData) -> Seq2SeqModel:
     # Build every weight now (count_params is read before training): a symbolic call on two rows' shapes, so
     # nothing is computed (an eager call compiles the whole scan on JAX, about 3 s); the same weights either way.
     model({name: keras.KerasTensor((2, *array.shape[1:]), dtype=array.dtype) for name, array in data.x_train.items()})
+    start_from_file(model.source_embedding, params.embedding, data.vocabulary.tokens)
+    start_from_file(model.target_embedding, params.embedding, target.tokens)
     return model

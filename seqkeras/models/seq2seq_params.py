@@ -13,8 +13,8 @@ from typing import ClassVar, Literal
 from pydantic import Field, model_validator
 
 from seqkeras.models.cells import CellName
+from seqkeras.models.pretrained_embedding import PretrainedEmbeddingParams
 from seqkeras.models.transformer import TransformerParams
-from seqkeras.registry import Params
 
 
 def output_length_field():
@@ -29,7 +29,7 @@ def output_limit(params, data) -> int:
     return params.max_output_length or int(1.5 * data.longest_train_target) + 2
 
 
-class Seq2SeqParams(Params):
+class Seq2SeqParams(PretrainedEmbeddingParams):
     # Added after results existed: in a run's id only when set (registry.Params).
     hashed_only_when_set: ClassVar[tuple[str, ...]] = ("input_encoding", "decoder_reads")
 

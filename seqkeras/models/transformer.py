@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, model_validator
 
-from seqkeras.registry import ModelShape, Params, keras_model_shape
+from seqkeras.models.pretrained_embedding import PretrainedEmbeddingParams, start_from_file
+from seqkeras.registry import ModelShape, keras_model_shape
 from seqkeras.tasks.base import SequenceData
 
 if TYPE_CHECKING:
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
 Positions = Literal["learned", "sine", "none"]
 
 
-class TransformerParams(Params):
+class TransformerParams(PretrainedEmbeddingParams):
     embedding_dim: int = Field(64, ge=1, le=65_536, description="Model width d (token embeddings and every block).")
     num_heads: int = Field(4, ge=1, le=1024, description="Attention heads; each has width embedding_dim / num_heads.")
     intermediate_dim: int = Field(128, ge=1, le=262_144, description="Width of each block's feed-forward layer.")
@@ -81,17 +82,18 @@ def estimated_parameters(params: TransformerParams, vocabulary: int, outputs: in
 
 
 def embed(params: TransformerParams, vocabulary: int, max_length: int, inputs):
-    """Token ids → vectors with (or without) position information."""
+    """Token ids → vectors with (or without) position information; and the layer's `Embedding` of the ids."""
     import keras
 
     if params.positions == "learned":
-        return keras_hub().layers.TokenAndPositionEmbedding(
-            vocabulary, max_length, params.embedding_dim, name="embedding"
-        )(inputs)
-    x = keras.layers.Embedding(vocabulary, params.embedding_dim, name="embedding")(inputs)
+        layer = keras_hub().layers.TokenAndPositionEmbedding(vocabulary, max_length, params.embedding_dim,
+                                                             name="embedding")
+        return layer(inputs), token_embedding(layer)
+    layer = keras.layers.Embedding(vocabulary, params.embedding_dim, name="embedding")
+    x = layer(inputs)
     if params.positions == "sine":
         x = keras.layers.Add(name="add_positions")([x, keras_hub().layers.SinePositionEncoding(name="positions")(x)])
-    return x
+    return x, layer
 
 
 def model_shape(model) -> ModelShape:
@@ -129,8 +131,15 @@ def embedded_tokens(params: TransformerParams, data: SequenceData):
     import keras
 
     inputs = keras.Input(shape=(None,), dtype="int32", name="tokens")
-    x = embed(params, len(data.vocabulary), params.max_length or longest(data), inputs)
+    x, embedding = embed(params, len(data.vocabulary), params.max_length or longest(data), inputs)
+    start_from_file(embedding, params.embedding, data.vocabulary.tokens)
     return inputs, x, keras.ops.not_equal(inputs, 0)
+
+
+def token_embedding(layer):
+    """The Keras `Embedding` of token ids inside an embedding layer: keras-hub's TokenAndPositionEmbedding's
+    token table, or the layer itself."""
+    return getattr(layer, "token_embedding", layer)
 
 
 def build_lm(params: TransformerParams, data: SequenceData) -> keras.Model:

@@ -31,7 +31,9 @@ from keras import ops
 
 from seqkeras.backends.compiled import compiled_method
 from seqkeras.backends.serializable import keras_serializable
+from seqkeras.models.pretrained_embedding import start_from_file
 from seqkeras.models.seq2seq import BLOCKED_LOGIT, Seq2SeqStepModel
+from seqkeras.models.transformer import token_embedding
 from seqkeras.models.seq2seq_params import TransformerSeq2SeqParams, output_limit
 from seqkeras.registry import ModelShape
 from seqkeras.tasks.base import PAD
@@ -318,4 +320,6 @@ def build(params: TransformerSeq2SeqParams, data: Seq2SeqData) -> TransformerSeq
     )
     # Every weight built now (count_params is read before training), symbolically: nothing is computed.
     model({name: keras.KerasTensor((2, *array.shape[1:]), dtype=array.dtype) for name, array in data.x_train.items()})
+    start_from_file(token_embedding(model.source_embedding), params.embedding, data.vocabulary.tokens)
+    start_from_file(token_embedding(model.target_embedding), params.embedding, target.tokens)
     return model
