@@ -131,6 +131,7 @@ def test_a_kept_model_reads_back_with_its_configuration_and_weights(tmp_path):
     ({"positions": "rotary"}, "model.positions"),
     ({"cell": "lstm"}, "model.cell"),
     ({"max_output_length": 0}, "model.max_output_length"),
+    ({"num_head": 4}, "Did you mean 'num_heads'?"),
 ])
 def test_bad_parameters_are_one_line_naming_the_key(model, words):
     raw = {"version": 1, "name": "t", "task": {"name": "reverse"}, "model": {"kind": "transformer_seq2seq", **model},

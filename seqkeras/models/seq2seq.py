@@ -108,9 +108,7 @@ class Seq2SeqModel(keras.Model):
         self.decoder_cell_name = decoder_cell or cell
         self.attention_kind = attention
         self.width = units * (2 if bidirectional else 1)
-        blocked = np.zeros(target_vocabulary_size, dtype="float32")
-        blocked[list(blocked_ids)] = BLOCKED_LOGIT
-        self.blocked_logits = blocked
+        self.blocked_logits = blocked_logits(target_vocabulary_size, blocked_ids)
 
         self.source_embedding = token_inputs(source_vocabulary_size, embedding_dim, input_encoding,
                                              name="source_embedding")
@@ -313,6 +311,31 @@ class Seq2SeqStepModel:
         return self._rows(state, ops.convert_to_tensor(padded(np.asarray(indices, dtype="int32").reshape(-1))))
 
 
+def blocked_logits(vocabulary_size: int, blocked_ids) -> np.ndarray:
+    """What an encoder-decoder adds to its next-token logits: BLOCKED_LOGIT at `blocked_ids` (padding, the start
+    token), 0 elsewhere."""
+    blocked = np.zeros(vocabulary_size, dtype="float32")
+    blocked[list(blocked_ids)] = BLOCKED_LOGIT
+    return blocked
+
+
+def never_written(data: Seq2SeqData) -> tuple[int, int]:
+    """The target tokens a decoder never writes: padding and the start token (the `blocked_ids`)."""
+    return data.target_vocabulary.index[PAD], data.target_vocabulary.index[START]
+
+
+def built(model, params, data: Seq2SeqData, source_embedding, target_embedding):
+    """An encoder-decoder with every weight built (count_params is read before training) and its embeddings
+    started from the spec's word vectors (model.embedding), if any.
+
+    Built by a symbolic call on two rows' shapes: nothing is computed (an eager call compiles the whole scan on JAX,
+    about 3 s), and the weights are those an eager call gives."""
+    model({name: keras.KerasTensor((2, *array.shape[1:]), dtype=array.dtype) for name, array in data.x_train.items()})
+    start_from_file(source_embedding, params.embedding, data.vocabulary.tokens)
+    start_from_file(target_embedding, params.embedding, data.target_vocabulary.tokens)
+    return model
+
+
 def rows_of(state: dict, indices) -> dict:
     """Rows `indices` of every tensor of a step model's state (a gather: rows may repeat or disappear)."""
     return keras.tree.map_structure(lambda tensor: ops.take(tensor, indices, axis=0), state)
@@ -326,11 +349,10 @@ def model_shape(model) -> ModelShape:
 
 
 def build(params: Seq2SeqParams, data: Seq2SeqData) -> Seq2SeqModel:
-    target = data.target_vocabulary
     model = Seq2SeqModel(
         source_vocabulary_size=len(data.vocabulary),
-        target_vocabulary_size=len(target),
-        blocked_ids=(target.index[PAD], target.index[START]),
+        target_vocabulary_size=len(data.target_vocabulary),
+        blocked_ids=never_written(data),
         cell=params.cell,
         decoder_cell=params.decoder_cell,
         units=params.units,
@@ -346,9 +368,4 @@ def build(params: Seq2SeqParams, data: Seq2SeqData) -> Seq2SeqModel:
         decoder_reads=params.decoder_reads,
         name="seq2seq",
     )
-    # Build every weight now (count_params is read before training): a symbolic call on two rows' shapes, so
-    # nothing is computed (an eager call compiles the whole scan on JAX, about 3 s); the same weights either way.
-    model({name: keras.KerasTensor((2, *array.shape[1:]), dtype=array.dtype) for name, array in data.x_train.items()})
-    start_from_file(model.source_embedding, params.embedding, data.vocabulary.tokens)
-    start_from_file(model.target_embedding, params.embedding, target.tokens)
-    return model
+    return built(model, params, data, model.source_embedding, model.target_embedding)

@@ -31,13 +31,11 @@ from keras import ops
 
 from seqkeras.backends.compiled import compiled_method
 from seqkeras.backends.serializable import keras_serializable
-from seqkeras.models.pretrained_embedding import start_from_file
-from seqkeras.models.seq2seq import BLOCKED_LOGIT, Seq2SeqStepModel
+from seqkeras.models.seq2seq import Seq2SeqStepModel, blocked_logits, built, never_written
 from seqkeras.models.transformer import token_embedding
 from seqkeras.models.seq2seq_params import TransformerSeq2SeqParams, output_limit
 from seqkeras.registry import ModelShape
-from seqkeras.tasks.base import PAD
-from seqkeras.tasks.seq2seq_data import START, Seq2SeqData
+from seqkeras.tasks.seq2seq_data import Seq2SeqData
 
 
 def keras_hub():
@@ -89,9 +87,7 @@ class TransformerSeq2SeqModel(keras.Model):
             normalize_first=bool(normalize_first),
         )
         self.head_width = embedding_dim // num_heads
-        blocked = np.zeros(target_vocabulary_size, dtype="float32")
-        blocked[list(blocked_ids)] = BLOCKED_LOGIT
-        self.blocked_logits = blocked
+        self.blocked_logits = blocked_logits(target_vocabulary_size, blocked_ids)
         hub = keras_hub().layers
         self.source_embedding = self._embedding(source_vocabulary_size, source_positions, "source")
         self.target_embedding = self._embedding(target_vocabulary_size, target_positions, "target")
@@ -301,14 +297,13 @@ def output_positions(params: TransformerSeq2SeqParams, data: Seq2SeqData) -> int
 
 
 def build(params: TransformerSeq2SeqParams, data: Seq2SeqData) -> TransformerSeq2SeqModel:
-    target = data.target_vocabulary
     source_positions = params.max_length or max(data.x_train["source"].shape[1], data.x_test["source"].shape[1])
     model = TransformerSeq2SeqModel(
         source_vocabulary_size=len(data.vocabulary),
-        target_vocabulary_size=len(target),
+        target_vocabulary_size=len(data.target_vocabulary),
         source_positions=source_positions,
         target_positions=output_positions(params, data),
-        blocked_ids=(target.index[PAD], target.index[START]),
+        blocked_ids=never_written(data),
         embedding_dim=params.embedding_dim,
         num_heads=params.num_heads,
         intermediate_dim=params.intermediate_dim,
@@ -318,8 +313,4 @@ def build(params: TransformerSeq2SeqParams, data: Seq2SeqData) -> TransformerSeq
         normalize_first=params.normalize_first,
         name="transformer_seq2seq",
     )
-    # Every weight built now (count_params is read before training), symbolically: nothing is computed.
-    model({name: keras.KerasTensor((2, *array.shape[1:]), dtype=array.dtype) for name, array in data.x_train.items()})
-    start_from_file(token_embedding(model.source_embedding), params.embedding, data.vocabulary.tokens)
-    start_from_file(token_embedding(model.target_embedding), params.embedding, target.tokens)
-    return model
+    return built(model, params, data, token_embedding(model.source_embedding), token_embedding(model.target_embedding))

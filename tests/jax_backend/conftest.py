@@ -26,6 +26,11 @@ if JAX:
     # The CPU only, as the other processes (tests/conftest.py hides CUDA devices): without this JAX
     # also probes for GPU and TPU plugins at its first array and warns that it found none.
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    # The tests' programs are tiny and most run a few times: compiling them costs more than running them (the
+    # seq2seq cases spend two thirds of their time in XLA's compiler). Without LLVM's optimization passes
+    # they compile in about half the time and run the same operations; nothing here times them. Set XLA_FLAGS
+    # to test another setting.
+    os.environ.setdefault("XLA_FLAGS", "--xla_backend_optimization_level=0")
 
     from seqkeras.backends.runtime import select_backend
 
