@@ -23,7 +23,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "seqkeras"
 # must not pay for, and seqkeras modules that import one of them when they load.
 HEAVY = {"tensorflow", "tensorflow_text", "keras", "keras_hub", "torch", "matplotlib", "ray", "jax", "mlflow",
          "tensorboard", "pandas", "scipy", "seqeval", "sacrebleu", "optuna", "tqdm",
-         "onnx"}  # and the export extra's, which only `export-model --format onnx` needs
+         "onnx",  # and the export extra's, which only `export-model --format onnx` needs
+         "sentencepiece", "tokenizers"}  # the subword levels' learners, which only their tasks need
 
 # What the top level keeps: the entry points (docs/architecture.md); everything else is in a stage's subpackage.
 # Entry points, and the foundations every stage may import (errors, user_files, registry, version).

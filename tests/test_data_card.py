@@ -151,3 +151,36 @@ def test_a_subword_card_says_pieces_per_word_and_task_counts_are_not_all_removal
     text = "\n".join(str(body) for kind, body in blocks(card) if kind == "text")
     assert "pieces per word on the test set: 1.25" in text
     assert "train_pairs 90" in text and "removed before the split" not in text
+
+
+def test_a_subword_card_gives_each_sides_pieces_per_word_and_unknown_rate(tmp_path):
+    from seqkeras.reporting.data_card import markdown
+    from seqkeras.tasks import sentence_pairs
+
+    train = [("forty one", "one forty"), ("seventy three", "three seventy"), ("forty three", "three forty")] * 4
+    test = [("forty seven", "seven forty"), ("quokka one", "one quokka")]
+    for name, pairs in (("train", train), ("test", test)):
+        (tmp_path / f"{name}.tsv").write_text("".join(f"{s}\t{t}\n" for s, t in pairs), encoding="utf-8")
+    params = sentence_pairs.Params(path=str(tmp_path / "train.tsv"), test_path=str(tmp_path / "test.tsv"),
+                                   level="bpe", vocabulary_size=32)
+    data = sentence_pairs.build(params, seed=0)
+    card = describe(data)
+    source, target = card["tokenizers"]
+    # Counted here from the test pairs themselves: their words, and the pieces (and <unk>s) they became.
+    pieces = [piece for pieces, _ in data.test_pairs for piece in pieces]
+    assert source == {"side": "source", "level": "bpe", "vocabulary": len(data.vocabulary), "test_words": 4,
+                      "test_pieces": len(pieces), "pieces_per_word": round(len(pieces) / 4, 4),
+                      "unknown_rate": round(pieces.count(UNK) / len(pieces), 4)}
+    assert source["unknown_rate"] > 0 and target["side"] == "target" and target["test_words"] == 4
+    page = markdown("pairs", [{"task": "sentence_pairs", "run_id": "r", "card": card}])
+    assert "| tokenizer (side) | level | vocabulary | test words | test pieces | pieces per word |" in page
+    assert f"| source | bpe | {len(data.vocabulary)} | 4 | {len(pieces)} |" in page
+
+
+def test_a_card_whose_tokenizers_are_not_a_list_does_not_read_as_a_card():
+    from seqkeras.reporting.data_card import blocks
+
+    with pytest.raises(TypeError, match="tokenizers are not a list of mappings"):
+        blocks({"splits": [], "tokenizers": {"side": "source"}})
+    with pytest.raises(TypeError, match="is not a share"):
+        blocks({"splits": [], "tokenizers": [{"side": "source", "level": "bpe", "unknown_rate": "high"}]})

@@ -120,6 +120,8 @@ def test_a_frozen_embedding_keeps_the_files_vectors_and_a_trainable_one_learns_f
     assert card["word_coverage"] == pytest.approx(3 / len(words))
     # Training texts are "a good film N" and "a bad film N": 2 of 4 tokens have a vector.
     assert card["train_token_coverage"] == pytest.approx(0.5) and card["trainable"] is False
+    page = (frozen.folder / "data_card.md").read_text(encoding="utf-8")  # the experiment's card shows them
+    assert "| word vectors (embedding) | file " in page and "vectors.txt | 11 | 3 | 27.3% | 50.0% |" in page, page
 
 
 def test_a_dimension_other_than_embedding_dim_fails_the_run_in_one_line(tmp_path):

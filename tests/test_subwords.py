@@ -102,7 +102,7 @@ def test_a_matrix_value_at_its_default_is_its_value_in_the_runs(data_files):
 @pytest.mark.parametrize(("task", "message"), [
     ({"level": "wordpiece", "vocabulary_size": 5}, "task.vocabulary_size: .*greater than or equal to 32"),
     ({"level": "wordpiece", "vocabulary_size": 100.5}, "task.vocabulary_size: .*integer"),
-    ({"vocabulary_size": 100}, "task.vocabulary_size: vocabulary_size applies only to level wordpiece, not 'word'"),
+    ({"vocabulary_size": 100}, "task.vocabulary_size: vocabulary_size applies only to level wordpiece, .*, not 'word'"),
     ({"level": "wordpiece", "max_tokens": 100}, "task.max_tokens: max_tokens applies to level word and char"),
     ({"level": "subword"}, "task.level: .*word.*char.*wordpiece"),
 ])

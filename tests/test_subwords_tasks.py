@@ -236,14 +236,14 @@ def test_unset_keys_keep_the_resolved_spec_and_run_ids(pair_files, text_file):
 
 @pytest.mark.parametrize(("task", "message"), [
     ({"name": "sentence_pairs", "vocabulary_size": 100},
-     "task.vocabulary_size: vocabulary_size applies only to level wordpiece, not 'word'"),
+     "task.vocabulary_size: vocabulary_size applies only to level wordpiece, bpe, .*, not 'word'"),
     ({"name": "sentence_pairs", "level": "wordpiece", "vocabulary_size": 8},
      "task.vocabulary_size: .*greater than or equal to 32"),
     ({"name": "sentence_pairs", "level": "wordpiece", "max_vocabulary": 100},
      "task.max_vocabulary: max_vocabulary applies to level word and char; level wordpiece's size is vocabulary_size"),
     ({"name": "sentence_pairs", "level": "subword"}, "task.level: .*word.*char.*wordpiece"),
     ({"name": "lm_corpus", "corpus": "path", "level": "char", "vocabulary_size": 64},
-     "task.vocabulary_size: vocabulary_size applies only to level wordpiece, not 'char'"),
+     "task.vocabulary_size: vocabulary_size applies only to level wordpiece, bpe, .*, not 'char'"),
     ({"name": "lm_corpus", "corpus": "path", "level": "wordpiece", "min_count": 1},
      "task.min_count: min_count applies to level word and char"),
     ({"name": "conll_file", "level": "wordpiece"},

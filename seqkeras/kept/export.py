@@ -169,11 +169,14 @@ def _interface(signature: list, outputs: list[str]) -> dict:
 
 
 def _copy_preprocessing(kept: KeptModel, folder: Path) -> None:
-    """preprocessing.json and the vocabularies it names, as the run keeps them."""
+    """preprocessing.json, the vocabularies it names (one file when both sides share it) and a learnt subword
+    model's file (input.tokenizer), as the run keeps them."""
     document = kept.preprocessing.document
     names = [FILE] + [name for name in (document.input.vocabulary, document.output.vocabulary) if name]
     for name in dict.fromkeys(names):
         (folder / name).write_text(files.read_text(kept.folder, name), encoding="utf-8")
+    for name, content in kept.preprocessing.tokenizer_files().items():  # as read and checked when it loaded
+        (folder / name).write_bytes(content)
 
 
 def _manifest(kept: KeptModel, format: str, graphs: dict[str, dict]) -> dict:

@@ -20,16 +20,24 @@ decides what a model's outputs are), and `problem` is one of tasks.base.PROBLEMS
 
 input.split: `whitespace` (runs of ASCII whitespace, as Keras's TextVectorization and
 the synthetic tasks split), `characters`, `pattern` (every match of input.pattern, a
-Python regular expression: lm_corpus's words, de_en's words and marks), `wordpiece`
-(keras-hub's WordPiece pieces over the vocabulary file, which the run learnt from its
-training texts: `level: wordpiece`, tasks.subwords; with input.pattern, the text's words
-are its matches, cut into pieces: sentence_pairs' and lm_corpus's words) or `features`
-(regression: real-valued features per step, input.features of them; no text).
+Python regular expression: lm_corpus's words, de_en's words and marks), a subword
+level, `wordpiece`, `bpe`, `sentencepiece_unigram` or `sentencepiece_bpe` (that level's
+pieces over the vocabulary file, which the run learnt from its training texts:
+tasks.subwords; with input.pattern, the text's words are its matches, cut into pieces:
+sentence_pairs' and lm_corpus's words) or `features` (regression: real-valued features
+per step, input.features of them; no text). input.tokenizer, written only at the levels
+whose learnt model is more than its vocabulary (bpe: `bpe.json`, its merges;
+sentencepiece_*: `sentencepiece.model`, SentencePiece's model proto), names that file of
+the run folder. Read back, it is checked as a spec is (tasks.subword_models): a file
+that is missing, a link, outside the folder, over TOKENIZER_LIMIT, not UTF-8 or not
+JSON (bpe.json), not a model of its level, or not of the vocabulary file's pieces is
+refused in one line naming it.
 input.lowercase: `none`, `ascii` (A–Z only, as TextVectorization's `lower`) or
 `unicode` (Python's str.lower). input.strip_punctuation removes TextVectorization's
 ASCII punctuation before splitting. input.max_length keeps that many tokens per text.
-A token outside the vocabulary is `<unk>` (id 1); id 0 is padding. (With `wordpiece`, a
-word that no pieces spell is the piece `<unk>`, and is counted unknown.)
+A token outside the vocabulary is `<unk>` (id 1); id 0 is padding. (At a subword level, a
+word, or a stretch of one, that no pieces spell is the piece `<unk>`, and is counted
+unknown.)
 
 output.kind: `label` (classification: output.labels by class id), `tags` (tagging:
 output.labels by tag id, `<pad>` first), `next_token` (language models: the input's
@@ -37,14 +45,18 @@ vocabulary; output.context is the window the model was trained on, output.end th
 marker after each unit), `target` (seq2seq: output.vocabulary, with output.start and
 output.end; output.max_output_length, what the run's decoders allowed) or `value`
 (regression). output.join puts tokens back together into a text; output.continuation, when
-set (`##`, WordPiece's), marks a piece that continues the word before it: the pieces are
-first joined into the words they spell (`runn ##ing` → `running`, tasks.subwords.join_pieces).
+set, is the mark by which the subword level of input.split says where words meet (`##`,
+WordPiece's, continues the word before; `▁` starts one): the pieces are first joined into
+the words they spell (`runn ##ing`, `▁runn ing` → `running`; tasks.subwords.join_pieces,
+one function of the level). A seq2seq run whose sides share one subword vocabulary names
+vocabulary.json as output.vocabulary too.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -58,13 +70,16 @@ from seqkeras.tasks import subwords
 from seqkeras.tasks.base import (
     CLASSIFICATION, LANGUAGE_MODELING, REGRESSION, SEQ2SEQ, TAGGING, UNK, Problem, SequenceData, Vocabulary,
 )
-from seqkeras.tasks.input_rules import VOCABULARY_FILE, DeclaresInputRule, InputRule
+from seqkeras.tasks.input_rules import SUBWORD_SPLITS, VOCABULARY_FILE, DeclaresInputRule, InputRule
 from seqkeras.tasks.seq2seq_data import END, START
 
 FORMAT = 1
 FILE = "preprocessing.json"
 KERAS_FILE = KERAS_NATIVE.name  # the default; a model kind may keep its models in another file (ModelKind.model_file)
 TARGET_VOCABULARY_FILE = "target_vocabulary.json"
+# The largest learnt subword model file read back: a 1,000,000-piece vocabulary's (the most a task learns) takes
+# some 30 MB as SentencePiece's proto or as bpe.json's merges.
+TOKENIZER_LIMIT = 64 << 20
 
 # What each problem's model outputs (output.kind), as `of_run` writes it.
 OUTPUT_OF_PROBLEM = {CLASSIFICATION: "label", TAGGING: "tags", LANGUAGE_MODELING: "next_token", SEQ2SEQ: "target",
@@ -128,8 +143,9 @@ class Preprocessing:
     document: Document
     vocabulary: Vocabulary
     outputs: Vocabulary | None = None  # labels, tags, or seq2seq's target vocabulary; None otherwise
-    # split wordpiece: keras-hub's tokenizer over the vocabulary, built on first use (it loads TensorFlow).
-    _wordpiece: Any = field(default=None, init=False, repr=False, compare=False)
+    # A subword split's model (tasks.subwords): the run's, read back from its file, or (wordpiece) built over the
+    # vocabulary on first use (it loads TensorFlow).
+    subword_model: Any = field(default=None, repr=False, compare=False)
 
     # ------------------------------------------------------------------ built from a run
 
@@ -144,7 +160,8 @@ class Preprocessing:
         inputs = params.input_rule(data)
         joined = "" if inputs.split == "characters" else " "
         # The pieces a language model or a seq2seq decoder writes are shown as the words they spell.
-        continuation = subwords.SUFFIX if inputs.split == "wordpiece" else None
+        continuation = subwords.SCHEMES[inputs.split].mark if inputs.split in SUBWORD_SPLITS else None
+        learnt = data.subwords
         if data.problem in (CLASSIFICATION, TAGGING):
             kind = "label" if data.problem == CLASSIFICATION else "tags"
             outputs = OutputRule(kind=kind, labels=list(data.labels.tokens), join=joined)
@@ -153,25 +170,37 @@ class Preprocessing:
                                  end=getattr(data, "end_token", None), context=int(data.x_train.shape[1]),
                                  continuation=continuation)
         elif data.problem == SEQ2SEQ:
-            outputs = OutputRule(kind="target", vocabulary=TARGET_VOCABULARY_FILE, join=joined, start=START,
-                                 end=END, max_output_length=max_output_length, continuation=continuation)
+            shared = learnt is not None and learnt.shared  # one vocabulary file for both sides
+            outputs = OutputRule(kind="target", vocabulary=VOCABULARY_FILE if shared else TARGET_VOCABULARY_FILE,
+                                 join=joined, start=START, end=END, max_output_length=max_output_length,
+                                 continuation=continuation)
         else:
             outputs = OutputRule(kind="value")
         document = Document(format=FORMAT, task=task, problem=data.problem, model_kind=model_kind,
                             model_file=model_file, backend=backend,
                             input=inputs, output=outputs)
         labels = data.labels if data.problem in (CLASSIFICATION, TAGGING, SEQ2SEQ) else None
-        return cls(document, data.vocabulary, labels)
+        return cls(document, data.vocabulary, labels, learnt.input if learnt is not None else None)
 
     def to_json(self) -> str:
-        return json.dumps(self.document.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
+        raw = self.document.model_dump(mode="json")
+        if raw["input"]["tokenizer"] is None:  # a field added later: the files of the other levels stay as they were
+            del raw["input"]["tokenizer"]
+        return json.dumps(raw, indent=2, ensure_ascii=False) + "\n"
+
+    def tokenizer_files(self) -> dict[str, bytes]:
+        """The run folder's files of a learnt subword model, by name (input.tokenizer), for kept.saving to write
+        beside preprocessing.json; none at the other levels."""
+        name = self.document.input.tokenizer
+        return {name: self.subword_model.saved()} if name else {}
 
     # ------------------------------------------------------------------ read back
 
     @classmethod
-    def from_json(cls, text: str, where: str, read_vocabulary) -> Preprocessing:
+    def from_json(cls, text: str, where: str, read_vocabulary, read_file=None) -> Preprocessing:
         """From preprocessing.json's text (`where` names the file in errors); `read_vocabulary(name)` gives the
-        tokens of a vocabulary file of the same folder."""
+        tokens of a vocabulary file of the same folder, `read_file(name, limit)` the bytes of another (the learnt
+        subword model that input.tokenizer names), both as carefully as results.files reads a results folder."""
         try:
             raw = json.loads(text)
         except ValueError as error:
@@ -182,7 +211,7 @@ class Preprocessing:
             problem = translate_validation_error(error, Document, raw, path_prefix=None)
             raise SpecError(f"{problem.message.rstrip('.')}; not a preprocessing.json this version of seqkeras "
                             "wrote", file=where, path=problem.path) from None
-        if document.input.split in ("pattern", "wordpiece") and document.input.pattern is not None:
+        if document.input.split in ("pattern", *SUBWORD_SPLITS) and document.input.pattern is not None:
             try:
                 re.compile(document.input.pattern or "")
             except re.error as error:
@@ -198,6 +227,13 @@ class Preprocessing:
         problem = preprocessing.inconsistency()
         if problem:
             raise SpecError(f"{where}: {problem}")
+        name = document.input.tokenizer
+        if name is not None:  # read now, so a damaged file is refused when the model is loaded, in one line
+            if read_file is None:
+                raise SpecError(f"{where}: input.tokenizer names {name}, but there is no run folder to read it from")
+            data = read_file(name, TOKENIZER_LIMIT)  # a name that leaves the folder or crosses a link is refused
+            preprocessing.subword_model = subwords.read_model(document.input.split, data, vocabulary,
+                                                              str(Path(where).parent / name))
         return preprocessing
 
     def inconsistency(self) -> str:
@@ -219,6 +255,9 @@ class Preprocessing:
                     f"{'real-valued features' if document.problem == REGRESSION else 'text'}")
         if rule.split == "features":
             return ""
+        problem = self._subword_inconsistency()
+        if problem:
+            return problem
         if not rule.vocabulary:
             return "input.vocabulary names no vocabulary file: a text model's ids index one"
         if output.labels is not None and output.kind not in ("label", "tags"):
@@ -234,6 +273,22 @@ class Preprocessing:
                     return f"{target} has no {name} token {token!r} (output.{name})"
         if output.kind == "next_token" and output.end is not None and output.end not in self.vocabulary.index:
             return f"{rule.vocabulary} has no end token {output.end!r} (output.end)"
+        return ""
+
+    def _subword_inconsistency(self) -> str:
+        """What in the subword fields does not fit the split ("" when nothing): a tokenizer file named at a level
+        that keeps none or missing at one that does, a continuation mark that is not the level's."""
+        rule, output = self.document.input, self.document.output
+        expected = subwords.model_file(rule.split)
+        if rule.tokenizer is None and expected is not None:
+            return (f"input.tokenizer names no file, but input.split {rule.split!r} reads its learnt model from one "
+                    f"({expected})")
+        if rule.tokenizer is not None and expected is None:
+            return f"input.tokenizer names {rule.tokenizer!r}, but input.split {rule.split!r} keeps no model file"
+        mark = subwords.SCHEMES[rule.split].mark if rule.split in SUBWORD_SPLITS else None
+        if output.continuation is not None and output.continuation != mark:
+            return f"output.continuation is {output.continuation!r}, but input.split {rule.split!r} marks " + (
+                f"its pieces with {mark!r}" if mark else "no pieces")
         return ""
 
     # ------------------------------------------------------------------ text → ids
@@ -261,7 +316,7 @@ class Preprocessing:
         rule = self.document.input
         if rule.split == "features":
             raise SpecError(f"a {self.document.task} model reads real-valued features, not text")
-        if rule.split == "wordpiece":
+        if rule.split in SUBWORD_SPLITS:
             return self._tokens([text])[0]
         text = self.standardize(text)
         if rule.split == "characters":
@@ -281,8 +336,8 @@ class Preprocessing:
         tokens = self._tokens(texts)
         ids = np.zeros((len(tokens), max((len(t) for t in tokens), default=0)), dtype=np.int32)
         unknown = []
-        # A WordPiece vocabulary holds <unk> as a piece: a word it cannot spell is that piece.
-        unknowable = UNK if self.document.input.split == "wordpiece" else None
+        # A subword vocabulary holds <unk> as a piece: a word (or a stretch of one) it cannot spell is that piece.
+        unknowable = UNK if self.document.input.split in SUBWORD_SPLITS else None
         for row, sequence in enumerate(tokens):
             ids[row, : len(sequence)] = self.vocabulary.encode(sequence)
             unknown.append([token for token in sequence
@@ -290,16 +345,16 @@ class Preprocessing:
         return Encoded(ids, tokens, unknown)
 
     def _tokens(self, texts: list[str]) -> list[list[str]]:
-        """Each text's tokens; WordPiece splits them all in one call (the tokenizer is built once)."""
+        """Each text's tokens; a subword level splits them all through its model (built or read once)."""
         rule = self.document.input
-        if rule.split != "wordpiece":
+        if rule.split not in SUBWORD_SPLITS:
             return [self.tokenize(text) for text in texts]
-        if self._wordpiece is None:
-            self._wordpiece = subwords.wordpiece_tokenizer(self.vocabulary.tokens)
+        if self.subword_model is None:  # wordpiece: the vocabulary is the model
+            self.subword_model = subwords.WordPieceModel(self.vocabulary)
         texts = [self.standardize(text) for text in texts]
         if rule.pattern is not None:  # the task's words first (its `level: word` tokens), then their pieces
             texts = [" ".join(re.findall(rule.pattern, text)) for text in texts]
-        tokens = subwords.pieces(self._wordpiece, texts)
+        tokens = subwords.pieces(self.subword_model, texts)
         return [t[: rule.max_length] for t in tokens] if rule.max_length is not None else tokens
 
     # ------------------------------------------------------------------ ids → names and text
@@ -323,7 +378,7 @@ class Preprocessing:
     def detokenize(self, tokens: Sequence[str]) -> str:
         """Tokens → a text, as the run wrote its samples and outputs."""
         if self.document.output.continuation is not None:
-            tokens = subwords.join_pieces(tokens)
+            tokens = subwords.join_pieces(tokens, self.document.input.split)
         join = self.document.output.join
         text = join.join(tokens)
         end = self.end_token

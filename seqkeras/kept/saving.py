@@ -6,6 +6,9 @@
                                       another file (`ModelKind.model_file`: model.ngram.json for an n-gram model)
     <run folder>/preprocessing.json   text → ids → outputs (seqkeras/kept/preprocessing.py)
     <run folder>/vocabulary.json      the input vocabulary (target_vocabulary.json: seq2seq's output)
+    <run folder>/bpe.json, sentencepiece.model
+                                      the learnt subword model of level bpe or sentencepiece_* (the file
+                                      preprocessing.json's input.tokenizer names; tasks.subword_models)
     <run folder>/spec.yaml            the resolved spec: the task, its seed, the model, the evaluation
 
 Each file is written through `results.folder.write_atomic` (a temporary name, then a rename; a full disk
@@ -123,6 +126,8 @@ def keep(model, data: SequenceData, run, folder: Path) -> None:
     if data.problem == SEQ2SEQ:
         write_atomic(folder / TARGET_VOCABULARY_FILE, data.target_vocabulary.to_json())
     write_atomic(folder / stored.name, stored.saver()(model))
+    for name, content in preprocessing.tokenizer_files().items():  # a learnt subword model (bpe, sentencepiece)
+        write_atomic(folder / name, content)
     write_atomic(folder / FILE, preprocessing.to_json())
 
 
@@ -304,7 +309,8 @@ def load_model(folder: str | Path, *, where: dict[str, Any] | None = None, seed:
                             "kept, with train.keep_model: false, a probe, or a run that failed)")
         raise SpecError(f"{folder}: not a run folder (no metrics.json, no {FILE})")
     preprocessing = Preprocessing.from_json(files.read_text(folder, FILE), str(folder / FILE),
-                                            lambda name: read_vocabulary(folder, name))
+                                            lambda name: read_vocabulary(folder, name),
+                                            lambda name, limit: files.read_bytes(folder, name, limit=limit))
     spec = parse_yaml(files.read_text(folder, SPEC_FILE), file=str(folder / SPEC_FILE))
     if not isinstance(spec, dict):
         raise SpecError(f"{folder / SPEC_FILE} is not a run's resolved spec (a mapping)")

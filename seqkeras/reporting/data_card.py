@@ -119,6 +119,12 @@ def blocks(card: dict[str, Any]) -> list[Block]:
         out.append(("text", f"Vocabulary: {_count(card['vocabulary'])} ids (<pad> and <unk> included), from the "
                             f"training split; test out-of-vocabulary rate: {_percent(card.get('test_oov_rate'))} "
                             "of the test tokens are <unk>."))
+    tokenizers = card.get("tokenizers")
+    if tokenizers is not None:
+        out.append(("table", _tokenizer_table(tokenizers)))
+    embedding = card.get("embedding")
+    if embedding is not None:  # model.embedding: how much of each vocabulary the word vectors cover
+        out.append(("table", _embedding_table(embedding)))
     if card.get("pieces_per_word") is not None:  # a subword tokenizer's: what a token is worth
         out.append(("text", f"Subword pieces per word on the test set: {_number(card['pieces_per_word'])} (a "
                             "per-piece perplexity raised to this power is per word)."))
@@ -143,6 +149,35 @@ def blocks(card: dict[str, Any]) -> list[Block]:
                                for cell in _class_cells(part["classes"].get(name))] for name in names]
         out.append(("table", (header, rows)))
     return out
+
+
+def _tokenizer_table(tokenizers: Any) -> tuple[list[str], list[list[str]]]:
+    """A subword level's learnt models, one row per side: what each did to the test split."""
+    if not isinstance(tokenizers, list) or not all(isinstance(entry, dict) for entry in tokenizers):
+        raise TypeError("its tokenizers are not a list of mappings")
+    header = ["tokenizer (side)", "level", "vocabulary", "test words", "test pieces", "pieces per word",
+              "<unk> share of pieces"]
+    rows = [[_text(entry["side"]), _text(entry["level"]), _count(entry.get("vocabulary")),
+             _count(entry.get("test_words")), _count(entry.get("test_pieces")), _number(entry.get("pieces_per_word")),
+             _percent(entry.get("unknown_rate"))] for entry in tokenizers]
+    return header, rows
+
+
+def _embedding_table(embedding: Any) -> tuple[list[str], list[list[str]]]:
+    """The pretrained word vectors' coverage, one row per embedding (tokens; an encoder-decoder's source, target)."""
+    if not isinstance(embedding, dict) or not all(isinstance(entry, dict) for entry in embedding.values()):
+        raise TypeError("its embedding entry is not a mapping of mappings")
+    header = ["word vectors (embedding)", "file", "words", "words with a vector", "share", "training tokens covered"]
+    rows = [[_text(side), _text(entry["file"]), _count(entry.get("words")), _count(entry.get("words_with_vectors")),
+             _percent(entry.get("word_coverage")), _percent(entry.get("train_token_coverage"))]
+            for side, entry in embedding.items()]
+    return header, rows
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{value!r} is not a name")
+    return value
 
 
 def _class_cells(entry: Any) -> list[str]:

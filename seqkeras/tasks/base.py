@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import Field, model_validator
@@ -126,6 +126,9 @@ class SequenceData:
     # What a run's record says about the data beyond its arrays (metrics.json's "data"): counts of the
     # examples in each part, of those left out and why.
     notes: dict[str, int] = field(default_factory=dict)
+    # A task at a subword level (tasks.subwords.Subwords): the model its inputs were split with, which the run
+    # folder keeps, and its counts on the test split, which the data card shows; None at any other level.
+    subwords: Any = None
 
     @property
     def has_validation(self) -> bool:

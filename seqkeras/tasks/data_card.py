@@ -13,7 +13,12 @@ pass over the arrays) and gives, as plain JSON-able data:
 - duplicates across splits: the test (and validation) examples whose input is
   also a training input;
 - what the task removed before splitting (its `notes`: tasks.duplicates);
-- for a language model of WordPiece pieces (lm_corpus `level: wordpiece`),
+- at a subword level (tasks.subwords), `tokenizers`: for each learnt model and
+  side (a classifier's or language model's input; a seq2seq source and target,
+  one model for both with a shared vocabulary), its level, its vocabulary, and on
+  the test split the words, the pieces they became, the pieces per word and the
+  share of pieces that are `<unk>`;
+- for a language model of subword pieces (lm_corpus at a subword level),
   `pieces_per_word`: its test units' pieces per word (its notes' `test_pieces` /
   `test_words`), the power that turns perplexity per piece into perplexity per word.
 
@@ -59,6 +64,8 @@ def describe(data: SequenceData) -> dict[str, Any]:
     }
     if "validation" in inputs:
         card["across"]["test/validation"] = _seen_in(inputs["validation"], inputs["test"])
+    if data.subwords is not None:
+        card["tokenizers"] = [counts.card() for counts in data.subwords.counts]
     if data.notes.get("test_words"):
         card["pieces_per_word"] = round(data.notes["test_pieces"] / data.notes["test_words"], 4)
     return card

