@@ -124,6 +124,25 @@ def test_de_en_parser_aligns_sub_entries_and_variants_and_drops_labels(tmp_path)
     assert de_en.tokenize("Das ist mir egal.") == ["das", "ist", "mir", "egal", "."]
 
 
+@pytest.mark.parametrize("level", ["bpe", "sentencepiece_unigram", "sentencepiece_bpe"])
+def test_de_en_cuts_its_words_into_pieces_at_a_subword_level_and_scores_words(tmp_path, level):
+    path = tmp_path / "de-en"
+    path.write_text(DING_LINES, encoding="utf-8")
+    words = de_en.build(de_en.Params(path=str(path), n_test=2), seed=0)
+    data = de_en.build(de_en.Params(path=str(path), n_test=2, level=level, vocabulary_size=40,
+                                    shared_vocabulary=level == "sentencepiece_bpe"), seed=0)
+    assert data.test_pairs != words.test_pairs  # pieces
+    for (pieces, _), (source, _) in zip(data.test_pairs, words.test_pairs):  # a letter never trained on is <unk>
+        joined = data.words(pieces)
+        assert len(joined) == len(source) and all(a == b or "<unk>" in a for a, b in zip(joined, source))
+    assert data.references == words.references  # scored on the words the pieces spell
+    assert data.subword_level == level and (data.vocabulary is data.target_vocabulary) == (level == "sentencepiece_bpe")
+    rule = de_en.Params(path=str(path), level=level).input_rule(data)
+    assert rule.split == level and rule.pattern == de_en.TOKEN.pattern
+    with pytest.raises(SpecError, match="task.shared_vocabulary: shared_vocabulary applies only to"):
+        de_en.Params(path=str(path), shared_vocabulary=True)
+
+
 def test_de_en_missing_file_says_how_to_install(tmp_path):
     # The default path (the Debian package's) is not checked by validation: where it is not
     # installed, building the task says how to install it.

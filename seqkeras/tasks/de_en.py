@@ -12,22 +12,29 @@ We take every aligned sub-entry, pair its variants in order (or the first
 variants, when the two sides list different numbers), remove the labels, and
 keep the pairs where both sides are full sentences: at least `min_words` words
 and a final `.`, `?` or `!`. That gives about 18,600 pairs averaging 8 words.
-Words and punctuation are separate, lower-cased tokens.
+Words and punctuation are separate, lower-cased tokens (`level: word`); `level`
+also takes characters and the subword levels of sentence_pairs (wordpiece, bpe,
+sentencepiece_unigram, sentencepiece_bpe, with `vocabulary_size` and
+`shared_vocabulary`), cut from those words as sentence_pairs cuts them
+(tasks.sentence_pairs.subword_data). `max_length` counts tokens: words at a
+subword level, characters at `char`.
 """
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 from pydantic import Field, field_validator, model_validator
 
 from seqkeras.errors import SpecError
 from seqkeras.registry import Params as BaseParams
+from seqkeras.tasks import sentence_pairs, subwords
 from seqkeras.tasks.base import named_files
 from seqkeras.tasks.files import check_data_file
-from seqkeras.tasks.input_rules import InputRule
+from seqkeras.tasks.input_rules import InputRule, words_pieces_or_characters
 from seqkeras.tasks.seq2seq_data import BUCKET_WIDTH_HELP, Pair, Seq2SeqData, seq2seq_data
 
 DEFAULT_PATH = "/usr/share/trans/de-en"
@@ -45,9 +52,22 @@ class Params(BaseParams):
         25, ge=1, description="Longest sentence kept, in tokens (punctuation included), on either side."
     )
     max_vocabulary: int | None = Field(
-        8000, ge=1, description="Most frequent training tokens kept per language; the rest become <unk>."
+        8000, ge=1, description="Level word and char: most frequent training tokens kept per language; the rest "
+        "become <unk>."
     )
+    level: subwords.Level = Field(
+        "word", description=f"Tokens: words and punctuation marks, characters, or {subwords.LEVEL_HELP}, cutting "
+        "those words, as sentence_pairs does (one vocabulary per side, or one with shared_vocabulary).")
+    vocabulary_size: int | None = subwords.vocabulary_size_field(
+        f"{subwords.LEVELS_SAID}: pieces in each side's learnt vocabulary (or the shared one), <pad> and <unk> "
+        "(and the target's <s> and </s>) included")
+    shared_vocabulary: bool = Field(
+        False, description=f"{subwords.LEVELS_SAID}: one subword model and vocabulary learnt from both sides' "
+                           "training texts (not at level word or char).")
     bucket_width: int = Field(5, ge=1, le=10_000, description=BUCKET_WIDTH_HELP)
+
+    # Added after results existed: a spec without them keeps its runs' ids (registry.Params.hashed).
+    hashed_only_when_set: ClassVar[tuple[str, ...]] = ("level", "vocabulary_size", "shared_vocabulary")
 
     # A path the spec gives is checked now. The default (pydantic leaves defaults unchecked) is
     # the Debian dictionary: where it is not installed the task says so when it is built, with
@@ -58,10 +78,17 @@ class Params(BaseParams):
     def _long_enough(self) -> "Params":
         if self.max_length < self.min_words:
             raise ValueError(f"max_length {self.max_length} is shorter than min_words {self.min_words}")
+        subwords.check_vocabulary_size(self, "max_vocabulary")
+        sentence_pairs.check_shared_vocabulary(self)
         return self
 
+    @property
+    def subword_size(self) -> int:
+        return self.vocabulary_size or subwords.DEFAULT_VOCABULARY_SIZE
+
     def input_rule(self, data: Seq2SeqData) -> InputRule:
-        return InputRule(split="pattern", pattern=TOKEN.pattern, lowercase="unicode")  # as `tokenize` reads a side
+        # As `tokenize` reads a side; at a subword level the source's model is the run folder's file it names.
+        return words_pieces_or_characters(self.level, TOKEN.pattern, True, subwords.model_file(self.level))
 
     def input_files(self) -> dict[str, Path]:
         """The files this task reads, by key: each is part of the run's identity (execution.identity)."""
@@ -76,8 +103,9 @@ def is_sentence(text: str, min_words: int) -> bool:
     return len(text.split()) >= min_words and text[-1:] in ".?!"
 
 
-def tokenize(text: str) -> list[str]:
-    return TOKEN.findall(text.lower())
+def tokenize(text: str, level: str = "word") -> list[str]:
+    """One side's tokens at `level`: lowercased words and marks (their pieces come later), or characters."""
+    return sentence_pairs.tokenize(text, level, lowercase=True)
 
 
 def read_pairs(path: str | Path, min_words: int = 4) -> list[tuple[str, str]]:
@@ -114,7 +142,8 @@ def read_pairs(path: str | Path, min_words: int = 4) -> list[tuple[str, str]]:
 
 def build(params: Params, seed: int) -> Seq2SeqData:
     pairs: list[Pair] = [
-        (tokenize(german), tokenize(english)) for german, english in read_pairs(params.path, params.min_words)
+        (tokenize(german, params.level), tokenize(english, params.level))
+        for german, english in read_pairs(params.path, params.min_words)
     ]
     # A few very long sentences would make every padded batch as long as they are.
     pairs = [pair for pair in pairs if max(len(pair[0]), len(pair[1])) <= params.max_length]
@@ -128,4 +157,6 @@ def build(params: Params, seed: int) -> Seq2SeqData:
     train = [pairs[i] for i in order[params.n_test :]]
     if params.n_train is not None:
         train = train[: params.n_train]
+    if params.level in subwords.SUBWORD_LEVELS:
+        return sentence_pairs.subword_data(params, train, [], test, {})
     return seq2seq_data(train, test, bucket_width=params.bucket_width, max_vocabulary=params.max_vocabulary)

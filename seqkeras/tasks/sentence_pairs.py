@@ -123,9 +123,7 @@ class Params(ValidationParams):
             raise SpecError(f"source_column and target_column are both {self.source_column}; a pair needs two "
                             "fields", path="task.target_column")
         subwords.check_vocabulary_size(self, "max_vocabulary")
-        if self.shared_vocabulary and self.level not in subwords.SUBWORD_LEVELS:
-            raise SpecError(f"shared_vocabulary applies only to {subwords.LEVELS_SAID} (one subword model learnt "
-                            f"from both sides), not {self.level!r}", path="task.shared_vocabulary")
+        check_shared_vocabulary(self)
         pairs = [pair for key in FILE_KEYS if getattr(self, key) is not None for pair in read_pairs(self, key)[0]]
         check_pairs_size(self, pairs)
         return self
@@ -213,19 +211,28 @@ def read_pairs(params: Params, key: str = "path") -> tuple[list[Pair], int]:
     return pairs, too_long
 
 
+def check_shared_vocabulary(params) -> None:
+    """Refuse `shared_vocabulary` without a subword level (sentence_pairs' and de_en's)."""
+    if params.shared_vocabulary and params.level not in subwords.SUBWORD_LEVELS:
+        raise SpecError(f"shared_vocabulary applies only to {subwords.LEVELS_SAID} (one subword model learnt "
+                        f"from both sides), not {params.level!r}", path="task.shared_vocabulary")
+
+
 def check_pairs_size(params: Params, pairs: list[Pair]) -> None:
     """The pairs of every file, padded (a source, a decoder input and a target each, every one to its longest), stay
     within tasks.limits.MAX_DATA_TOKENS. Counted in words at a subword level when the files are validated, in
     pieces once they are cut (`subword_data`)."""
     width = max(len(source) for source, _ in pairs) + 2 * (max(len(target) for _, target in pairs) + 1)
-    files = " and ".join(str(getattr(params, key)) for key in FILE_KEYS if getattr(params, key) is not None)
+    files = " and ".join(str(getattr(params, key)) for key in FILE_KEYS if getattr(params, key, None) is not None)
     check_padded_size(files, len(pairs), width, "task.max_source_length",
                       "set max_source_length and max_target_length to leave the longest pairs out")
 
 
 def too_long_pair(params: Params, source: list[str], target: list[str]) -> bool:
-    return (params.max_source_length is not None and len(source) > params.max_source_length) or \
-        (params.max_target_length is not None and len(target) > params.max_target_length)
+    """Over max_source_length or max_target_length (a task without them, de_en, limits its words before)."""
+    longest_source, longest_target = (getattr(params, key, None) for key in ("max_source_length", "max_target_length"))
+    return (longest_source is not None and len(source) > longest_source) or \
+        (longest_target is not None and len(target) > longest_target)
 
 
 def raise_all_too_long(params: Params, what: str) -> None:
@@ -274,7 +281,10 @@ def subword_data(params: Params, train: list[Pair], validation: list[Pair], test
                  notes: dict[str, int]) -> Seq2SeqData:
     """A subword level: the word pairs of each part cut into pieces by the models the training pairs give, the
     pairs too long in pieces left out part by part; the test targets' words kept to score the outputs with, and
-    each side's counts on the test pairs for the data card."""
+    each side's counts on the test pairs for the data card.
+
+    `params`: sentence_pairs', or another pair task's with `level`, `subword_size`, `shared_vocabulary` and
+    `bucket_width` (de_en's), whose pairs are words."""
     source_model, target_model = learnt_models(params, train)
     notes = {key: count for key, count in notes.items() if not key.startswith("pairs_too_long.")}  # none at read
     parts: dict[str, tuple[list[Pair], list[Pair]]] = {}  # each part's pairs in pieces, and in words
