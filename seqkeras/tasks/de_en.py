@@ -58,12 +58,8 @@ class Params(BaseParams):
     level: subwords.Level = Field(
         "word", description=f"Tokens: words and punctuation marks, characters, or {subwords.LEVEL_HELP}, cutting "
         "those words, as sentence_pairs does (one vocabulary per side, or one with shared_vocabulary).")
-    vocabulary_size: int | None = subwords.vocabulary_size_field(
-        f"{subwords.LEVELS_SAID}: pieces in each side's learnt vocabulary (or the shared one), <pad> and <unk> "
-        "(and the target's <s> and </s>) included")
-    shared_vocabulary: bool = Field(
-        False, description=f"{subwords.LEVELS_SAID}: one subword model and vocabulary learnt from both sides' "
-                           "training texts (not at level word or char).")
+    vocabulary_size: int | None = sentence_pairs.pair_vocabulary_size_field()
+    shared_vocabulary: bool = sentence_pairs.shared_vocabulary_field()
     bucket_width: int = Field(5, ge=1, le=10_000, description=BUCKET_WIDTH_HELP)
 
     # Added after results existed: a spec without them keeps its runs' ids (registry.Params.hashed).

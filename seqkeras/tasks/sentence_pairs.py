@@ -72,6 +72,20 @@ FILE_KEYS = ("path", "test_path", "validation_path")
 TARGET_RESERVED = (PAD, UNK, START, END)  # a target vocabulary's: the decoder starts at <s> and stops at </s>
 
 
+def pair_vocabulary_size_field():
+    """A pair task's `vocabulary_size` (sentence_pairs', de_en's)."""
+    return subwords.vocabulary_size_field(
+        f"{subwords.LEVELS_SAID}: pieces in each side's learnt vocabulary (or the shared one), <pad> and <unk> "
+        "(and the target's <s> and </s>) included")
+
+
+def shared_vocabulary_field():
+    """A pair task's `shared_vocabulary` (sentence_pairs', de_en's; `check_shared_vocabulary` refuses it where it
+    does not apply)."""
+    return Field(False, description=f"{subwords.LEVELS_SAID}: one subword model and vocabulary learnt from both "
+                                    "sides' training texts, for source and target alike (not at level word or char).")
+
+
 class Params(ValidationParams):
     path: str = Field(description="UTF-8 file of sentence pairs: source<TAB>target[<TAB>…] per line "
                                   "(Tatoeba/Anki, the Keras translation examples).")
@@ -88,12 +102,8 @@ class Params(ValidationParams):
         description=f"Tokens: words and punctuation marks (as de_en), characters, or {subwords.LEVEL_HELP}, cutting "
                     "those words; one vocabulary per side, or one for both with shared_vocabulary. BLEU, chrF and "
                     "`seqkeras predict` read the words the pieces spell.")
-    vocabulary_size: int | None = subwords.vocabulary_size_field(
-        f"{subwords.LEVELS_SAID}: pieces in each side's learnt vocabulary (or the shared one), <pad> and <unk> "
-        "(and the target's <s> and </s>) included")
-    shared_vocabulary: bool = Field(
-        False, description=f"{subwords.LEVELS_SAID}: one subword model and vocabulary learnt from both sides' "
-                           "training texts, for source and target alike (not at level word or char).")
+    vocabulary_size: int | None = pair_vocabulary_size_field()
+    shared_vocabulary: bool = shared_vocabulary_field()
     lowercase: bool = Field(True, description="Lowercase both sides before tokenizing.")
     max_source_length: int | None = Field(
         None, ge=1, le=100_000,
