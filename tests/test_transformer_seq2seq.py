@@ -54,17 +54,23 @@ def test_each_cached_step_gives_the_teacher_forced_log_probabilities_with_beams_
 @pytest.mark.parametrize("decoder", [{"name": "greedy"}, {"name": "beam", "width": 3, "length_penalty": 0.6}],
                          ids=["greedy", "beam"])
 def test_decoding_sources_together_gives_what_each_gives_alone(decoder):
+    from seqkeras.decoding import StepModel, score_sequences
     from seqkeras.decoding.decoders import build_decoder
 
     data = tiny_data()
     model = tiny_model(data)
     decoder = build_decoder(decoder["name"], {k: v for k, v in decoder.items() if k != "name"})
     sources = data.x_test["source"][:5]
-    together = decoder.decode(model.step_model(sources, data.start_id, data.end_id), len(sources), max_length=7)
+    step_model = model.step_model(sources, data.start_id, data.end_id)
+    assert isinstance(step_model, StepModel)  # the protocol every decoder drives
+    together = decoder.decode(step_model, len(sources), max_length=7)
     for row, source in enumerate(sources):
         alone = decoder.decode(model.step_model(source[None], data.start_id, data.end_id), 1, max_length=7)
         assert together.tokens[row] == alone.tokens[0]
         assert together.log_probs[row] == pytest.approx(alone.log_probs[0], abs=1e-4)
+    # Scoring the outputs step by step gives back the log-probabilities the decoder reported.
+    rescored = score_sequences(model.step_model(sources, data.start_id, data.end_id), together.tokens)
+    np.testing.assert_allclose(rescored, together.log_probs, atol=1e-4)
 
 
 def test_a_step_past_the_position_table_is_refused():
