@@ -161,6 +161,29 @@ def test_a_bad_embedding_key_is_one_line_naming_it(model, words):
     assert words in str(caught.value) and "\n" not in str(caught.value)
 
 
+def test_a_run_reads_the_file_once_for_its_data_card_and_both_of_an_encoder_decoders_embeddings(tmp_path,
+                                                                                                    monkeypatch):
+    from seqkeras.models.seq2seq import build
+    from seqkeras.models.seq2seq_params import Seq2SeqParams
+    from seqkeras.tasks import seq2seq_synthetic
+
+    reads = []
+    read = word_vectors._read
+    monkeypatch.setattr(word_vectors, "_read", lambda path, wanted: reads.append(path) or read(path, wanted))
+    monkeypatch.setattr(word_vectors, "_last_read", None)
+    vectors = glove(tmp_path, words={"a": [1, 2, 3, 4], "b": [4, 3, 2, 1]})
+    data = seq2seq_synthetic.build_reverse(seq2seq_synthetic.SymbolParams(n_train=8, n_test=2, symbols=3), seed=0)
+    params = Seq2SeqParams(units=4, embedding_dim=4, embedding={"path": vectors})
+    card = word_vectors.data_coverage(params.embedding, data)
+    model = build(params, data)
+    assert reads == [vectors] and card["target"]["words_with_vectors"] == 2
+    np.testing.assert_array_equal(np.asarray(model.target_embedding.embeddings)[data.target_vocabulary.index["a"]],
+                                  [1, 2, 3, 4])
+    (tmp_path / "vectors.txt").write_text("a 4 4 4 4\n", encoding="utf-8")  # edited: read again
+    build(params, data)
+    assert reads == [vectors, vectors]
+
+
 @pytest.mark.parametrize("kind", ["seq2seq", "transformer_seq2seq", "transformer_classifier", "lm"])
 def test_every_kind_with_token_embeddings_starts_each_from_the_file(kind, tmp_path):
     import keras

@@ -42,6 +42,7 @@ from seqkeras.backends.serializable import keras_serializable
 from seqkeras.layers.attention import BahdanauAttention, LuongAttention
 from seqkeras.layers.one_hot import token_inputs
 from seqkeras.models.pretrained_embedding import start_from_file
+from seqkeras.tasks import word_vectors
 from seqkeras.models.seq2seq_params import Seq2SeqParams
 from seqkeras.registry import ModelShape
 from seqkeras.tasks.base import PAD
@@ -331,6 +332,8 @@ def built(model, params, data: Seq2SeqData, source_embedding, target_embedding):
     Built by a symbolic call on two rows' shapes: nothing is computed (an eager call compiles the whole scan on JAX,
     about 3 s), and the weights are those an eager call gives."""
     model({name: keras.KerasTensor((2, *array.shape[1:]), dtype=array.dtype) for name, array in data.x_train.items()})
+    if params.embedding is not None:  # one read of the file for both vocabularies (word_vectors.read_vectors)
+        word_vectors.read_vectors(params.embedding.path, data.vocabulary.tokens + data.target_vocabulary.tokens)
     start_from_file(source_embedding, params.embedding, data.vocabulary.tokens)
     start_from_file(target_embedding, params.embedding, data.target_vocabulary.tokens)
     return model

@@ -32,16 +32,10 @@ from keras import ops
 from seqkeras.backends.compiled import compiled_method
 from seqkeras.backends.serializable import keras_serializable
 from seqkeras.models.seq2seq import Seq2SeqStepModel, blocked_logits, built, never_written
-from seqkeras.models.transformer import token_embedding
+from seqkeras.models.transformer import keras_hub, token_embedding
 from seqkeras.models.seq2seq_params import TransformerSeq2SeqParams, output_limit
 from seqkeras.registry import ModelShape
 from seqkeras.tasks.seq2seq_data import Seq2SeqData
-
-
-def keras_hub():
-    import keras_hub
-
-    return keras_hub
 
 
 @keras_serializable
@@ -271,12 +265,9 @@ def cross_attention_of(block, decoder_sequence, decoder_padding_mask, memory, me
     residual = x
     if block.normalize_first:
         x = block._self_attention_layer_norm(x)
-    x = block._self_attention_layer(query=x, value=x, attention_mask=self_mask)
-    x = x + residual
-    if not block.normalize_first:
-        x = block._self_attention_layer_norm(x)
-    if block.normalize_first:
-        x = block._cross_attention_layer_norm(x)
+    x = block._self_attention_layer(query=x, value=x, attention_mask=self_mask) + residual
+    # Post-LN normalizes the self-attention block's output; pre-LN normalizes the cross-attention's input.
+    x = block._cross_attention_layer_norm(x) if block.normalize_first else block._self_attention_layer_norm(x)
     return block._cross_attention_layer(
         query=x, value=memory, attention_mask=merge_padding_and_attention_mask(memory, memory_mask, None),
         return_attention_scores=True)

@@ -15,8 +15,9 @@ words are lowercase; a task may keep case). `data_coverage` gives the data card'
 figures: the share of the vocabulary's words with a vector, and the share of the
 training tokens they make up.
 
-The last file read is remembered (by path, size and modification time, and the
-words asked for), so the data card and the builder, which both ask, read it once.
+The last file read is remembered (by path, size and modification time), with the
+words it was read for: the data card and the builder, which both ask, and an
+encoder-decoder's two vocabularies, asked for together first, read it once.
 """
 
 from __future__ import annotations
@@ -53,30 +54,34 @@ def input_files(embedding: WordVectorsFile | None) -> dict[str, Path]:
     return {} if embedding is None else {"embedding.path": Path(embedding.path).expanduser()}
 
 
-_last_read: tuple[tuple, tuple[int, dict[str, np.ndarray]]] | None = None
+# The last file read: (its path, size and modification time; the words looked for; its dimension and vectors).
+_last_read: tuple[tuple, set[str], tuple[int, dict[str, np.ndarray]]] | None = None
 
 
 def read_vectors(path: str, words: list[str]) -> tuple[int, dict[str, np.ndarray]]:
     """The file's dimension d and the vectors [d] float32 of those of `words` it lists (spelled as listed or in
-    lowercase, see the module docstring); a SpecError at model.embedding.path for a file that cannot be read or
-    a line that is not a word and d numbers."""
+    lowercase, see the module docstring; the result may hold more words); a SpecError at model.embedding.path for
+    a file that cannot be read or a line that is not a word and d numbers.
+
+    The last file read is not read again for words it was read for: ask once for every vocabulary's words (an
+    encoder-decoder's source and target), and each vocabulary's later question is answered from memory."""
     global _last_read
     expanded = Path(path).expanduser()
+    wanted = set(words) | {word.lower() for word in words}
     try:
         status = os.stat(expanded)
-        key = (str(expanded.resolve()), status.st_size, status.st_mtime_ns, tuple(words))
+        key = (str(expanded.resolve()), status.st_size, status.st_mtime_ns)
     except (OSError, ValueError):
         key = None  # utf8_pieces says why, naming the file
-    if key is not None and _last_read is not None and _last_read[0] == key:
-        return _last_read[1]
-    result = _read(path, words)
+    if key is not None and _last_read is not None and _last_read[0] == key and wanted <= _last_read[1]:
+        return _last_read[2]
+    result = _read(path, wanted)
     if key is not None:
-        _last_read = (key, result)
+        _last_read = (key, wanted, result)
     return result
 
 
-def _read(path: str, words: list[str]) -> tuple[int, dict[str, np.ndarray]]:
-    wanted = set(words) | {word.lower() for word in words}
+def _read(path: str, wanted: set[str]) -> tuple[int, dict[str, np.ndarray]]:
     dimension: int | None = None
     found: dict[str, np.ndarray] = {}
     for number, line in enumerate(utf8_pieces(path, KEY), start=1):
@@ -174,6 +179,7 @@ def data_coverage(embedding: WordVectorsFile, data: SequenceData) -> dict[str, d
     """The data card's `embedding` entry: how much of each vocabulary the file covers (`vocabulary_coverage`),
     per embedding: `tokens`, or an encoder-decoder's `source` and `target`."""
     if data.problem == SEQ2SEQ:
+        read_vectors(embedding.path, data.vocabulary.tokens + data.target_vocabulary.tokens)  # one read for both
         return {"source": vocabulary_coverage(embedding, data.vocabulary.tokens, data.x_train["source"]),
                 "target": vocabulary_coverage(embedding, data.target_vocabulary.tokens, data.y_train)}
     return {"tokens": vocabulary_coverage(embedding, data.vocabulary.tokens, data.x_train)}
