@@ -25,3 +25,32 @@ def timed_run(spec: Path, out: Path) -> float:
     if result.returncode != 0:
         raise RuntimeError(f"seqkeras run failed:\n{result.stdout[-2000:]}{result.stderr[-2000:]}")
     return wall
+
+
+def spec_without_backend(spec: Path, folder: Path) -> Path:
+    """A copy of `spec` in `folder` without its `backend:` (the backend its committed results were computed on),
+    which would otherwise decide the backend for the command."""
+    import yaml
+
+    document = yaml.safe_load(spec.read_text(encoding="utf-8"))
+    document.pop("backend", None)
+    path = folder / spec.name
+    path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def finished_run(spec: Path, out: Path, options: list[str]):
+    """`seqkeras run SPEC --out OUT OPTIONS`: its wall seconds and its runs.csv (pandas), every run finished (exit
+    status 1 is a claim not reproduced, expected at a benchmark's short budget); a failed run raises."""
+    import pandas as pd
+    import yaml
+
+    started = time.perf_counter()
+    result = subprocess.run([sys.executable, "-m", "seqkeras", "run", str(spec), "--out", str(out), *options],
+                            env={**environment(), "TF_CPP_MIN_LOG_LEVEL": "2"}, capture_output=True, text=True)
+    wall = time.perf_counter() - started
+    runs_csv = out / yaml.safe_load(spec.read_text(encoding="utf-8"))["name"] / "runs.csv"
+    runs = pd.read_csv(runs_csv) if runs_csv.exists() else None
+    if result.returncode not in (0, 1) or runs is None or set(runs["status"]) != {"ok"}:
+        raise RuntimeError(f"seqkeras run {' '.join(options)} failed:\n{result.stdout[-2000:]}{result.stderr[-2000:]}")
+    return wall, runs

@@ -376,14 +376,16 @@ def run_paths(paths: list[str], options: RunOptions, experiments=None):
                  else sweep.check_reference_root(options.reference, out_root, experiments))
     chosen, why = sweep.choose_backend(options.backend, experiments)
     select_backend(chosen, load=False)
+    for run in (run for experiment in experiments for run in experiment.runs):
+        run.backend_choice = why or "as asked (--backend or $KERAS_BACKEND)"
+    if why:  # the suite chose it: said first, a dry run included
+        print(f"backend: {chosen} ({why})")
     if options.dry_run:
         sweep.plan(experiments, out_root, force=options.force)
         return None, experiments
     tracker = None
     if options.track is not None:
         tracker = MlflowTracker(parse_track(options.track, out_root), out_root)
-    if why:
-        print(f"backend: {chosen} ({why})")
     runner = make_executor(options.executor, chosen, max((len(e.runs) for e in experiments), default=1),
                            jobs=options.jobs, address=options.address, cpus_per_run=options.cpus_per_run,
                            gpus_per_run=options.gpus_per_run)

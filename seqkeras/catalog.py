@@ -100,6 +100,10 @@ TASKS = Registry(
 PREDICTIONS_SCORER = ValidationScorer(Lazy("seqkeras.evaluation.rows", "validation_scorer"))
 # An encoder-decoder is scored on validation data by its greedy outputs: these metrics of them.
 SEQ2SEQ_VALIDATION_METRICS = ("bleu", "chrf", "exact_match", "position_accuracy")
+# Encoder-decoders train fastest on JAX, whose compiled step takes in the decoder's loop (Keras's scan, the
+# Transformer's blocks), where torch runs each step eagerly: make bench's encoder-decoder rows (the Keras addition
+# example's setting) measure it, and check that `--backend auto` keeps to the fastest.
+ENCODER_DECODERS_FASTEST_ON = ("jax", "torch", "tensorflow")
 
 MODELS = Registry(
     "model kind",
@@ -143,6 +147,7 @@ MODELS = Registry(
                   validation_scorer=PREDICTIONS_SCORER),
         ModelKind("seq2seq", "Recurrent encoder-decoder, attention none/bahdanau/luong; teacher forcing; any decoder.",
                   seq2seq_params.Seq2SeqParams, Lazy("seqkeras.models.seq2seq", "build"), problem=SEQ2SEQ,
+                  fastest_on=ENCODER_DECODERS_FASTEST_ON,
                   size=NoSizeEstimate("none declared yet: a model too wide fails when Keras allocates it"),
                   evaluator=Lazy("seqkeras.evaluation.seq2seq", "evaluate"),
                   model_shape=Lazy("seqkeras.models.seq2seq", "model_shape"),
@@ -152,7 +157,7 @@ MODELS = Registry(
                   "Transformer encoder-decoder: keras-hub TransformerEncoder and TransformerDecoder blocks "
                   "(cross-attention), cached decoding steps; any decoder.",
                   seq2seq_params.TransformerSeq2SeqParams, Lazy("seqkeras.models.transformer_seq2seq", "build"),
-                  problem=SEQ2SEQ,
+                  problem=SEQ2SEQ, fastest_on=ENCODER_DECODERS_FASTEST_ON,
                   size=NoSizeEstimate("none declared yet: a model too wide fails when Keras allocates it"),
                   evaluator=Lazy("seqkeras.evaluation.seq2seq", "evaluate"),
                   model_shape=Lazy("seqkeras.models.transformer_seq2seq", "model_shape"),

@@ -176,7 +176,8 @@ def run_options(parser: argparse.ArgumentParser) -> None:
                              "trained or written")
     parser.add_argument("--backend", choices=BACKEND_CHOICES, default=None,
                         help="the Keras backend (default: `$KERAS_BACKEND` when set, else `auto`: the "
-                             "experiments' `backend:`, else torch when installed, else tensorflow); an experiment "
+                             "experiments' `backend:`, else the installed one most runs' models train fastest on: "
+                             "JAX for encoder-decoders, torch for the others, then tensorflow); an experiment "
                              "whose spec names its `backend:` refuses another")
     parser.add_argument("--jobs", type=positive_int, default=None, metavar="N",
                         help="run N runs at once in separate processes (default: `$SEQKERAS_JOBS`, else one per "

@@ -342,6 +342,10 @@ class ModelKind(Component):
     # and the metrics it can score (None: every metric of the problem that has a direction). The default scores a
     # softmax model's predictions; None: the kind's models cannot be scored so (a language model, a counted one).
     validation_scorer: ValidationScorer | None = None
+    # The backends its models train fastest on, fastest first, as `make bench` measured them: `--backend auto`
+    # follows it (execution.sweep.auto_backend), or `function(params) -> tuple` where it depends on the parameters.
+    # (): the suite's own order (backends.runtime.AUTO_PREFERENCE).
+    fastest_on: tuple[str, ...] | Callable[[Any], tuple[str, ...]] = ()
 
     def load_evaluator(self) -> Callable[..., Any]:
         return loaded(self.evaluator)
@@ -357,6 +361,10 @@ class ModelKind(Component):
         if isinstance(self.abilities, Abilities):
             return self.abilities
         return self.abilities(params)
+
+    def fastest_backends(self, params: BaseModel) -> tuple[str, ...]:
+        """The backends this kind's model with these parameters trains fastest on, fastest first (`fastest_on`)."""
+        return self.fastest_on if isinstance(self.fastest_on, tuple) else tuple(self.fastest_on(params))
 
     def shape_of(self, model: Any) -> ModelShape:
         """What `model`, one of this kind's, reads and writes (`model_shape`)."""

@@ -51,13 +51,18 @@ def pytest_addoption(parser):
 
 
 def pytest_collection_modifyitems(config, items):
-    """Without --system, the tests marked `system` are deselected (not skipped: they are not this tier's)."""
-    if config.getoption("--system"):
-        return
-    system = [item for item in items if item.get_closest_marker("system")]
-    if system:
-        config.hook.pytest_deselected(items=system)
-        items[:] = [item for item in items if not item.get_closest_marker("system")]
+    """Without --system, the tests marked `system` are deselected (not skipped: they are not this tier's).
+
+    The modules holding a test marked `slow` go first, each whole (its module-scoped fixtures are made once),
+    in their usual order: pytest-xdist's workers then end on short tests, not one on a 30-second test while
+    the other waits with nothing left to take."""
+    if not config.getoption("--system"):
+        system = [item for item in items if item.get_closest_marker("system")]
+        if system:
+            config.hook.pytest_deselected(items=system)
+            items[:] = [item for item in items if not item.get_closest_marker("system")]
+    slow_modules = {getattr(item, "module", None) for item in items if item.get_closest_marker("slow")} - {None}
+    items.sort(key=lambda item: getattr(item, "module", None) not in slow_modules)  # stable: each group keeps its order
 
 
 @pytest.fixture(scope="session")

@@ -205,6 +205,56 @@ def test_the_default_backend_is_torch_and_a_torch_run_never_imports_tensorflow(t
     assert "backend: torch (auto: the fastest installed here; --backend tensorflow, --backend jax to choose)" in output
     runs = pd.read_csv(tmp_path / "tiny" / "runs.csv")
     assert list(runs["status"]) == ["ok"] * 4 and set(runs["backend"]) == {"torch"}
+    record = json.loads((tmp_path / "tiny" / runs.run_id[0] / "metrics.json").read_text())
+    assert record["backend_choice"] == "auto: the fastest installed here; --backend tensorflow, --backend jax to choose"
+
+
+ENCODER_DECODERS = """
+    version: 1
+    name: pairs
+    task: {name: reverse, n_train: 32, n_test: 8, max_length: 4}
+    model: {kind: seq2seq, units: 4, embedding_dim: 4}
+    train: {epochs: 1}
+    matrix:
+      model.attention: [none, bahdanau, luong]
+"""
+CLASSIFIERS = TINY_SPEC_TEXT  # 4 runs
+
+
+@pytest.mark.skipif(not all(importlib.util.find_spec(name) for name in ("torch", "jax")),
+                    reason="torch and JAX are not both installed")
+def test_auto_runs_encoder_decoders_on_jax_and_says_why_before_a_dry_run(write_spec, tmp_path):
+    environment = {key: value for key, value in os.environ.items() if key != "KERAS_BACKEND"}
+    result = subprocess.run([sys.executable, "-m", "seqkeras", "run", write_spec(ENCODER_DECODERS), "--out", tmp_path,
+                             "--dry-run"], env=environment, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.splitlines()[0] == (
+        "backend: jax (auto: the fastest installed here for 3 of 3 runs (seq2seq, as make bench measured); "
+        "--backend tensorflow, --backend torch to choose)")
+
+
+@pytest.mark.parametrize(("specs", "chosen"), [
+    ([ENCODER_DECODERS], "jax"),
+    ([ENCODER_DECODERS, CLASSIFIERS], "torch"),  # 4 runs fastest on torch, 3 on JAX
+    ([ENCODER_DECODERS.replace("[none, bahdanau, luong]", "[none, luong]"),
+      ENCODER_DECODERS.replace("name: pairs", "name: more").replace("[none, bahdanau, luong]", "[bahdanau]"),
+      CLASSIFIERS.replace("seeds: [0, 1]", "seeds: [0]")], "jax"),  # 3 runs against 2
+    ([CLASSIFIERS], "torch"),
+], ids=["encoder-decoders", "more classifiers", "more encoder-decoders", "classifiers"])
+def test_auto_takes_the_backend_most_runs_train_fastest_on(write_spec, monkeypatch, specs, chosen):
+    from seqkeras.execution import sweep
+
+    # As in a fresh process with the three installed: this one has imported Keras on TensorFlow.
+    monkeypatch.setattr(sweep, "loaded_keras_backend", lambda: None)
+    monkeypatch.setattr(sweep, "installed_backends", lambda: ["torch", "jax", "tensorflow"])
+    monkeypatch.setattr(sweep, "resolve_backend", lambda name: "torch")
+    paths = [str(write_spec(text, f"spec{index}.yaml")) for index, text in enumerate(specs)]
+    backend, why = sweep.choose_backend("auto", sweep.load_all(paths, [], []))
+    assert backend == chosen
+    assert why.startswith("auto: the fastest installed here" + (" for " if chosen == "jax" else ";"))
+    monkeypatch.setattr(sweep, "loaded_keras_backend", lambda: "torch")  # Keras imported: only its backend
+    assert sweep.auto_backend(sweep.load_all(paths, [], [])) == (
+        "torch", "auto: the fastest installed here; --backend tensorflow, --backend jax to choose")
 
 
 # Put before IMPORTED_AFTER: says so each time the command starts a pool of worker processes.

@@ -2,11 +2,14 @@
 tests/jax_backend to collect (`from tests.training_controls import *`): each is a test of tests/ run again in that
 backend's process (on torch, the lean loop and fused Adam where it applies).
 
-A learning-rate schedule and reduce-on-plateau (the rate each epoch ends with), class weights, evaluations every N
-steps (the same model as every epoch), and validation data scored by the task's metrics (BLEU of greedy outputs,
-macro F1, entity F1) as the test set is, watched by early stopping.
+Batches by length (each of its own width), a learning-rate schedule and reduce-on-plateau (the rate each epoch
+ends with), class weights, evaluations every N steps (the same model as every epoch), and validation data scored by
+the task's metrics (BLEU of greedy outputs, macro F1, entity F1) as the test set is, watched by early stopping.
 """
 
+from tests.test_batching import (
+    test_a_run_trains_on_batches_by_length_says_what_padding_it_saved_and_keeps_the_ids_of_shuffled_runs,
+)
 from tests.test_class_weights import test_a_weighted_run_trains_and_a_label_the_data_has_not_fails_it_in_one_line
 from tests.test_schedules import (
     test_a_scheduled_run_records_the_rate_its_schedule_gives_after_each_epoch,
@@ -20,6 +23,7 @@ from tests.test_validation_metrics import (
 )
 
 __all__ = [
+    "test_a_run_trains_on_batches_by_length_says_what_padding_it_saved_and_keeps_the_ids_of_shuffled_runs",
     "test_a_weighted_run_trains_and_a_label_the_data_has_not_fails_it_in_one_line",
     "test_a_scheduled_run_records_the_rate_its_schedule_gives_after_each_epoch",
     "test_reduce_on_plateau_lowers_the_rate_after_patience_epochs_without_improvement",

@@ -1,10 +1,12 @@
 """What the running backend changes in how a model trains: its data-parallel
-strategy, building before TensorFlow traces, and the torch backend's lean loop.
+strategy, building before TensorFlow traces, batches of their own widths, and the
+torch backend's lean loop.
 
 training/trainer.py drives every backend's training the same way and asks this
 module where a backend needs its own: `distribution_scope` (TensorFlow's
 MirroredStrategy), `build_before_tracing` (TensorFlow's variables created before
-its train function is traced) and `lean_loop` (torch's epoch loop in place of
+its train function is traced), `given_batches` (batches made beforehand, as
+Keras's fit takes them here) and `lean_loop` (torch's epoch loop in place of
 Keras's fit). Each backend's library or module is imported inside the function,
 only on its own backend.
 """
@@ -60,12 +62,43 @@ def build_before_tracing(model: keras.Model, batch: tuple) -> None:
         pass
 
 
+class GivenBatches(keras.utils.PyDataset):
+    """Batches made beforehand (by length: each of its own width), in order, for Keras's fit."""
+
+    def __init__(self, batches: list[tuple]):
+        super().__init__()
+        self.batches = batches
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+    def __getitem__(self, index: int) -> tuple:
+        return self.batches[index]
+
+
+def given_batches(batches: list[tuple]):
+    """Batches made beforehand, each (x, y, weights or None) of its own width, as Keras's fit takes them on this
+    backend: a PyDataset; on TensorFlow, a tf.data pipeline whose signature leaves every width open (Keras's
+    PyDataset adapter reads a fixed one off the first two batches, and a later batch of another width fails)."""
+    batches = [batch if batch[2] is not None else batch[:2] for batch in batches]  # fit reads a None as an input
+    if keras.backend.backend() != "tensorflow":
+        return GivenBatches(batches)
+    import tensorflow as tf
+
+    def open_width(array):
+        return tf.TensorSpec((None,) * min(array.ndim, 2) + tuple(array.shape[2:]), tf.as_dtype(array.dtype))
+
+    signature = keras.tree.map_structure(open_width, batches[0])
+    dataset = tf.data.Dataset.from_generator(lambda: iter(batches), output_signature=signature)
+    return dataset.apply(tf.data.experimental.assert_cardinality(len(batches)))  # fit's epoch: these batches
+
+
 def lean_loop(model: keras.Model):
     """The torch backend's lean epoch loop for this model (backends/torch/lean_loop.py), or None for Keras's fit.
 
     Only on torch: Keras's fit is what the other backends run (TensorFlow compiles
     its step into a graph, where the loop's overhead is small). On torch, a model
-    the lean loop cannot train exactly as fit would (its own loss, several inputs,
+    the lean loop cannot train exactly as fit would (its own loss, several outputs,
     other metrics...) is trained by Keras's fit, and the note says why, once.
     The loop has `train_epoch(x, y, sample_weight, batch_size)` and
     `evaluate(x, y, sample_weight, batch_size)`, each returning Keras's history values.

@@ -35,6 +35,13 @@ def recurrent(cell_class: type) -> type:
     return fused_rnn.layer_class(cell_class)
 
 
+def cell_over_sequence(cell, like):
+    """`run(inputs, states)` stepping Keras's recurrent `cell` over `inputs` [B, T, F] (tensors like `like`) in one
+    fused kernel call (torch), or None where no such kernel gives the cell's numbers: the caller steps the cell
+    itself (fused_rnn.py)."""
+    return fused_rnn.cell_over_sequence(cell, like)
+
+
 def dense() -> type:
     """The class to instantiate for a keras.layers.Dense output layer."""
     return fused_dense.layer_class()

@@ -125,6 +125,11 @@ AUTO = "auto"
 AUTO_PREFERENCE = ("torch", "jax", "tensorflow")
 
 
+def installed_backends() -> list[str]:
+    """The backends installed here, in AUTO_PREFERENCE's order (their packages found, not imported)."""
+    return [name for name in AUTO_PREFERENCE if importlib.util.find_spec(BACKEND_PACKAGES[name])]
+
+
 def resolve_backend(name: str | None = None) -> str:
     """The backend `name` means: itself; `auto` → the first installed of AUTO_PREFERENCE;
     None → $KERAS_BACKEND when set, else as auto. Imports nothing.
@@ -132,13 +137,13 @@ def resolve_backend(name: str | None = None) -> str:
     Keras reads its backend once, at its import: in a process that has imported Keras
     already, that backend is the only one possible, and asking for another is an error.
     """
-    loaded = _loaded_keras_backend()
+    loaded = loaded_keras_backend()
     if name in (None, AUTO) and loaded:
         return loaded
     if name is None:
         name = os.environ.get("KERAS_BACKEND") or AUTO
     if name == AUTO:
-        name = next((b for b in AUTO_PREFERENCE if importlib.util.find_spec(BACKEND_PACKAGES[b])), "tensorflow")
+        name = next(iter(installed_backends()), "tensorflow")
     if name not in BACKEND_PACKAGES:
         return name  # select_backend names it in its error
     if loaded and name != loaded:
@@ -147,7 +152,8 @@ def resolve_backend(name: str | None = None) -> str:
     return name
 
 
-def _loaded_keras_backend() -> str | None:
+def loaded_keras_backend() -> str | None:
+    """The backend of the Keras this process has imported already; None before Keras is imported."""
     keras = sys.modules.get("keras")
     backend = getattr(getattr(keras, "backend", None), "backend", None)
     return backend() if callable(backend) else None

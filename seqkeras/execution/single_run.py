@@ -32,7 +32,7 @@ from seqkeras.results.folder import (
 from seqkeras.spec.checks import check_model_size
 from seqkeras.spec.runs import RunSpec
 from seqkeras.tasks import data_card, word_vectors
-from seqkeras.training import convergence
+from seqkeras.training import batching, convergence
 from seqkeras.training.parameter_count import trained_parameters
 from seqkeras.training.progress import ProgressOutput
 from seqkeras.tracking import tensorboard
@@ -124,6 +124,7 @@ def new_record(run: RunSpec) -> dict[str, Any]:
         "params": None,
         "train_seconds": None,
         "backend": runtime.running_backend(),
+        **({"backend_choice": run.backend_choice} if run.backend_choice else {}),
         "identity": run_identity(run),  # what a rerun must match to reuse this record (execution.identity)
         "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "worker": worker_place(),
@@ -265,6 +266,8 @@ def write_data_card(folder: Path, data, run: RunSpec) -> None:
         print(f"warning: {run.run_id}: no data card ({type(error).__name__}: {error})", file=sys.stderr)
         return
     # Outside the try: a vectors file that cannot be read fails the run in one line (as building its model would).
+    if run.train is not None and run.train.batches == batching.BY_LENGTH:  # what batching by length leaves out
+        card["padding"] = batching.padding(data.x_train, run.train.batch_size, run.seed)
     embedding = getattr(run.model.params, "embedding", None)  # model.embedding: pretrained vectors
     if embedding is not None:
         card["embedding"] = word_vectors.data_coverage(embedding, data)

@@ -8,12 +8,20 @@ from __future__ import annotations
 
 import os
 import sys
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from seqkeras.backends.runtime import AUTO, BACKEND_PACKAGES, resolve_backend, select_backend
+from seqkeras.backends.runtime import (
+    AUTO,
+    BACKEND_PACKAGES,
+    installed_backends,
+    loaded_keras_backend,
+    resolve_backend,
+    select_backend,
+)
 from seqkeras.errors import SpecError, listed, shown
 from seqkeras.execution.executors import SerialExecutor, adopt_recorded_folders, reusable_record
 from seqkeras.execution.workers import configure_this_process
@@ -147,9 +155,30 @@ def choose_backend(requested: str | None, experiments) -> tuple[str, str | None]
         asking = [e.spec.name for e in experiments if e.spec.backend]
         return backend, f"backend: {backend} in the spec{'s' if len(asking) > 1 else ''} of {', '.join(asking[:3])}" + (
             f" and {len(asking) - 3} more" if len(asking) > 3 else "")
-    backend = resolve_backend(AUTO)
+    return auto_backend(experiments)
+
+
+def auto_backend(experiments) -> tuple[str, str]:
+    """`--backend auto` for these experiments, and why: the installed backend that the most of their runs train
+    fastest on, by what each run's model kind declares (`ModelKind.fastest_on`, from `make bench`; the suite's
+    own order, `AUTO_PREFERENCE`, for a kind that declares none, and between backends as many runs prefer)."""
+    general = resolve_backend(AUTO)
+    # A process that has imported Keras already (the Python API's caller's) can run only on that backend.
+    others = [] if loaded_keras_backend() else [name for name in installed_backends() if name != general]
+    installed = [general, *others]
+    votes: Counter[str] = Counter()
+    kinds: dict[str, set[str]] = {}
+    for run in (run for experiment in experiments for run in experiment.runs):
+        order = run.model.component.fastest_backends(run.model.params) if run.model is not None else ()
+        preferred = next((name for name in order if name in installed), general)
+        votes[preferred] += 1
+        kinds.setdefault(preferred, set()).add(run.model.name if run.model is not None else "")
+    backend = max(installed, key=lambda name: (votes[name], -installed.index(name)))
     others = ", ".join(f"--backend {name}" for name in BACKEND_PACKAGES if name != backend)
-    return backend, f"auto: the fastest installed here; {others} to choose"
+    if backend == general:
+        return backend, f"auto: the fastest installed here; {others} to choose"
+    return backend, (f"auto: the fastest installed here for {votes[backend]} of {sum(votes.values())} runs "
+                     f"({', '.join(sorted(kinds[backend]))}, as make bench measured); {others} to choose")
 
 
 def headline(experiments, out_root: Path) -> str:

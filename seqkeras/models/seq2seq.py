@@ -37,6 +37,7 @@ import keras
 import numpy as np
 from keras import ops
 
+from seqkeras.backends import layer_classes
 from seqkeras.backends.compiled import compiled_function, compiled_method, pad_rows, padded
 from seqkeras.backends.serializable import keras_serializable
 from seqkeras.layers.attention import BahdanauAttention, LuongAttention
@@ -236,6 +237,9 @@ class Seq2SeqModel(keras.Model):
         """Logits [B, T, V] and, with attention, the attention weights [B, T, S], reading the true previous tokens."""
         encoded = self.encode(source, training=training)
         embedded = self.dropout(self.target_embedding(decoder_input), training=training)
+        whole = self.decoded_in_one_pass(embedded, encoded, training=training)
+        if whole is not None:
+            return whole
 
         def step(carry, token_embedding):
             new = self.decoder_step(token_embedding, carry, encoded, training=training)
@@ -245,6 +249,27 @@ class Seq2SeqModel(keras.Model):
         features = ops.transpose(stacked["features"], (1, 0, 2))
         weights = ops.transpose(stacked["weights"], (1, 0, 2)) if "weights" in stacked else None
         return self.logits(features, training=training), weights
+
+    def decoded_in_one_pass(self, embedded, encoded: dict, training: bool = False):
+        """Teacher forcing's (logits, attention weights) with each decoder layer run over the whole target in one
+        fused kernel call (layer_classes.cell_over_sequence: on torch), instead of the step loop; None where
+        that cannot be: Bahdanau attention (each step's query is the previous step's state, its context the
+        first layer's input), or no such kernel for the cells. The same numbers as the loop: without Bahdanau's
+        attention a decoder layer's step reads only its input and its own state, and Luong's attention reads the
+        top layer's outputs, all steps at once."""
+        runs = [layer_classes.cell_over_sequence(cell, embedded) for cell in self.decoder_cells]
+        if self.attention_kind == "bahdanau" or None in runs:  # decided before any op (a symbolic build's too)
+            return None
+        x = embedded
+        if self.reads_vector:
+            x = ops.repeat(ops.expand_dims(encoded["vector"], 1), ops.shape(embedded)[1], axis=1)
+        for run, state in zip(runs, encoded["carry"]["states"]):
+            x, _ = run(x, state)
+        weights = None
+        if self.attention_kind == "luong":
+            context, weights = self.attention(x, encoded["memory"], keys=encoded["keys"], source_mask=encoded["mask"])
+            x = self.attentional_state(ops.concatenate([context, x], axis=-1))
+        return self.logits(x, training=training), weights
 
     def call(self, inputs, training: bool = False):
         logits, _ = self.teacher_forced(inputs["source"], inputs["decoder_input"], training=training)
@@ -371,4 +396,7 @@ def build(params: Seq2SeqParams, data: Seq2SeqData) -> Seq2SeqModel:
         decoder_reads=params.decoder_reads,
         name="seq2seq",
     )
-    return built(model, params, data, model.source_embedding, model.target_embedding)
+    # Keras's own recurrent layers, made the torch backend's fused ones once built, as a kept model is when loaded
+    # (layer_classes.fused): a subclassed model's weights file names each layer of a list by its class, so the
+    # model must be made with the classes it is saved and loaded with.
+    return layer_classes.fused(built(model, params, data, model.source_embedding, model.target_embedding))

@@ -125,6 +125,13 @@ def blocks(card: dict[str, Any]) -> list[Block]:
     embedding = card.get("embedding")
     if embedding is not None:  # model.embedding: how much of each vocabulary the word vectors cover
         out.append(("table", _embedding_table(embedding)))
+    padding = card.get("padding")
+    if padding is not None:  # train.batches: by_length
+        if not isinstance(padding, dict):
+            raise TypeError("its padding entry is not a mapping")
+        out.append(("text", f"Padding: {_percent(padding.get('shuffled'))} of the training batches' token slots at "
+                            f"the task's width; {_percent(padding.get('by_length'))} in batches by length "
+                            "(train.batches: by_length)."))
     if card.get("pieces_per_word") is not None:  # a subword tokenizer's: what a token is worth
         out.append(("text", f"Subword pieces per word on the test set: {_number(card['pieces_per_word'])} (a "
                             "per-piece perplexity raised to this power is per word)."))

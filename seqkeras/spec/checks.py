@@ -15,7 +15,7 @@ from seqkeras.errors import SpecError, did_you_mean, shown, unknown_choice
 from seqkeras.spec.outputs import OutputRow, matching
 from seqkeras.spec.runs import ResolvedComponent, decoder_columns
 from seqkeras.spec.sections import EvaluateSpec, ExperimentSpec
-from seqkeras.tasks.base import CLASSIFICATION, TAGGING
+from seqkeras.tasks.base import CLASSIFICATION, REGRESSION, TAGGING
 from seqkeras.tasks.validation import validation_key
 from seqkeras.training.settings import TrainSpec
 
@@ -137,6 +137,13 @@ def check_class_weights(task: ResolvedComponent, model: ResolvedComponent | None
     if model is not None and model.component.abilities_for(model.params).own_loss:
         raise SpecError(f"model kind {model.name!r} here has a loss of its own (a CRF's sequence likelihood), "
                         "which takes no class weights", path="train.class_weights")
+
+
+def check_batches(task: ResolvedComponent, train: TrainSpec) -> None:
+    """Batches by length cut token sequences at their padding: a regression task's real-valued steps have none."""
+    if train.batches == "by_length" and task.component.problem == REGRESSION:
+        raise SpecError("batches by_length cut token sequences to their longest, and a regression task's inputs are "
+                        "real-valued steps without padding: shuffled only", path="train.batches")
 
 
 def check_diagnostics(model: ResolvedComponent, evaluate: EvaluateSpec | None) -> None:

@@ -28,8 +28,8 @@ from seqkeras import catalog
 from seqkeras.errors import SpecError, shown, translate_validation_error, unknown_choice
 from seqkeras.evaluation import metric_catalog
 from seqkeras.spec.checks import (
-    check_class_weights, check_outputs, check_references, check_run, check_sections, check_tune, check_validation,
-    check_validation_metrics,
+    check_batches, check_class_weights, check_outputs, check_references, check_run, check_sections, check_tune,
+    check_validation, check_validation_metrics,
 )
 from seqkeras.spec.runs import Experiment, ResolvedComponent, RunSpec, make_run_id, spec_digest
 from seqkeras.spec.outputs import output_rows
@@ -334,7 +334,7 @@ def _attribute_error(error: SpecError, point: dict[str, Any], set_keys: set[str]
 # Train keys that are in a run's resolved spec (and so its id) only when set to another value than these:
 # added after results existed, whose run ids must not change.
 UNHASHED_DEFAULTS = {"tensorboard": False, "keep_model": True, "reduce_on_plateau": None, "class_weights": None,
-                     "validation_metrics": None, "steps": None, "evaluate_every": None}
+                     "validation_metrics": None, "steps": None, "evaluate_every": None, "batches": "shuffled"}
 # The same for the optimizer's keys added after results existed.
 UNHASHED_OPTIMIZER_DEFAULTS = {"schedule": None, "rho": None}
 
@@ -377,6 +377,7 @@ def resolve_run(spec: ExperimentSpec, run_raw: dict[str, Any]) -> _Resolved:
         check_validation(components["task"], train)
         check_validation_metrics(components["task"], components.get("model"), train)
         check_class_weights(components["task"], components.get("model"), train)
+        check_batches(components["task"], train)
     metrics = check_run(components, evaluate)
     decoders = list(evaluate.decoders) if evaluate else []
     if "task" in components:

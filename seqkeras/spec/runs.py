@@ -47,6 +47,8 @@ class RunSpec:
     # `resolved` as the run id's digest reads it (spec.loader.hashed_spec): the same, but for the metrics of a
     # run that names none, hashed as the defaults were when run ids began.
     hashed: dict[str, Any] = field(default_factory=dict)
+    # Why the command runs on its backend (execution.sweep.choose_backend), for the run's record; not its identity.
+    backend_choice: str = ""
 
     @property
     def is_probe(self) -> bool:

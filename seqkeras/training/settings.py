@@ -107,6 +107,13 @@ class TrainSpec(Params):
         "reduce_on_plateau and checkpoints all go by these evaluations). Default: every epoch."
     )
     batch_size: int = Field(32, ge=1, le=1_000_000, description="Examples per gradient step.")
+    batches: Literal["shuffled", "by_length"] = Field(
+        "shuffled", description="How an epoch's examples are batched: shuffled (a fresh random order each epoch, "
+        "every batch at the task's width) or by_length (shuffled, then sorted by length within pools of 100 "
+        "batches, the batches shuffled, each cut to its longest example rounded up to a multiple of 8: less "
+        "padding to compute, so faster on texts of varied length, with other numbers than shuffled's). Token "
+        "sequences only; the data card gives the share of padding both ways."
+    )
     optimizer: OptimizerSpec = Field(default_factory=OptimizerSpec)
     validation_split: float = Field(
         0.0, ge=0, lt=0.5, description="Share of the training set held out for val_* curves and early stopping "

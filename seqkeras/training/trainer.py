@@ -17,12 +17,12 @@ import keras
 import numpy as np
 import pandas as pd
 
-from seqkeras.backends.fitting import build_before_tracing, lean_loop
+from seqkeras.backends.fitting import build_before_tracing, given_batches, lean_loop
 from seqkeras.registry import KERAS_MODEL, Abilities
 from seqkeras.training.predictions import Predictions
 from seqkeras.training.progress import EpochProgress, ProgressOutput
 from seqkeras.results.folder import write_atomic
-from seqkeras.training import class_weights, convergence, schedules
+from seqkeras.training import batching, class_weights, convergence, schedules
 from seqkeras.training.budget import Budget, Period, Segment
 from seqkeras.training.settings import EarlyStoppingSpec, OptimizerSpec, TrainSpec
 from seqkeras.tasks.base import CLASSIFICATION, REGRESSION, SEQ2SEQ, SequenceData
@@ -230,7 +230,19 @@ class PeriodLoop:
             logs.update(self.validate())
         return logs
 
+    def length_batches(self, segment: Segment) -> list[tuple]:
+        """A segment's batches by length (train.batches: by_length): each (x, y, weights) of its own width."""
+        x, y, weights = self.training
+        batches = batching.epoch_batches(x, len(y), self.spec.batch_size, self.seed, segment.epoch)
+        return [batching.cut(x, y, weights, rows) for rows in batches[segment.first:segment.end]]
+
     def segment(self, segment: Segment, validation: tuple | None, on_step) -> dict[str, float]:
+        if self.spec.batches == batching.BY_LENGTH:
+            batches = self.length_batches(segment)
+            if self.lean is not None:
+                logs = self.lean.train_batches(batches, on_step=on_step)
+                return logs | (lean_validation(self.lean, validation, self.spec.batch_size) if validation else {})
+            return keras_epoch(self.model, given_batches(batches), validation, self.spec, segment.epoch, on_step)
         if self.lean is not None:
             return lean_epoch(self.lean, self.rows(segment), validation, self.spec, on_step)
         return keras_epoch(self.model, self.rows(segment), validation, self.spec, segment.epoch, on_step)
@@ -256,13 +268,17 @@ def scored_validation(train: TrainSpec, score_validation, validation: tuple | No
     return {f"val_{name}": float(value) for name, value in score_validation(validation[0], validation[1]).items()}
 
 
-def keras_epoch(model: keras.Model, epoch_data: tuple, validation: tuple | None, train: TrainSpec, epoch: int,
+def keras_epoch(model: keras.Model, epoch_data, validation: tuple | None, train: TrainSpec, epoch: int,
                 on_step: Callable[[], None] | None = None) -> dict[str, float]:
-    """One epoch on Keras's fit, then validation: its history row. on_step: called after each training step."""
+    """One epoch on Keras's fit, then validation: its history row. `epoch_data`: the epoch's (x, y, weights), in
+    batches of train.batch_size, or its batches made beforehand (`given_batches`). on_step: called after each
+    training step."""
+    given = not isinstance(epoch_data, tuple)
     result = model.fit(
-        *epoch_data[:2],
-        sample_weight=epoch_data[2],
-        batch_size=train.batch_size,
+        *((epoch_data,) if given else epoch_data[:2]),
+        sample_weight=None if given else epoch_data[2],
+        batch_size=None if given else train.batch_size,
+        validation_batch_size=train.batch_size if given else None,
         epochs=epoch + 1,
         initial_epoch=epoch,
         validation_data=validation,

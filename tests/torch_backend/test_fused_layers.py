@@ -219,3 +219,63 @@ def test_a_fused_model_starts_from_the_weights_keras_layers_start_from(kind):
         assert not isinstance(generic.get_layer(f"{kind}_0"), fused_rnn.FusedRNNMixin)
         for a, b in zip(fused.get_layer(f"{kind}_0").get_weights(), generic.get_layer(f"{kind}_0").get_weights()):
             np.testing.assert_array_equal(a, b)
+
+
+# An encoder-decoder's decoder without Bahdanau attention: each layer over the whole target in one kernel call.
+
+SEQ2SEQ_CASES = {
+    "lstm, 2 layers, no attention": dict(cell="lstm", layers=2, attention="none"),
+    "gru, luong attention": dict(cell="gru", attention="luong"),
+    "gru encoder, lstm decoder, luong with layer norm": dict(cell="gru", decoder_cell="lstm", attention="luong",
+                                                             luong_layer_norm=True),
+    "simple_rnn, bidirectional, reads the encoder's vector": dict(cell="simple_rnn", bidirectional=True,
+                                                                   attention="none", decoder_reads="encoder_vector"),
+}
+
+
+@pytest.mark.parametrize("case", SEQ2SEQ_CASES)
+def test_an_encoder_decoder_decodes_the_target_in_one_fused_pass_with_the_step_loops_numbers(case, monkeypatch):
+    from seqkeras.backends import layer_classes
+    from seqkeras.models.seq2seq import Seq2SeqModel
+
+    keras.utils.set_random_seed(0)
+    # No dropout: torch draws a mask in the memory order of the tensor it drops, and the step loop's outputs are a
+    # transposed view, so the same draws would fall on other positions.
+    model = Seq2SeqModel(9, 11, units=UNITS, embedding_dim=FEATURES, **SEQ2SEQ_CASES[case])
+    rng = np.random.default_rng(0)
+    source = torch.tensor([[3, 4, 5, 6, 2], [7, 8, 0, 0, 0], [5, 0, 0, 0, 0]])  # right padding, as tasks give it
+    target = torch.tensor(rng.integers(2, 11, size=(3, 4)))
+    model({"source": source, "decoder_input": target})  # built by the step loop
+
+    def logits_weights_and_gradients():
+        logits, weights = model.teacher_forced(source, target, training=True)
+        loss = (logits * torch.randn(logits.shape, generator=torch.Generator().manual_seed(2))).sum()
+        gradients = torch.autograd.grad(loss, [w.value for w in model.trainable_weights], allow_unused=True)
+        values = [logits, *(g for g in gradients if g is not None)] + ([weights] if weights is not None else [])
+        return [value.detach().numpy() for value in values]
+
+    calls = []
+    original = layer_classes.cell_over_sequence
+    monkeypatch.setattr(layer_classes, "cell_over_sequence",
+                        lambda cell, inputs: calls.append(cell) or original(cell, inputs))
+    fused = logits_weights_and_gradients()
+    assert len(calls) == model.config["layers"] and all(  # every decoder layer took the kernel
+        original(cell, torch.zeros(1, 1, cell.kernel.shape[0])) is not None for cell in calls)
+    monkeypatch.setattr(layer_classes, "cell_over_sequence", lambda cell, inputs: None)
+    stepped = logits_weights_and_gradients()
+    assert scaled_difference(stepped, fused, floor=1e-12) <= TOLERANCE
+
+
+def test_bahdanau_attention_and_cells_with_input_dropout_keep_the_step_loop():
+    from seqkeras.backends import layer_classes
+    from seqkeras.models.seq2seq import Seq2SeqModel
+
+    model = Seq2SeqModel(9, 11, units=UNITS, embedding_dim=FEATURES, attention="bahdanau")
+    source, target = torch.tensor([[3, 4, 0]]), torch.tensor([[2, 5]])
+    model({"source": source, "decoder_input": target})
+    assert model.decoded_in_one_pass(torch.zeros(1, 2, FEATURES), model.encode(source)) is None
+    cell = keras.layers.LSTMCell(UNITS, dropout=0.5)
+    cell.build((1, FEATURES))
+    assert layer_classes.cell_over_sequence(cell, torch.zeros(1, 2, FEATURES)) is None
+    unbuilt = keras.layers.LSTMCell(UNITS)
+    assert layer_classes.cell_over_sequence(unbuilt, torch.zeros(1, 2, FEATURES)) is None

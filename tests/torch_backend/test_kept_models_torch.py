@@ -127,3 +127,25 @@ def test_a_model_kept_the_old_way_on_torch_still_loads_on_torch_and_on_tensorflo
     assert "seqkeras>FusedLSTM" in on_tensorflow.old_way_config
     np.testing.assert_allclose(on_tensorflow.old_way_on_tensorflow, on_tensorflow.old_way_on_torch, rtol=1e-4,
                                atol=1e-6)
+
+
+@pytest.mark.parametrize("cell", ["gru", "lstm"])
+def test_an_encoder_decoder_trains_with_fused_encoder_layers_and_is_kept_and_read_back_with_them(cell):
+    """Its file names each layer of the encoder's list by class (Keras's saving of a subclassed model): made with
+    Keras's classes, saved as them, read back as them, then given the fused ones again, the weights find their
+    places."""
+    import io
+
+    from seqkeras.backends.torch.fused_rnn import FusedRNNMixin
+    from seqkeras.kept import saving
+    from seqkeras.models.seq2seq import build
+    from seqkeras.models.seq2seq_params import Seq2SeqParams
+    from seqkeras.tasks.seq2seq_synthetic import SymbolParams, build_reverse
+
+    data = build_reverse(SymbolParams(n_train=8, n_test=4, max_length=5), seed=0)
+    model = build(Seq2SeqParams(cell=cell, units=4, embedding_dim=4, layers=2, bidirectional=True), data)
+    encoders = [layer for layer in model._flatten_layers() if isinstance(layer, FusedRNNMixin)]
+    assert len(encoders) == 4  # two bidirectional layers' two directions each: PyTorch's kernels in training
+    loaded = saving.keras_model(io.BytesIO(saving.keras_image(model)))
+    assert sum(isinstance(layer, FusedRNNMixin) for layer in loaded._flatten_layers()) == 4
+    np.testing.assert_allclose(predictions(loaded, data.x_test), predictions(model, data.x_test), rtol=1e-6, atol=1e-7)

@@ -54,22 +54,15 @@ class FusedRNNMixin:
 
     def fused_blocker(self) -> str | None:
         """Why this layer's configuration cannot take the fused path (None when it can)."""
-        cell = self.cell
         if keras.backend.backend() != "torch":
             return f"on the {keras.backend.backend()} backend"
         checks = [
-            (cell.recurrent_dropout > 0, "recurrent_dropout > 0"),
             (self.unroll, "unroll=True"),
             (self.stateful, "stateful=True"),
-            (not cell.use_bias, "use_bias=False"),
-            (cell.activation is not activations.tanh, "an activation other than tanh"),
-            (getattr(cell, "recurrent_activation", activations.sigmoid) is not activations.sigmoid,
-             "a recurrent_activation other than sigmoid"),
-            (not getattr(cell, "reset_after", True), "reset_after=False"),
             (getattr(self, "use_cudnn", "auto") is False, "use_cudnn=False"),
-            (self.compute_dtype not in ("float32", "float64"), f"compute dtype {self.compute_dtype}"),
         ]
-        return next((f"with {reason}" for blocked, reason in checks if blocked), None)
+        reason = next((reason for blocked, reason in checks if blocked), None) or cell_blocker(self.cell)
+        return f"with {reason}" if reason else None
 
     def call(self, sequences, initial_state=None, mask=None, training=False):
         """RNN.call, with less around the kernel when the fused path applies and no state is given.
@@ -130,6 +123,49 @@ class FusedRNNMixin:
             go_backwards=self.go_backwards,
             zero_output_for_mask=self.zero_output_for_mask,
         )
+
+
+def cell_blocker(cell) -> str | None:
+    """Why PyTorch's fused kernel cannot compute Keras's recurrent `cell` exactly (None when it can)."""
+    checks = [
+        (cell.recurrent_dropout > 0, "recurrent_dropout > 0"),
+        (not cell.use_bias, "use_bias=False"),
+        (cell.activation is not activations.tanh, "an activation other than tanh"),
+        (getattr(cell, "recurrent_activation", activations.sigmoid) is not activations.sigmoid,
+         "a recurrent_activation other than sigmoid"),
+        (not getattr(cell, "reset_after", True), "reset_after=False"),
+        (cell.compute_dtype not in ("float32", "float64"), f"compute dtype {cell.compute_dtype}"),
+    ]
+    return next((reason for blocked, reason in checks if blocked), None)
+
+
+CELL_KINDS = {keras.layers.SimpleRNNCell: "simple_rnn", keras.layers.LSTMCell: "lstm", keras.layers.GRUCell: "gru"}
+
+
+def cell_over_sequence(cell, like):
+    """`run(inputs, states)` → (outputs [B, T, units], final states): Keras's `cell` stepped over every step of
+    `inputs` [B, T, features] from `states` (no mask), in one call of PyTorch's fused kernel, the numbers a loop of
+    the cell's calls gives. None where the kernel cannot give them: off torch, a cell not yet built, one with input
+    dropout or another blocker (`cell_blocker`), or tensors like `like` without values (Keras's symbolic build on
+    torch's meta device).
+
+    For a model that steps cells itself (an encoder-decoder's decoder) where no step reads what an earlier one
+    computed beyond the cell's own state: teacher forcing without input feeding."""
+    if (keras.backend.backend() != "torch" or type(cell) not in CELL_KINDS or not cell.built or cell.dropout
+            or cell_blocker(cell) is not None or like.device.type == "meta"):
+        return None
+    from seqkeras.backends.torch import rnn_kernels  # imports torch: only reached on the torch backend
+
+    kind = CELL_KINDS[type(cell)]
+
+    def run(inputs, states):
+        weights = [w.value for w in (cell.kernel, cell.recurrent_kernel, cell.bias)]
+        _, outputs, final = rnn_kernels.fused_rnn(kind, inputs.to(weights[0].dtype), list(states),
+                                                  rnn_kernels.torch_weights(kind, *weights), None,
+                                                  go_backwards=False, zero_output_for_mask=False)
+        return outputs, final
+
+    return run
 
 
 @keras_serializable

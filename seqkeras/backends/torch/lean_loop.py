@@ -24,7 +24,7 @@ a step where the plain PyTorch script takes 12: about 1 ms in the fit loop,
   its metric sees on torch, see `_loss_and_accuracy`), and read once per epoch.
 
 It applies only to what the suite compiles with `training.loss_and_metrics()`
-on torch: one input, one output, that loss and that accuracy, Keras's own
+on torch: one output (from one input, or a dict of them), that loss and that accuracy, Keras's own
 `train_step`, `test_step` and `compute_loss` (regularization and `add_loss`
 losses are added as `compute_loss` adds them). `unsupported(model)` says why
 not otherwise, and `training.fit` then uses Keras's fit. This module imports
@@ -37,6 +37,7 @@ from collections.abc import Callable
 
 import keras
 import torch
+from keras.src.models.functional import Functional
 
 from seqkeras.backends.losses import SUITE_ACCURACY, SUITE_LOSS, suite_function
 from seqkeras.backends.torch import adam, layer_chain
@@ -49,8 +50,7 @@ def unsupported(model: keras.Model) -> str | None:
         (lambda: any(getattr(type(model), name) is not getattr(keras.Model, name)
                      for name in ("train_step", "test_step", "compute_loss", "compute_metrics")),
          "the model has its own training step, loss or metrics"),
-        (lambda: len(getattr(model, "inputs", None) or ()) != 1 or len(getattr(model, "outputs", None) or ()) != 1,
-         "the model has not one input and one output"),
+        (lambda: isinstance(model, Functional) and len(model.outputs) != 1, "the model has not one output"),
         (lambda: model.loss is None or model.loss is not suite_function(SUITE_LOSS),
          "the model is not compiled with the suite's loss"),
         (lambda: not _is_suite_accuracy(model._compile_metrics), "the model is not compiled with the suite's accuracy"),
@@ -96,14 +96,20 @@ class LeanLoop:
                     on_step: Callable[[], None] | None = None) -> dict[str, float]:
         """One pass over (x, y, sample_weight) in order, batch by batch: {"loss", "accuracy"}. on_step: called
         after each step (a progress bar's); it reads no value, so it waits for no kernel."""
-        model = self.model
         x, y, sample_weight = _tensor(x), _targets(y), _tensor(sample_weight)
+        return self.train_batches(((_rows(x, rows), y[rows], sample_weight[rows] if sample_weight is not None else None)
+                                   for rows in _batches(len(y), batch_size)), on_step)
+
+    def train_batches(self, batches, on_step: Callable[[], None] | None = None) -> dict[str, float]:
+        """One pass over `batches`, each (x, y, sample_weight or None) of arrays or tensors (views of the epoch's,
+        from `train_epoch`; batches of their own width, `train.batches: by_length`): {"loss", "accuracy"}."""
+        model = self.model
         totals = _Totals()
         model.train()  # torch's module mode, as Keras's fit sets it
-        for rows in _batches(len(y), batch_size):
-            batch_weight = sample_weight[rows] if sample_weight is not None else None
-            y_pred = self.forward(x[rows], training=True)
-            loss, accuracy, weight = _loss_and_accuracy(self.functions, y[rows], y_pred, batch_weight,
+        for x, y, batch_weight in batches:
+            x, y, batch_weight = _tensor(x), _targets(y), _tensor(batch_weight)  # tensors already: as they are
+            y_pred = self.forward(x, training=True)
+            loss, accuracy, weight = _loss_and_accuracy(self.functions, y, y_pred, batch_weight,
                                                         self.reuse_probabilities)
             loss = self._with_added_losses(loss)
             for parameter in self.parameters:
@@ -115,7 +121,7 @@ class LeanLoop:
                     self.update(gradients)
                 else:
                     model.optimizer.apply(gradients, self.weights)
-                totals.add(loss, rows.stop - rows.start, accuracy, weight)
+                totals.add(loss, len(y), accuracy, weight)
             # Free this step's (batch, length, vocabulary) tensors (the softmax, its logits, their
             # gradient) before the next forward allocates its own: fewer fresh pages from the OS.
             del y_pred, loss, accuracy, weight, gradients
@@ -130,7 +136,7 @@ class LeanLoop:
         x, y, sample_weight = _tensor(x), _targets(y), _tensor(sample_weight)
         totals = _Totals()
         for rows in _batches(len(y), batch_size):
-            y_pred = self.forward(x[rows], training=False)
+            y_pred = self.forward(_rows(x, rows), training=False)
             batch_weight = sample_weight[rows] if sample_weight is not None else None
             loss, accuracy, weight = _loss_and_accuracy(self.functions, y[rows], y_pred, batch_weight)
             totals.add(self._with_added_losses(loss), rows.stop - rows.start, accuracy, weight)
@@ -146,8 +152,14 @@ class LeanLoop:
 
 
 def _tensor(array):
-    """The epoch's array as one tensor on Keras's device (its batches are then views of it)."""
-    return None if array is None else keras.ops.convert_to_tensor(array)
+    """The epoch's array (or each of a dict of them: an encoder-decoder's source and decoder input) as one tensor on
+    Keras's device (its batches are then views of it)."""
+    return None if array is None else keras.tree.map_structure(keras.ops.convert_to_tensor, array)
+
+
+def _rows(x, rows: slice):
+    """A batch of the inputs: a view of the tensor, or of each of a dict of them."""
+    return x[rows] if isinstance(x, torch.Tensor) else keras.tree.map_structure(lambda tensor: tensor[rows], x)
 
 
 def _targets(array):

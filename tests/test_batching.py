@@ -1,0 +1,124 @@
+"""Batches by length (train.batches: by_length, training/batching.py): which rows share a batch, how each batch is
+cut, what it saves, and a run that trains so on Keras's fit (the torch lean loop's: tests/torch_backend)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from seqkeras.training import batching
+from tests.helpers import run_cli
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def right_padded(lengths, width=30, seed=0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    rows = np.zeros((len(lengths), width), dtype="int32")
+    for row, length in enumerate(lengths):
+        rows[row, :length] = rng.integers(1, 50, size=length)  # id 1 (<unk>) included: only 0 is padding
+    return rows
+
+
+LENGTHS = np.random.default_rng(1).integers(0, 31, size=1000)
+
+
+def test_each_epoch_batches_every_row_once_in_as_many_batches_as_shuffled_and_groups_similar_lengths():
+    x = right_padded(LENGTHS)
+    assert list(batching.lengths(x)) == list(LENGTHS)
+    first = batching.epoch_batches(x, len(x), 16, seed=3, epoch=0)
+    assert len(first) == -(-1000 // 16)  # the same steps per epoch as shuffled's
+    assert sorted(np.concatenate(first)) == list(range(1000))
+    assert sum(len(batch) < 16 for batch in first) == 1  # only the last pool's last batch is partial
+    spreads = [np.ptp(LENGTHS[batch]) for batch in first]
+    assert np.median(spreads) <= 1  # 30 lengths over pools of 1,600 rows: a batch holds one or two lengths
+    again = batching.epoch_batches(x, len(x), 16, seed=3, epoch=0)
+    assert all(np.array_equal(a, b) for a, b in zip(first, again))  # seeded: a resumed run sees the same batches
+    second = batching.epoch_batches(x, len(x), 16, seed=3, epoch=1)
+    assert not all(np.array_equal(a, b) for a, b in zip(first, second))  # a new grouping and order each epoch
+    # The batches' order is shuffled: not short to long.
+    means = [LENGTHS[batch].mean() for batch in first]
+    assert means != sorted(means) and means != sorted(means, reverse=True)
+
+
+def test_a_batch_is_cut_to_its_longest_row_rounded_up_to_eight_and_per_row_arrays_stay_whole():
+    x = right_padded([3, 9, 2, 0, 30])
+    tags, weights, labels = x * 2, (x != 0).astype("float32"), np.arange(5)
+    batch_x, batch_y, batch_weights = batching.cut(x, tags, weights, np.array([0, 2, 3]))
+    assert batch_x.shape == (3, 8) and np.array_equal(batch_x, x[[0, 2, 3], :8])
+    assert np.array_equal(batch_y, tags[[0, 2, 3], :8]) and np.array_equal(batch_weights, weights[[0, 2, 3], :8])
+    assert batching.cut(x, tags, None, np.array([1, 0]))[0].shape == (2, 16)
+    assert batching.cut(x, tags, None, np.array([4]))[0].shape == (1, 30)  # never past the task's width
+    assert batching.cut(x, tags, None, np.array([3]))[0].shape == (1, 8)  # an empty row keeps one step
+    _, batch_labels, row_weights = batching.cut(x, labels, np.ones(5), np.array([4, 0]))
+    assert list(batch_labels) == [4, 0] and list(row_weights) == [1, 1]
+
+
+def test_an_encoder_decoders_source_and_target_are_each_cut_to_their_own_longest():
+    source, target = right_padded([5, 12, 3], width=20), right_padded([2, 3, 17], width=24, seed=1)
+    rows = np.array([0, 1])
+    batch_x, batch_y, batch_weights = batching.cut({"source": source, "decoder_input": target}, target + 1,
+                                                   (target != 0).astype("float32"), rows)
+    assert batch_x["source"].shape == (2, 16) and batch_x["decoder_input"].shape == (2, 8)
+    assert batch_y.shape == batch_weights.shape == (2, 8)
+    # Sorted by source length first, then target length.
+    order = np.concatenate(batching.epoch_batches({"source": source, "decoder_input": target}, 3, 3, 0, 0))
+    assert list(order) == [2, 0, 1]
+
+
+def test_the_share_of_padding_both_ways():
+    shares = batching.padding(right_padded(LENGTHS), 16, seed=0)
+    assert shares["shuffled"] == pytest.approx(1 - LENGTHS.sum() / (1000 * 30))
+    assert shares["by_length"] < shares["shuffled"] / 2
+    uniform = batching.padding(right_padded([30] * 64), 16, seed=0)
+    assert uniform == {"shuffled": 0.0, "by_length": 0.0}
+
+
+REVIEWS = f"""
+    version: 1
+    name: reviews
+    task: {{name: text_classification_file, path: {REPO / "experiments/examples/data/reviews.csv"}, test_share: 0.2,
+           validation_share: 0.1}}
+    model: {{kind: classifier, units: 8, embedding_dim: 8}}
+    train: {{epochs: 2, batch_size: 16, verbose: 0, batches: by_length, early_stopping: {{monitor: val_loss}}}}
+"""
+
+
+def test_a_run_trains_on_batches_by_length_says_what_padding_it_saved_and_keeps_the_ids_of_shuffled_runs(
+        write_spec, tmp_path, capsys):
+    code, out, err = run_cli(capsys, "run", write_spec(REVIEWS), "--out", tmp_path)
+    assert code == 0, out + err
+    runs = pd.read_csv(tmp_path / "reviews" / "runs.csv")
+    assert list(runs.status) == ["ok"]
+    folder = tmp_path / "reviews" / runs.run_id[0]
+    assert "batches: by_length" in (folder / "spec.yaml").read_text()
+    assert len(pd.read_csv(folder / "history.csv")) == 2
+    padding = json.loads((folder / "data_card.json").read_text())["padding"]
+    assert 0 <= padding["by_length"] < padding["shuffled"]  # short reviews: rounded up to 8 or 16 words
+    card = (tmp_path / "reviews" / "data_card.md").read_text()
+    assert f"Padding: {100 * padding['shuffled']:.1f}% of the training batches' token slots" in card
+    # Shuffled, the default, is left out of a run's id as before the option existed: the same spec without the key
+    # and with it at its default plan the same run.
+    plain = write_spec(REVIEWS.replace("batches: by_length, ", ""), "plain.yaml")
+    said = write_spec(REVIEWS.replace("batches: by_length", "batches: shuffled"), "said.yaml")
+    planned = [re.findall(r"seed=0_\w+", run_cli(capsys, "run", spec, "--out", tmp_path / "plans", "--dry-run").out)
+               for spec in (plain, said)]
+    assert planned[0] == planned[1] and len(planned[0]) == 1 and planned[0] != [runs.run_id[0]]
+
+
+def test_batches_by_length_are_refused_for_real_valued_steps(write_spec, capsys):
+    spec = write_spec("""
+        version: 1
+        name: adding
+        task: {name: adding, length: 10, n_train: 32, n_test: 8}
+        model: {kind: regressor, units: 4}
+        train: {batches: by_length}
+    """)
+    code, out, err = run_cli(capsys, "validate", spec)
+    assert code == 2
+    assert "train.batches" in err and "regression" in err and "Traceback" not in err
