@@ -172,7 +172,8 @@ def auto_backend(experiments) -> tuple[str, str]:
         order = run.model.component.fastest_backends(run.model.params) if run.model is not None else ()
         preferred = next((name for name in order if name in installed), general)
         votes[preferred] += 1
-        kinds.setdefault(preferred, set()).add(run.model.name if run.model is not None else "")
+        if run.model is not None:
+            kinds.setdefault(preferred, set()).add(run.model.name)
     backend = max(installed, key=lambda name: (votes[name], -installed.index(name)))
     others = ", ".join(f"--backend {name}" for name in BACKEND_PACKAGES if name != backend)
     if backend == general:

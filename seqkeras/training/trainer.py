@@ -237,15 +237,12 @@ class PeriodLoop:
         return [batching.cut(x, y, weights, rows) for rows in batches[segment.first:segment.end]]
 
     def segment(self, segment: Segment, validation: tuple | None, on_step) -> dict[str, float]:
-        if self.spec.batches == batching.BY_LENGTH:
-            batches = self.length_batches(segment)
-            if self.lean is not None:
-                logs = self.lean.train_batches(batches, on_step=on_step)
-                return logs | (lean_validation(self.lean, validation, self.spec.batch_size) if validation else {})
-            return keras_epoch(self.model, given_batches(batches), validation, self.spec, segment.epoch, on_step)
+        by_length = self.spec.batches == batching.BY_LENGTH
+        epoch_data = self.length_batches(segment) if by_length else self.rows(segment)
         if self.lean is not None:
-            return lean_epoch(self.lean, self.rows(segment), validation, self.spec, on_step)
-        return keras_epoch(self.model, self.rows(segment), validation, self.spec, segment.epoch, on_step)
+            return lean_epoch(self.lean, epoch_data, validation, self.spec, on_step)
+        return keras_epoch(self.model, given_batches(epoch_data) if by_length else epoch_data, validation, self.spec,
+                           segment.epoch, on_step)
 
     def validate(self) -> dict[str, float]:
         if self.lean is not None:
@@ -307,11 +304,15 @@ class StepCallback(keras.callbacks.Callback):
         self.on_step()
 
 
-def lean_epoch(lean, epoch_data: tuple, validation: tuple | None, train: TrainSpec,
+def lean_epoch(lean, epoch_data: tuple | list[tuple], validation: tuple | None, train: TrainSpec,
                on_step: Callable[[], None] | None = None) -> dict[str, float]:
     """One epoch on the lean loop, then validation: the history row Keras's fit would give (loss, accuracy, val_*).
-    on_step: called after each training step."""
-    logs = lean.train_epoch(*epoch_data, batch_size=train.batch_size, on_step=on_step)
+    `epoch_data`: the epoch's (x, y, weights), in batches of train.batch_size, or its batches made beforehand (a
+    list). on_step: called after each training step."""
+    if isinstance(epoch_data, tuple):
+        logs = lean.train_epoch(*epoch_data, batch_size=train.batch_size, on_step=on_step)
+    else:
+        logs = lean.train_batches(epoch_data, on_step=on_step)
     if validation is not None:
         logs.update(lean_validation(lean, validation, train.batch_size))
     return logs
