@@ -21,13 +21,12 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import sys
-import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from seqkeras_command import finished_run, spec_without_backend  # noqa: E402
+from seqkeras_command import taking_turns  # noqa: E402
 
 SPEC = HERE.parent / "experiments" / "published" / "keras_addition.yaml"
 GOAL = 0.95  # fastest backend's seconds / the default's
@@ -43,18 +42,14 @@ def measure(tiny: bool = False, epochs: int = EPOCHS, rounds: int = ROUNDS) -> l
     size = TINY if tiny else ["--set", f"train.epochs={epochs}"]
     rounds = 1 if tiny else rounds
     installed = [name for name in BACKENDS if importlib.util.find_spec(name)]
-    variants = {"default": [], **{name: ["--backend", name] for name in installed}}
-    walls: dict[str, list[float]] = {name: [] for name in variants}
-    training: dict[str, list[float]] = {name: [] for name in variants}
-    ran_on = ""
-    with tempfile.TemporaryDirectory() as folder:
-        spec = spec_without_backend(SPEC, Path(folder))
-        for round_ in range(rounds):  # the variants take turns, so that whatever else loads the machine loads all
-            for name, options in variants.items():
-                wall, runs = finished_run(spec, Path(folder) / f"{name}-{round_}", [*ONE_RUN, *size, *options])
-                walls[name].append(wall)
-                training[name].append(float(runs["train_seconds"][0]))
-                ran_on = str(runs["backend"][0]) if name == "default" else ran_on
+    variants = {name: [*ONE_RUN, *size, *options]
+                for name, options in {"default": [], **{name: ["--backend", name] for name in installed}}.items()}
+    # Per variant and round: (wall seconds, training seconds, the backend it ran on).
+    measured = taking_turns(SPEC, variants, rounds, lambda wall, runs, _: (
+        wall, float(runs["train_seconds"][0]), str(runs["backend"][0])))
+    walls = {name: [wall for wall, _, _ in rounds_] for name, rounds_ in measured.items()}
+    training = {name: [seconds for _, seconds, _ in rounds_] for name, rounds_ in measured.items()}
+    ran_on = measured["default"][0][2]
     best = {name: min(seconds) for name, seconds in walls.items()}  # each variant's least disturbed round
     fastest = min(installed, key=best.get)
     ratio = best[fastest] / best["default"]

@@ -15,13 +15,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from seqkeras_command import finished_run, spec_without_backend  # noqa: E402
+from seqkeras_command import taking_turns  # noqa: E402
 
 SPEC = HERE.parent / "experiments" / "compare" / "sentiment.yaml"
 GOAL = 1.5  # shuffled's training seconds / by_length's
@@ -33,20 +32,18 @@ TINY = ["--set", "train.epochs=1"]
 
 def measure(tiny: bool = False, rounds: int = ROUNDS) -> list[dict]:
     rounds = 1 if tiny else rounds
-    seconds: dict[str, list[float]] = {"shuffled": [], "by_length": []}
-    accuracy, backend, padding = {}, "", {}
-    with tempfile.TemporaryDirectory() as folder:
-        spec = spec_without_backend(SPEC, Path(folder))
-        for round_ in range(rounds):
-            for batches in seconds:
-                out = Path(folder) / f"{batches}-{round_}"
-                _, runs = finished_run(spec, out, [*ONE_RUN, *(TINY if tiny else []),
-                                                   "--set", f"train.batches={batches}"])
-                seconds[batches].append(float(runs["train_seconds"][0]))
-                accuracy[batches], backend = float(runs["accuracy"][0]), str(runs["backend"][0])
-                if batches == "by_length":
-                    card = out / "sentiment" / runs["run_id"][0] / "data_card.json"
-                    padding = json.loads(card.read_text(encoding="utf-8"))["padding"]
+    variants = {batches: [*ONE_RUN, *(TINY if tiny else []), "--set", f"train.batches={batches}"]
+                for batches in ("shuffled", "by_length")}
+
+    def read(_, runs, out):
+        """(training seconds, test accuracy, backend, the data card's padding shares)."""
+        card = json.loads((out / "sentiment" / runs["run_id"][0] / "data_card.json").read_text(encoding="utf-8"))
+        return float(runs["train_seconds"][0]), float(runs["accuracy"][0]), str(runs["backend"][0]), card.get("padding")
+
+    measured = taking_turns(SPEC, variants, rounds, read)
+    seconds = {batches: [row[0] for row in rows] for batches, rows in measured.items()}
+    accuracy = {batches: rows[-1][1] for batches, rows in measured.items()}
+    backend, padding = measured["by_length"][-1][2], measured["by_length"][-1][3]
     best = {batches: min(values) for batches, values in seconds.items()}
     ratio = best["shuffled"] / best["by_length"]
     size = "1 epoch" if tiny else "3 epochs"

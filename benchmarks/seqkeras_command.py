@@ -54,3 +54,19 @@ def finished_run(spec: Path, out: Path, options: list[str]):
     if result.returncode not in (0, 1) or runs is None or set(runs["status"]) != {"ok"}:
         raise RuntimeError(f"seqkeras run {' '.join(options)} failed:\n{result.stdout[-2000:]}{result.stderr[-2000:]}")
     return wall, runs
+
+
+def taking_turns(spec: Path, variants: dict[str, list[str]], rounds: int, read) -> dict[str, list]:
+    """Each variant's `seqkeras run` (`finished_run` with its options) of a copy of `spec` without its backend, the
+    variants taking turns for `rounds` rounds, so that whatever else loads the machine loads them all; each on a
+    fresh results folder. Per variant, each round's `read(wall seconds, runs.csv, the results folder)`."""
+    import tempfile
+
+    measured: dict[str, list] = {name: [] for name in variants}
+    with tempfile.TemporaryDirectory() as folder:
+        copy = spec_without_backend(spec, Path(folder))
+        for round_ in range(rounds):
+            for name, options in variants.items():
+                out = Path(folder) / f"{name}-{round_}"
+                measured[name].append(read(*finished_run(copy, out, options), out))
+    return measured

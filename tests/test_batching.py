@@ -31,15 +31,16 @@ LENGTHS = np.random.default_rng(1).integers(0, 31, size=1000)
 def test_each_epoch_batches_every_row_once_in_as_many_batches_as_shuffled_and_groups_similar_lengths():
     x = right_padded(LENGTHS)
     assert list(batching.lengths(x)) == list(LENGTHS)
-    first = batching.epoch_batches(x, len(x), 16, seed=3, epoch=0)
+    keys = batching.row_lengths(x)
+    first = batching.epoch_batches(keys, 16, seed=3, epoch=0)
     assert len(first) == -(-1000 // 16)  # the same steps per epoch as shuffled's
     assert sorted(np.concatenate(first)) == list(range(1000))
     assert sum(len(batch) < 16 for batch in first) == 1  # only the last pool's last batch is partial
     spreads = [np.ptp(LENGTHS[batch]) for batch in first]
     assert np.median(spreads) <= 1  # 30 lengths over pools of 1,600 rows: a batch holds one or two lengths
-    again = batching.epoch_batches(x, len(x), 16, seed=3, epoch=0)
+    again = batching.epoch_batches(keys, 16, seed=3, epoch=0)
     assert all(np.array_equal(a, b) for a, b in zip(first, again))  # seeded: a resumed run sees the same batches
-    second = batching.epoch_batches(x, len(x), 16, seed=3, epoch=1)
+    second = batching.epoch_batches(keys, 16, seed=3, epoch=1)
     assert not all(np.array_equal(a, b) for a, b in zip(first, second))  # a new grouping and order each epoch
     # The batches' order is shuffled: not short to long.
     means = [LENGTHS[batch].mean() for batch in first]
@@ -49,25 +50,26 @@ def test_each_epoch_batches_every_row_once_in_as_many_batches_as_shuffled_and_gr
 def test_a_batch_is_cut_to_its_longest_row_rounded_up_to_eight_and_per_row_arrays_stay_whole():
     x = right_padded([3, 9, 2, 0, 30])
     tags, weights, labels = x * 2, (x != 0).astype("float32"), np.arange(5)
-    batch_x, batch_y, batch_weights = batching.cut(x, tags, weights, np.array([0, 2, 3]))
+    keys = batching.row_lengths(x)
+    batch_x, batch_y, batch_weights = batching.cut(x, tags, weights, np.array([0, 2, 3]), keys)
     assert batch_x.shape == (3, 8) and np.array_equal(batch_x, x[[0, 2, 3], :8])
     assert np.array_equal(batch_y, tags[[0, 2, 3], :8]) and np.array_equal(batch_weights, weights[[0, 2, 3], :8])
-    assert batching.cut(x, tags, None, np.array([1, 0]))[0].shape == (2, 16)
-    assert batching.cut(x, tags, None, np.array([4]))[0].shape == (1, 30)  # never past the task's width
-    assert batching.cut(x, tags, None, np.array([3]))[0].shape == (1, 8)  # an empty row keeps one step
-    _, batch_labels, row_weights = batching.cut(x, labels, np.ones(5), np.array([4, 0]))
+    assert batching.cut(x, tags, None, np.array([1, 0]), keys)[0].shape == (2, 16)
+    assert batching.cut(x, tags, None, np.array([4]), keys)[0].shape == (1, 30)  # never past the task's width
+    assert batching.cut(x, tags, None, np.array([3]), keys)[0].shape == (1, 8)  # an empty row keeps one step
+    _, batch_labels, row_weights = batching.cut(x, labels, np.ones(5), np.array([4, 0]), keys)
     assert list(batch_labels) == [4, 0] and list(row_weights) == [1, 1]
 
 
 def test_an_encoder_decoders_source_and_target_are_each_cut_to_their_own_longest():
     source, target = right_padded([5, 12, 3], width=20), right_padded([2, 3, 17], width=24, seed=1)
-    rows = np.array([0, 1])
-    batch_x, batch_y, batch_weights = batching.cut({"source": source, "decoder_input": target}, target + 1,
-                                                   (target != 0).astype("float32"), rows)
+    x, rows = {"source": source, "decoder_input": target}, np.array([0, 1])
+    keys = batching.row_lengths(x)
+    batch_x, batch_y, batch_weights = batching.cut(x, target + 1, (target != 0).astype("float32"), rows, keys)
     assert batch_x["source"].shape == (2, 16) and batch_x["decoder_input"].shape == (2, 8)
     assert batch_y.shape == batch_weights.shape == (2, 8)
     # Sorted by source length first, then target length.
-    order = np.concatenate(batching.epoch_batches({"source": source, "decoder_input": target}, 3, 3, 0, 0))
+    order = np.concatenate(batching.epoch_batches(keys, 3, 3, 0))
     assert list(order) == [2, 0, 1]
 
 

@@ -164,8 +164,8 @@ def auto_backend(experiments) -> tuple[str, str]:
     own order, `AUTO_PREFERENCE`, for a kind that declares none, and between backends as many runs prefer)."""
     general = resolve_backend(AUTO)
     # A process that has imported Keras already (the Python API's caller's) can run only on that backend.
-    others = [] if loaded_keras_backend() else [name for name in installed_backends() if name != general]
-    installed = [general, *others]
+    elsewhere = [] if loaded_keras_backend() else [name for name in installed_backends() if name != general]
+    installed = [general, *elsewhere]
     votes: Counter[str] = Counter()
     kinds: dict[str, set[str]] = {}
     for run in (run for experiment in experiments for run in experiment.runs):

@@ -17,6 +17,7 @@ from seqkeras.spec.runs import ResolvedComponent, decoder_columns
 from seqkeras.spec.sections import EvaluateSpec, ExperimentSpec
 from seqkeras.tasks.base import CLASSIFICATION, REGRESSION, TAGGING
 from seqkeras.tasks.validation import validation_key
+from seqkeras.training.batching import BY_LENGTH
 from seqkeras.training.settings import TrainSpec
 
 
@@ -141,7 +142,7 @@ def check_class_weights(task: ResolvedComponent, model: ResolvedComponent | None
 
 def check_batches(task: ResolvedComponent, train: TrainSpec) -> None:
     """Batches by length cut token sequences at their padding: a regression task's real-valued steps have none."""
-    if train.batches == "by_length" and task.component.problem == REGRESSION:
+    if train.batches == BY_LENGTH and task.component.problem == REGRESSION:
         raise SpecError("batches by_length cut token sequences to their longest, and a regression task's inputs are "
                         "real-valued steps without padding: shuffled only", path="train.batches")
 

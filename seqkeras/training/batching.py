@@ -41,10 +41,11 @@ def row_lengths(x) -> list[np.ndarray]:
     return [lengths(x)]
 
 
-def epoch_batches(x, rows: int, batch_size: int, seed: int, epoch: int) -> list[np.ndarray]:
-    """The epoch's batches, by length: each an array of row indices (see the module's steps 1-3)."""
+def epoch_batches(keys: list[np.ndarray], batch_size: int, seed: int, epoch: int) -> list[np.ndarray]:
+    """The epoch's batches, by length: each an array of row indices (see the module's steps 1-3). `keys`: the rows'
+    lengths (`row_lengths`), read once for every epoch."""
+    rows = len(keys[0])
     order = np.random.default_rng([seed, epoch]).permutation(rows)
-    keys = row_lengths(x)
     pool = batch_size * POOL_BATCHES
     batches = []
     for start in range(0, rows, pool):
@@ -61,19 +62,18 @@ def width(batch_lengths: np.ndarray, full: int) -> int:
     return min(-(-longest // WIDTH_STEP) * WIDTH_STEP, full)
 
 
-def cut(x, y, weights, rows: np.ndarray):
-    """The batch `rows` of (x, y, weights), each side cut to its width. Arrays of one value per row (a class, a
-    row's weight) are taken whole; arrays of one value per token follow the width of the tokens they align with."""
+def cut(x, y, weights, rows: np.ndarray, keys: list[np.ndarray]):
+    """The batch `rows` of (x, y, weights), each side cut to its width (from `keys`, the rows' `row_lengths`).
+    Arrays of one value per row (a class, a row's weight) are taken whole; arrays of one value per token follow the
+    width of the tokens they align with."""
     if isinstance(x, dict):
-        source, target = x["source"][rows], x["decoder_input"][rows]
-        keep_source = width(lengths(source), source.shape[1])
-        keep_target = width(lengths(target), target.shape[1])
-        batch_x = {"source": source[:, :keep_source], "decoder_input": target[:, :keep_target]}
+        source, target = x["source"], x["decoder_input"]
+        keep_source, keep_target = (width(key[rows], full.shape[1]) for key, full in zip(keys, (source, target)))
+        batch_x = {"source": source[rows, :keep_source], "decoder_input": target[rows, :keep_target]}
         aligned = target.shape[1], keep_target
     else:
-        tokens = x[rows]
-        keep = width(lengths(tokens), tokens.shape[1])
-        batch_x, aligned = tokens[:, :keep], (tokens.shape[1], keep)
+        keep = width(keys[0][rows], x.shape[1])
+        batch_x, aligned = x[rows, :keep], (x.shape[1], keep)
 
     def per_token(array):
         if array is None:
@@ -93,6 +93,6 @@ def padding(x, batch_size: int, seed: int) -> dict[str, float]:
     tokens = sum(int(key.sum()) for key in keys)
     slots_padded = rows * sum(widths)
     slots_by_length = sum(len(batch) * sum(width(key[batch], full) for key, full in zip(keys, widths))
-                          for batch in epoch_batches(x, rows, batch_size, seed, 0))
+                          for batch in epoch_batches(keys, batch_size, seed, 0))
     return {"shuffled": 1 - tokens / slots_padded if slots_padded else 0.0,
             "by_length": 1 - tokens / slots_by_length if slots_by_length else 0.0}

@@ -211,6 +211,9 @@ class PeriodLoop:
                  seed: int, budget: Budget):
         self.model, self.lean, self.training, self.validation = model, lean, training, validation
         self.spec, self.seed, self.budget = train, seed, budget
+        # train.batches by_length: the training rows' lengths, and the last epoch's batches (epoch, batches).
+        self.lengths: list[np.ndarray] | None = None
+        self.epoch_batches: tuple[int | None, list[np.ndarray]] = (None, [])
 
     def rows(self, segment: Segment) -> tuple:
         """A segment's (x, y, weights): its epoch's seeded permutation, batches [first, end)."""
@@ -231,10 +234,17 @@ class PeriodLoop:
         return logs
 
     def length_batches(self, segment: Segment) -> list[tuple]:
-        """A segment's batches by length (train.batches: by_length): each (x, y, weights) of its own width."""
+        """A segment's batches by length (train.batches: by_length): each (x, y, weights) of its own width. The
+        rows' lengths are read once, and each epoch's batches made once for all its segments (a step budget
+        evaluated every few steps cuts an epoch into many)."""
         x, y, weights = self.training
-        batches = batching.epoch_batches(x, len(y), self.spec.batch_size, self.seed, segment.epoch)
-        return [batching.cut(x, y, weights, rows) for rows in batches[segment.first:segment.end]]
+        if self.lengths is None:
+            self.lengths = batching.row_lengths(x)
+        if self.epoch_batches[0] != segment.epoch:
+            self.epoch_batches = (segment.epoch, batching.epoch_batches(self.lengths, self.spec.batch_size, self.seed,
+                                                                        segment.epoch))
+        return [batching.cut(x, y, weights, rows, self.lengths)
+                for rows in self.epoch_batches[1][segment.first:segment.end]]
 
     def segment(self, segment: Segment, validation: tuple | None, on_step) -> dict[str, float]:
         by_length = self.spec.batches == batching.BY_LENGTH
