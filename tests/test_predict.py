@@ -199,8 +199,19 @@ def test_decoders_are_read_as_a_spec_writes_them():
 # --------------------------------------------------------------------------- bad input
 
 
-def listing(root: Path) -> list[tuple[str, int]]:
-    return sorted((str(p.relative_to(root)), p.stat().st_size) for p in root.rglob("*"))
+def listing(root: Path, experiments: set[str] | None = None) -> list[tuple[str, int]]:
+    """Every file under `root` and its size; with `experiments`, only those of these experiments (the folder, its
+    .lock and .trained markers): the shared trained runs' root, where other workers make other experiments."""
+    def kept(path: Path) -> bool:  # decided before the file is read: another worker may be removing it
+        return experiments is None or path.parts[0].removesuffix(".lock").removesuffix(".trained") in experiments
+
+    return sorted((str(relative), (root / relative).stat().st_size)
+                  for relative in (p.relative_to(root) for p in root.rglob("*")) if kept(relative))
+
+
+def finished_experiments(root: Path) -> set[str]:
+    """The experiments of the shared trained runs' root that are finished (tests/trained_runs.py marks them)."""
+    return {marker.name.removesuffix(".trained") for marker in root.glob("*.trained")}
 
 
 @pytest.mark.parametrize("case", ["not a run folder", "no kept model", "a decoder for a classifier",
@@ -228,12 +239,16 @@ def test_bad_input_is_one_line_naming_it_and_exit_2(folders, capsys, tmp_path, c
         "a bad regression": ([folders["regressor"], "--text", "1,2,3 4"], "steps of 2 finite number"),
         "a regression step short of features": ([folders["regressor"], "--text", "1 2"], "needs 2 finite number"),
     }[case]
-    before = listing(tmp_path), listing(classifier.parent.parent)
+    # Nothing written anywhere: in tmp_path, nor in any finished experiment of the shared root (while the command
+    # runs, another pytest worker may be training a new experiment there).
+    shared = classifier.parent.parent
+    finished = finished_experiments(shared)
+    before = listing(tmp_path), listing(shared, finished)
     code, out, err = run_cli(capsys, "predict", *args)
     assert code == 2, (out, err)
     assert out == "" and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
     assert err.startswith("error: ") and expected in err, err
-    assert (listing(tmp_path), listing(classifier.parent.parent)) == before  # nothing written anywhere
+    assert (listing(tmp_path), listing(shared, finished)) == before
 
 
 # --------------------------------------------------------------------------- a run chosen by what it is
