@@ -46,7 +46,8 @@ lint: $(STAMP)
 # tests are spread over one pytest worker per core (pytest-xdist; PYTEST_WORKERS=0 runs them in this process).
 # The torch and JAX tiers then run side by side: torch's in one process (its tests are quick), JAX's spread over
 # the workers a file at a time (each worker compiles its own files' programs; the tier took 158 s instead of 216 s
-# beside torch's on 2 cores). JAX's output comes as it comes, torch's once both are done. Both must pass.
+# beside torch's on 2 cores), and from the second run on loads them from JAX's persistent cache (tests/jax_backend/
+# conftest.py). JAX's output comes as it comes, torch's once both are done. Both must pass.
 PYTEST_WORKERS ?= auto
 BOTH_BACKENDS = torch_log=$$(mktemp); \
 	$(TORCH_TESTS) $(1) >$$torch_log 2>&1 & torch=$$!; \

@@ -8,7 +8,9 @@
 #   - the suite's language model on Keras's torch backend (cuDNN through PyTorch) against the
 #     plain PyTorch cuDNN script, full size (goal >= 0.9);
 #   - 1, 8 and 64 seeds trained together against one after another (benchmarks/seeds_together.py;
-#     goal at 64: >= 20x).
+#     goal at 64: >= 20x);
+#   - the Keras addition example: the suite against plain Keras on torch and JAX and plain PyTorch, each
+#     with the GPU (benchmarks/plain_scripts.py; goal >= 1.5x the fastest script).
 # It writes gpu-<UTC time>.csv into $OUT (the device tool's folder) or benchmarks/results/.
 # Without CUDA (here) it runs the same code on the CPU at tiny sizes, which is how it is tested.
 #

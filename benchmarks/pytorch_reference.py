@@ -12,7 +12,8 @@ recurrent_throughput.py runs it as a process of its own (`--serve`), as a user
 runs a script: PyTorch and glibc with their defaults, no Keras imported. `serve`
 is also how the suite's side of that benchmark answers, in its own process.
 
-Of the benchmarks, only this file and recurrent_throughput.py import torch
+Of the benchmarks, only this file, recurrent_throughput.py and the plain scripts
+(plain_scripts/pytorch_*.py, plain_scripts.py to ask for CUDA) import torch
 themselves.
 """
 

@@ -57,6 +57,12 @@ def test_bench_runs_end_to_end_at_tiny_size(tmp_path):
     assert (mine["value"] > 0).all()
     ratios = mine[mine["benchmark"] != "lesson time"]
     assert (ratios["ratio"] > 0).all() and (ratios["baseline"] > 0).all()
+    # Against the plain scripts: the sentences' idle row at the tiny size (the addition's is gpu_check.sh's, below),
+    # every contender timed with its accuracy.
+    [plain] = table[table["benchmark"] == "plain scripts"].to_dict("records")
+    assert plain["figure"].startswith("sentiment file") and "the suite (shuffled)" in plain["figure"]
+    assert "plain PyTorch" in plain["figure"] and "plain Keras on tensorflow" in plain["figure"]
+    assert plain["value"] > 0 and plain["baseline"] > 0
 
 
 @pytest.mark.system
@@ -79,6 +85,11 @@ def test_gpu_check_script_runs_here_on_the_cpu(tmp_path):
     drift = seeds["figure"].str.extract(r"difference from alone ([0-9.e+-]+)")[0].astype(float)
     assert (drift < 1e-5).all(), seeds["figure"].tolist()
     assert (seeds["ratio"] > 0).all()
+    # The addition example against the plain scripts: the suite and each contender timed, on the CPU here.
+    [plain] = table[table["benchmark"] == "plain scripts"].to_dict("records")
+    assert plain["figure"].startswith("no GPU here") and not plain["met"]
+    assert "plain PyTorch" in plain["figure"] and "plain Keras on torch" in plain["figure"]
+    assert plain["value"] > 0 and plain["baseline"] > 0
 
 
 @pytest.mark.system
@@ -90,3 +101,52 @@ def test_gpu_check_script_plans_the_published_experiment_at_its_longer_budget(tm
                             env=environment, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "6 to run, 0 reused" in result.stdout and str(tmp_path / "published") in result.stdout + result.stderr
+
+
+def plain_scripts_module():
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import plain_scripts
+
+    return plain_scripts
+
+
+def test_a_plain_scripts_row_compares_the_suite_with_the_fastest_script_that_finished_at_the_same_accuracy(tmp_path):
+    """The row's arithmetic, on made-up times: a stopped script is never the fastest; the ratio is the fastest
+    finished script's seconds over the suite's last variant's; the goal needs the accuracy within the spread."""
+    plain = plain_scripts_module()
+    workload = plain.Workload("sentiment", tmp_path / "spec.yaml", {"shuffled": [], "by_length": []}, "accuracy",
+                              [], "the sentences")
+    times = {"the suite (shuffled)": 12.0, "the suite (by_length)": 6.0, "plain Keras on jax": 10.0,
+             "plain Keras on torch": 48.0, "plain PyTorch": 13.0}
+    accuracy = {"the suite (shuffled)": 0.75, "the suite (by_length)": 0.75, "plain Keras on jax": 0.74,
+                "plain Keras on torch": None, "plain PyTorch": 0.70}
+    row = plain.row(workload, "idle", times, accuracy)
+    assert (row["value"], row["baseline"], row["ratio"], row["met"]) == (6.0, 10.0, 1.67, True)
+    assert "(plain Keras on jax)" in row["figure"] and "plain Keras on torch > 48 s (stopped)" in row["figure"]
+    # The fastest script's accuracy 0.04 below the suite's: the speed is not compared at the same accuracy.
+    row = plain.row(workload, "idle", times, {**accuracy, "plain Keras on jax": 0.71})
+    assert row["ratio"] == 1.67 and not row["met"]
+    # Every script stopped: no baseline, not met.
+    stopped = {name: (None if name.startswith("plain") else value) for name, value in accuracy.items()}
+    row = plain.row(workload, "one core busy", times, stopped)
+    assert row["baseline"] is None and row["ratio"] is None and not row["met"]
+
+
+def test_the_plain_scripts_read_the_files_the_benchmark_writes(tmp_path):
+    """The sentences' files as the benchmark writes them (a header, tab-separated, quotes kept as text) read back
+    the same by the scripts' reader and by the suite's `text_classification_file`."""
+    plain = plain_scripts_module()
+    workload = plain.sentiment(tmp_path, tiny=True)
+    train = tmp_path / "train.tsv"
+    sys.path.insert(0, str(REPO / "benchmarks" / "plain_scripts"))
+    import keras_sentiment
+
+    texts, labels = keras_sentiment.read(train)
+    assert len(texts) == 600 and set(labels) == {"fresh", "rotten"}
+    assert workload.script_arguments[:2] == [str(train), str(tmp_path / "test.tsv")]
+    from seqkeras.spec.loader import load_experiment
+
+    [run] = load_experiment(workload.spec).runs
+    data = run.task.component.load()(run.task.params, run.seed)
+    assert run.task.name == "text_classification_file"
+    assert len(data.x_train) == len(texts) and len(data.x_test) == 200  # every sentence, no header, on both sides

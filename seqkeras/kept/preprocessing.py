@@ -85,8 +85,9 @@ TOKENIZER_LIMIT = 64 << 20
 OUTPUT_OF_PROBLEM = {CLASSIFICATION: "label", TAGGING: "tags", LANGUAGE_MODELING: "next_token", SEQ2SEQ: "target",
                      REGRESSION: "value"}
 
-ASCII_WHITESPACE = re.compile(r"[ \t\n\v\f\r]+")
-ASCII_LOWER = subwords.ASCII_LOWER  # TextVectorization's `lower` and `strip_punctuation`, in one place
+# TextVectorization's whitespace split, `lower` and `strip_punctuation`, in one place (tasks.subwords).
+ASCII_WHITESPACE = subwords.ASCII_WHITESPACE
+ASCII_LOWER = subwords.ASCII_LOWER
 PUNCTUATION = subwords.PUNCTUATION
 
 

@@ -1,7 +1,7 @@
 """The tokenizer choice `level`: words, characters or subword pieces (text classification, sentence_pairs,
 lm_corpus).
 
-`level: word` (the default) is tasks.text's Keras TextVectorization, unchanged.
+`level: word` (the default) is tasks.text's: Keras TextVectorization's words, in plain Python.
 `level: char` makes each character of the standardized text a token. The four
 subword levels cut words into pieces from a vocabulary of `vocabulary_size`
 pieces learnt from the training texts alone; test and validation texts are split
@@ -78,11 +78,13 @@ SUFFIX = "##"  # keras-hub's (and BERT's) mark of a piece that continues a word
 # The markers a task reserves beside <unk> (seq2seq_data's START and END, lm_corpus's WORD_END; tested): never
 # part of a word, each is a word of its own when pieces are joined.
 MARKERS = frozenset({PAD, "<s>", "</s>"})
-# Texts go to a tokenizer's C++ or Rust this many at a time, as to TextVectorization (tasks.text.VECTORIZE_CHUNK):
-# a signal is answered between two calls.
+# Texts go to a tokenizer's C++ or Rust this many at a time: a signal is answered between two calls.
 PIECES_CHUNK = 1024
 
 ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+# TensorFlow's whitespace split, which TextVectorization's `split="whitespace"` is: ASCII whitespace only (not
+# U+00A0 or U+3000, which Python's str.split would also cut at), a run of it one separator.
+ASCII_WHITESPACE = re.compile(r"[ \t\n\v\f\r]+")
 # Keras's TextVectorization's `strip_punctuation`, character for character.
 PUNCTUATION = re.compile(r'[!"#$%&()\*\+,-\./:;<=>?@\[\\\]^_`{|}~\']')
 

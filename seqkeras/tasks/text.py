@@ -1,10 +1,17 @@
-"""Real text → token ids and vocabularies, with Keras's own preprocessing.
+"""Real text → token ids and vocabularies, as Keras's `TextVectorization` makes them, in plain Python.
 
-`keras.layers.TextVectorization` standardizes (lowercase, optionally strip
-punctuation), splits on whitespace and maps tokens to ids, with id 0 for
-padding and id 1 for unknown tokens — the layout of `Vocabulary`, so the
-vocabulary it learns is saved beside each run (`vocabulary.json`) like every
-other task's. A tagging corpus is already tokenized and its tags are aligned
+Texts are standardized (lowercase, optionally strip punctuation), split on
+whitespace and mapped to ids, with id 0 for padding and id 1 for unknown tokens —
+the layout of `Vocabulary`, so the vocabulary learnt is saved beside each run
+(`vocabulary.json`) like every other task's. Every step is TextVectorization's,
+character for character: its standardization (tasks.subwords.standardized), its
+whitespace split (ASCII whitespace only) and its vocabulary's order (falling
+count, then falling UTF-8 bytes); tests/test_text_vectorization.py checks the
+ids and vocabularies against the layer itself. The layer runs TensorFlow
+whatever Keras's backend: in plain Python a text task on torch or JAX starts no
+TensorFlow (seconds a process), and runs where TensorFlow is not installed.
+
+A tagging corpus is already tokenized and its tags are aligned
 with its tokens, so it is not split again: each token is standardized and
 looked up on its own.
 
@@ -16,6 +23,7 @@ embedding for them.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from typing import Literal
 
@@ -103,93 +111,67 @@ def split_examples(examples: Sequence, test_share: float, seed: int, *, what: st
     return Split(shuffled[:-n_test], shuffled[-n_test:], notes)
 
 
-def _vectorizer(standardize: str | None, split: str | None, params: VocabularyParams):
-    import keras
-
-    return keras.layers.TextVectorization(
-        max_tokens=params.max_tokens, standardize=standardize, split=split, output_mode="int"
-    )
+# TextVectorization's vocabulary begins with its mask token (padding, id 0) and its OOV token (id 1): neither is
+# counted as a word of the text, and a text holding either reads that id.
+MASK_TOKEN, OOV_TOKEN = "", "[UNK]"
 
 
-# Texts (or tokens) go to TextVectorization this many at a time, never all in one call: each call is one step of
-# TensorFlow's C++ that holds off Ctrl-C and SIGTERM until it returns (a million texts take seconds), and each
-# returns its texts padded to their own longest, which is cut to `max_length` before the next call (not every
-# text padded to the file's longest first). The ids, the vocabulary and its counts are those of one call.
-VECTORIZE_CHUNK = 1024
+def words(text: str, standardize: Standardize) -> list[str]:
+    """A text's words as TextVectorization(standardize, split="whitespace") reads them (subwords.standardized:
+    A–Z lowered, its ASCII punctuation stripped)."""
+    return [word for word in subwords.ASCII_WHITESPACE.split(subwords.standardized(text, standardize)) if word]
 
 
-def _chunks(items: Sequence) -> list:
-    items = list(items)
-    return [items[start:start + VECTORIZE_CHUNK] for start in range(0, len(items), VECTORIZE_CHUNK)]
+def learned_vocabulary(token_lists: Sequence[Sequence[str]], max_tokens: int | None) -> tuple[list[str], Counter]:
+    """What TextVectorization.adapt learns from these tokens: its vocabulary ("", "[UNK]", then every token by
+    falling count, equal counts by falling UTF-8 bytes, as Keras's IndexLookup sorts them, cut to `max_tokens` in
+    all), and each token's count."""
+    counts = Counter(token for tokens in token_lists for token in tokens)
+    counts.pop(MASK_TOKEN, None)
+    counts.pop(OOV_TOKEN, None)
+    ordered = sorted(counts, key=lambda token: (counts[token], token.encode("utf-8")), reverse=True)
+    if max_tokens is not None:
+        ordered = ordered[: max_tokens - 2]
+    return [MASK_TOKEN, OOV_TOKEN, *ordered], counts
 
 
-def _adapt(layer, items: Sequence[str]) -> None:
-    """`layer.adapt(items)`, a chunk at a time (adapt's counts add up over batches: the same vocabulary)."""
-    layer.adapt(np.array(chunk, dtype=object)[:, None] for chunk in _chunks(items))
+def _kept_ids(vocabulary: list[str], counts: Counter, min_count: int) -> int:
+    """How many ids to keep, from each token's training count: the vocabulary is ordered by falling training
+    frequency, so the tokens seen at least `min_count` times are a prefix of it."""
+    frequent = [i for i, token in enumerate(vocabulary[2:]) if counts[token] >= min_count]
+    return 2 + (frequent[-1] + 1 if frequent else 0)
 
 
-def _kept_ids(counts: np.ndarray, min_count: int) -> int:
-    """How many ids to keep, from each id's training count: TextVectorization orders its vocabulary by falling
-    training frequency, so the tokens seen at least `min_count` times are a prefix of it."""
-    frequent = np.flatnonzero(counts[2:] >= min_count)
-    return 2 + (int(frequent[-1]) + 1 if frequent.size else 0)
-
-
-def _count(counts: np.ndarray | None, ids: np.ndarray) -> None:
-    """Add each token id's occurrences in `ids` to `counts` (padding and <unk> left out)."""
-    if counts is not None:
-        counts += np.bincount(ids[ids > 1].ravel(), minlength=len(counts))
-
-
-def _vocabulary(layer, keep: int) -> Vocabulary:
-    tokens = [str(token) for token in layer.get_vocabulary()[2:keep]]
-    return Vocabulary([PAD, UNK] + tokens)
-
-
-def _to_numpy(tensor) -> np.ndarray:
-    import keras
-
-    return np.asarray(keras.ops.convert_to_numpy(tensor), dtype=np.int32)
+def _looked_up(token_lists: Sequence[Sequence[str]], vocabulary: list[str], keep: int) -> list[list[int]]:
+    """Each token's id: a kept word its own, the mask token 0, anything else <unk> (1)."""
+    index = {token: i for i, token in enumerate(vocabulary[:keep])}
+    return [[index.get(token, 1) for token in tokens] for tokens in token_lists]
 
 
 def vectorize_tokens(
     train: Sequence[Sequence[str]], test: Sequence[Sequence[str]], *, lowercase: bool, params: VocabularyParams
 ) -> tuple[list[list[int]], list[list[int]], Vocabulary]:
-    """Already-tokenized sentences → one id per token (no splitting, so tags stay aligned)."""
-    layer = _vectorizer("lower" if lowercase else None, None, params)
-    _adapt(layer, [token for sentence in train for token in sentence])
-
-    def flat_ids(sentences, counts: np.ndarray | None = None) -> np.ndarray:
-        parts = [_to_numpy(layer(chunk)) for chunk in _chunks(token for sentence in sentences for token in sentence)]
-        for part in parts:
-            _count(counts, part)
-        return np.concatenate(parts) if parts else np.zeros(0, np.int32)
-
-    def regroup(ids: np.ndarray, sentences) -> list[list[int]]:
-        ids[(ids == 0) | (ids >= keep)] = 1  # rare tokens; an empty token would read as padding
-        ends = np.cumsum([len(sentence) for sentence in sentences])
-        return [part.tolist() for part in np.split(ids, ends[:-1])] if len(sentences) else []
-
-    counts = np.zeros(layer.vocabulary_size(), np.int64)
-    train_ids = flat_ids(train, counts)
-    keep = _kept_ids(counts, params.min_count)
+    """Already-tokenized sentences → one id per token (no splitting, so tags stay aligned): each token as
+    TextVectorization(standardize="lower" or None, split=None) looks it up."""
+    standardize = "lower" if lowercase else "none"
+    train, test = ([[subwords.standardized(token, standardize) for token in sentence] for sentence in part]
+                   for part in (train, test))
+    vocabulary, counts = learned_vocabulary(train, params.max_tokens)
+    keep = _kept_ids(vocabulary, counts, params.min_count)
     check_vocabulary_entries(keep, "the vocabulary", "task.max_tokens")
-    return regroup(train_ids, train), regroup(flat_ids(test), test), _vocabulary(layer, keep)
+    # An empty token reads as the mask (padding) in TextVectorization: here it is unknown, as a rare one is.
+    train_ids, test_ids = ([[token_id or 1 for token_id in ids] for ids in _looked_up(part, vocabulary, keep)]
+                           for part in (train, test))
+    return train_ids, test_ids, Vocabulary([PAD, UNK, *vocabulary[2:keep]])
 
 
-def _padded_ids(layer, texts: Sequence[str], max_length: int | None, counts: np.ndarray | None = None) -> np.ndarray:
-    """The texts' ids [N, longest], cut to `max_length` columns, a chunk at a time; `counts` gets the ids' counts
-    over the whole texts (before the cut), as the vocabulary's `min_count` reads them."""
-    parts = []
-    for chunk in _chunks(texts):
-        ids = _to_numpy(layer(chunk))
-        _count(counts, ids)
-        parts.append(ids[:, :max_length])
-    array = np.zeros((len(texts), max((part.shape[1] for part in parts), default=0)), np.int32)
-    row = 0
-    for part in parts:
-        array[row:row + len(part), :part.shape[1]] = part
-        row += len(part)
+def _padded(ids: list[list[int]], max_length: int | None) -> np.ndarray:
+    """[N, longest] ids, cut to `max_length` columns."""
+    longest = max((len(row) for row in ids), default=0)
+    array = np.zeros((len(ids), min(longest, max_length or longest)), np.int32)
+    for row, values in enumerate(ids):
+        values = values[:array.shape[1]]
+        array[row, :len(values)] = values
     return array
 
 
@@ -200,16 +182,12 @@ def vectorize_texts(
     """Raw texts → standardized, split on whitespace, padded ids [N, longest], at most `max_length` columns.
 
     The vocabulary and its `min_count` read the whole training texts, past `max_length` too."""
-    layer = _vectorizer(None if standardize == "none" else standardize, "whitespace", params)
-    _adapt(layer, train)
-    counts = np.zeros(layer.vocabulary_size(), np.int64)
-    x_train = _padded_ids(layer, train, max_length, counts)
-    keep = _kept_ids(counts, params.min_count)
+    train, test = [words(text, standardize) for text in train], [words(text, standardize) for text in test]
+    vocabulary, counts = learned_vocabulary(train, params.max_tokens)
+    keep = _kept_ids(vocabulary, counts, params.min_count)
     check_vocabulary_entries(keep, "the vocabulary", "task.max_tokens")
-    x_test = _padded_ids(layer, test, max_length)
-    for x in (x_train, x_test):
-        x[x >= keep] = 1
-    return x_train, x_test, _vocabulary(layer, keep)
+    x_train, x_test = (_padded(_looked_up(part, vocabulary, keep), max_length) for part in (train, test))
+    return x_train, x_test, Vocabulary([PAD, UNK, *vocabulary[2:keep]])
 
 
 def text_tagging_data(

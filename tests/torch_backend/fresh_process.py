@@ -11,7 +11,9 @@ The steps, in order:
 1. every probe once at a tiny size (tests/probe_checks.py's EVERY_PROBE_WITHOUT_TENSORFLOW, unchanged: it selects
    the backend as a torch worker does, and its last line is its verdict);
 2. a Bidirectional layer built and copied (Keras serializes it: its serializer asks about TensorFlow);
-3. TensorBoard event files written with the suite's writer into a folder of the session.
+3. TensorBoard event files written with the suite's writer into a folder of the session;
+4. a text task's data built (the Rotten Tomatoes sentences: words, vocabulary and ids, as TextVectorization makes
+   them, in plain Python).
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ from pathlib import Path
 
 from tests.probe_checks import EVERY_PROBE_WITHOUT_TENSORFLOW
 
-BIDIRECTIONAL, EVENT_FILES = "bidirectional layer:", "event files:"
+BIDIRECTIONAL, EVENT_FILES, SENTENCES = "bidirectional layer:", "event files:", "sentences:"
+STEPS = (BIDIRECTIONAL, EVENT_FILES, SENTENCES)
 
 AFTER_THE_PROBES = f"""
 from pathlib import Path
@@ -48,6 +51,11 @@ writer = EventWriter(Path(sys.argv[2]))
 writer.scalars(1, {{"loss": 0.5}})
 writer.close()
 print({EVENT_FILES!r}, "tensorflow imported:", "tensorflow" in sys.modules)
+
+from seqkeras.tasks import rotten_tomatoes
+data = rotten_tomatoes.build(rotten_tomatoes.Params(), 0)
+assert data.x_train.shape[0] > 10_000 and len(data.vocabulary) > 5_000
+print({SENTENCES!r}, "tensorflow imported:", "tensorflow" in sys.modules)
 """
 
 
@@ -57,12 +65,11 @@ class FreshTorchChecks:
     event_folder: Path  # where step 3 wrote its event files
 
     def verdict(self, step: str) -> str:
-        """The line after `step` ("probes", BIDIRECTIONAL or EVENT_FILES), without its label."""
+        """The line after `step` ("probes" or one of STEPS), without its label."""
         assert self.result.returncode == 0, self.result.stderr[-3000:]
         lines = self.result.stdout.strip().splitlines()
-        labelled = {label: index for index, line in enumerate(lines) for label in (BIDIRECTIONAL, EVENT_FILES)
-                    if line.startswith(label)}
-        assert set(labelled) == {BIDIRECTIONAL, EVENT_FILES}, self.result.stdout[-3000:]
+        labelled = {label: index for index, line in enumerate(lines) for label in STEPS if line.startswith(label)}
+        assert set(labelled) == set(STEPS), self.result.stdout[-3000:]
         if step == "probes":  # its script's last line, just before the next step's
             return lines[labelled[BIDIRECTIONAL] - 1]
         return lines[labelled[step]].removeprefix(step).strip()
