@@ -21,7 +21,6 @@ a fresh results folder:
 from __future__ import annotations
 
 import importlib.util
-import os
 import subprocess
 import sys
 import tempfile
@@ -29,6 +28,8 @@ import time
 from pathlib import Path
 
 from background_load import busy_cores
+from seqkeras_command import QUIET_TENSORFLOW
+from seqkeras_command import environment as users_environment
 
 REPO = Path(__file__).resolve().parents[1]
 SPEC = REPO / "experiments" / "compare" / "cells_long_range.yaml"
@@ -40,8 +41,7 @@ BUSY_GOAL, BACKEND_GOAL = 1.3, 0.95
 
 def timed_run(size: list[str], *extra: str) -> tuple[float, str]:
     """Seconds of one `seqkeras run` of the slice, and the backend it ran on."""
-    environment = {k: v for k, v in os.environ.items() if k not in ("KERAS_BACKEND", "SEQKERAS_JOBS")}
-    environment["TF_CPP_MIN_LOG_LEVEL"] = "2"
+    environment = users_environment(**QUIET_TENSORFLOW)
     with tempfile.TemporaryDirectory() as out:
         started = time.perf_counter()
         result = subprocess.run([sys.executable, "-m", "seqkeras", "run", str(SPEC), "--out", out, *size, *extra],

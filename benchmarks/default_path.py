@@ -19,7 +19,6 @@ round's TensorFlow time over the defaults' time. Goal: ≥ 4×.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import subprocess
 import sys
@@ -28,6 +27,8 @@ import time
 from pathlib import Path
 
 import pandas as pd
+from seqkeras_command import QUIET_TENSORFLOW
+from seqkeras_command import environment as users_environment
 
 REPO = Path(__file__).resolve().parents[1]
 SPEC = REPO / "experiments" / "compare" / "cells_long_range.yaml"
@@ -50,8 +51,7 @@ PEAK_MEMORY = ("import resource, subprocess, sys; code = subprocess.call(sys.arg
 def timed_run(out: Path, size: list[str], extra: list[str]) -> tuple[float, str, float]:
     """Seconds of one `seqkeras run`, its plan line (which says the backend and workers), and the
     peak memory of its largest process (MiB): with --jobs, a worker's."""
-    environment = {key: value for key, value in os.environ.items() if key not in ("KERAS_BACKEND", "SEQKERAS_JOBS")}
-    environment["TF_CPP_MIN_LOG_LEVEL"] = "2"
+    environment = users_environment(**QUIET_TENSORFLOW)
     started = time.perf_counter()
     command = [sys.executable, "-m", "seqkeras", "run", str(SPEC), "--out", str(out), *size, *extra]
     result = subprocess.run([sys.executable, "-c", PEAK_MEMORY, *command],

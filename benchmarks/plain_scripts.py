@@ -49,7 +49,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from background_load import busy_cores  # noqa: E402
-from seqkeras_command import environment, finished_run, spec_without_backend  # noqa: E402
+from seqkeras_command import QUIET_TENSORFLOW, environment, finished_run, spec_without_backend  # noqa: E402
 
 GOAL = 1.5  # the fastest script's seconds / the suite's
 ACCURACY_SPREAD = 0.03
@@ -120,10 +120,7 @@ WORKLOADS = {"sentiment": sentiment, "addition": addition}
 
 def script(command: list[str], backend: str | None, stop_after: float) -> tuple[float, float | None]:
     """(wall seconds, test accuracy) of a plain script; (stop_after, None) when it was stopped at that time."""
-    env = environment()
-    env["TF_CPP_MIN_LOG_LEVEL"] = "2"
-    if backend:
-        env["KERAS_BACKEND"] = backend
+    env = environment(**QUIET_TENSORFLOW, **({"KERAS_BACKEND": backend} if backend else {}))
     started = time.perf_counter()
     try:
         result = subprocess.run([sys.executable, *command], env=env, capture_output=True, text=True,
@@ -197,7 +194,8 @@ def measure(tiny: bool = False, only: tuple[str, ...] | None = None, busy: bool 
 
 def measure_gpu(tiny: bool = False) -> list[dict]:
     """benchmarks/gpu_check.sh: the addition workload, idle, with the GPU (the GPU machine has no TensorFlow, which
-    the sentences' TextVectorization needs); without CUDA, the same code on the CPU at the tiny size, not a figure."""
+    the plain Keras sentiment script's TextVectorization needs on every backend); without CUDA, the same code on
+    the CPU at the tiny size, not a figure."""
     cuda = importlib.util.find_spec("torch") is not None and __import__("torch").cuda.is_available()
     rows = measure(tiny or not cuda, ("addition",), busy=False)
     if not cuda:

@@ -9,10 +9,14 @@ import time
 from pathlib import Path
 
 
-def environment() -> dict[str, str]:
+# TensorFlow's C++ log lines, left out of a command whose output is read, not shown.
+QUIET_TENSORFLOW = {"TF_CPP_MIN_LOG_LEVEL": "2"}
+
+
+def environment(**settings: str) -> dict[str, str]:
     """This environment less what would choose the backend or the workers for the command: it runs with the
-    defaults a user gets."""
-    return {k: v for k, v in os.environ.items() if k not in ("KERAS_BACKEND", "SEQKERAS_JOBS")}
+    defaults a user gets; then `settings`."""
+    return {**{k: v for k, v in os.environ.items() if k not in ("KERAS_BACKEND", "SEQKERAS_JOBS")}, **settings}
 
 
 def timed_run(spec: Path, out: Path) -> float:
@@ -47,7 +51,7 @@ def finished_run(spec: Path, out: Path, options: list[str]):
 
     started = time.perf_counter()
     result = subprocess.run([sys.executable, "-m", "seqkeras", "run", str(spec), "--out", str(out), *options],
-                            env={**environment(), "TF_CPP_MIN_LOG_LEVEL": "2"}, capture_output=True, text=True)
+                            env=environment(**QUIET_TENSORFLOW), capture_output=True, text=True)
     wall = time.perf_counter() - started
     runs_csv = out / yaml.safe_load(spec.read_text(encoding="utf-8"))["name"] / "runs.csv"
     runs = pd.read_csv(runs_csv) if runs_csv.exists() else None

@@ -168,11 +168,7 @@ def vectorize_tokens(
 def _padded(ids: list[list[int]], max_length: int | None) -> np.ndarray:
     """[N, longest] ids, cut to `max_length` columns."""
     longest = max((len(row) for row in ids), default=0)
-    array = np.zeros((len(ids), min(longest, max_length or longest)), np.int32)
-    for row, values in enumerate(ids):
-        values = values[:array.shape[1]]
-        array[row, :len(values)] = values
-    return array
+    return pad(ids, min(longest, max_length or longest))
 
 
 def vectorize_texts(
