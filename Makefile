@@ -1,6 +1,7 @@
 # make run   — the lesson suite: every number of the lesson, reproduced and checked
 # make test  — what to run after every change (minutes): the tests not marked `system`, in three pytest
-#              processes: tests/ on TensorFlow, then tests/torch_backend/ on PyTorch beside tests/jax_backend/ on JAX
+#              processes: tests/ on torch (the default backend), then those marked tensorflow on TensorFlow
+#              beside tests/jax_backend/ on JAX
 # make test-fast — the same three, without the tests marked slow either
 # make test-system — the tests marked `system` alone: a wheel installed into a fresh virtualenv, Ray clusters,
 #              killed process groups, a real full disk (tmpfs), the report in a headless browser, the benchmarks
@@ -32,42 +33,44 @@ LESSON_OUT := .lesson-run
 run: $(STAMP)
 	$(BIN)/seqkeras run experiments/lesson --force --out $(LESSON_OUT) --reference results
 
-# Keras picks its backend once per process: the torch and JAX backends' tests run in pytest processes
-# of their own (tests/conftest.py leaves tests/torch_backend/ and tests/jax_backend/ out of the first,
-# and each backend's folder out of the other's). All three must pass.
-TORCH_TESTS := KERAS_BACKEND=torch $(BIN)/python -m pytest -q tests/torch_backend
+# Keras picks its backend once per process: the tests run in a pytest process per backend (tests/conftest.py).
+# tests/ and tests/torch_backend/ on torch, the suite's default; the tests marked `tensorflow` (an experiment
+# computed on TensorFlow, TensorFlow's own path) on TensorFlow; tests/jax_backend/ on JAX. All three must pass.
+TENSORFLOW_TESTS = KERAS_BACKEND=tensorflow $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist worksteal
 JAX_TESTS = KERAS_BACKEND=jax $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile tests/jax_backend
 
 # Ruff's rules are in pyproject.toml ([tool.ruff]); the code is kept clean under them.
 lint: $(STAMP)
 	$(BIN)/ruff check seqkeras tests benchmarks
 
-# `--durations=20` prints the slowest tests: the tier's goal is 8 minutes on 2 idle cores. The main process's
+# `--durations=20` prints the slowest tests: the tier's goal is 8 minutes on 2 idle cores. The torch process's
 # tests are spread over one pytest worker per core (pytest-xdist; PYTEST_WORKERS=0 runs them in this process).
-# The torch and JAX tiers then run side by side: torch's in one process (its tests are quick), JAX's spread over
-# the workers a file at a time (each worker compiles its own files' programs; the tier took 158 s instead of 216 s
-# beside torch's on 2 cores), and from the second run on loads them from JAX's persistent cache (tests/jax_backend/
-# conftest.py). JAX's output comes as it comes, torch's once both are done. Both must pass.
+# The TensorFlow and JAX processes then run side by side, each over the workers (JAX's a file at a time: each
+# worker compiles its own files' programs), JAX's from the second run on loading its programs from JAX's
+# persistent cache (tests/jax_backend/conftest.py). JAX's output comes as it comes, TensorFlow's once both are
+# done. Both must pass.
 PYTEST_WORKERS ?= auto
-BOTH_BACKENDS = torch_log=$$(mktemp); \
-	$(TORCH_TESTS) $(1) >$$torch_log 2>&1 & torch=$$!; \
+OTHER_BACKENDS = tensorflow_log=$$(mktemp); \
+	$(TENSORFLOW_TESTS) $(1) >$$tensorflow_log 2>&1 & tensorflow=$$!; \
 	$(JAX_TESTS) $(1); jax=$$?; \
-	wait $$torch; torch_status=$$?; echo "--- the torch tier:"; cat $$torch_log; rm -f $$torch_log; \
-	test $$jax -eq 0 && test $$torch_status -eq 0
+	wait $$tensorflow; tensorflow_status=$$?; echo "--- the TensorFlow tests:"; cat $$tensorflow_log; \
+	rm -f $$tensorflow_log; test $$jax -eq 0 && test $$tensorflow_status -eq 0
 
 test: $(STAMP) $(VENV)/.tracking $(VENV)/.export lint
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist worksteal --durations=20
-	@$(call BOTH_BACKENDS,--durations=10)
+	@$(call OTHER_BACKENDS,--durations=10)
 
 test-fast: $(STAMP) $(VENV)/.tracking $(VENV)/.export lint
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist worksteal -m "not slow"
-	@$(call BOTH_BACKENDS,-m "not slow")
+	@$(call OTHER_BACKENDS,-m "not slow")
 
-# The tests marked `system` (tests/conftest.py deselects them unless --system is given). They are all in the
-# main process's tests/ (the torch and JAX folders hold none), one at a time: several start process groups,
-# clusters or a browser and take the cores they find.
+# The tests marked `system` (tests/conftest.py deselects them unless --system is given). They are all in
+# tests/ (the torch and JAX folders hold none), one at a time: several start process groups, clusters or a
+# browser and take the cores they find. Those also marked `tensorflow` run in a TensorFlow process after
+# (pytest's status 5: none is so marked now).
 test-system: $(STAMP) $(VENV)/.ray $(VENV)/.tracking $(VENV)/.export browser
 	$(BIN)/python -m pytest -q --system -m system --durations=10
+	KERAS_BACKEND=tensorflow $(BIN)/python -m pytest -q --system -m system --durations=10 || test $$? -eq 5
 
 # Ray is optional for users; the tests check the Ray executor, so they install it.
 $(VENV)/.ray: requirements-ray.txt $(STAMP)

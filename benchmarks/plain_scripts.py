@@ -1,5 +1,5 @@
-"""The suite against the scripts a user would write instead (issue 49, goal 6): on the sentiment file and on the
-Keras addition example.
+"""The suite against the scripts a user would write instead (issue 49, goal 6): on the sentiment file, on a
+sentence-pair file and on the Keras addition example.
 
 Every contender trains the same model on the same data for the same epochs, each a process of its own whose wall
 time is measured whole (start, imports, reading, training, testing), as a user meets it:
@@ -16,6 +16,11 @@ The workloads:
   an LSTM of 64 units over 64-wide embeddings that mask the padding, batch 64, Adam 1e-3, 3 epochs. The suite
   reads the files (`text_classification_file`), as shuffled batches and with `train.batches: by_length`, the
   option that cuts the padding; the figure is the latter. Tiny: 600 and 200 sentences, 1 epoch.
+- pairs: the sentence-pair file of the examples (`experiments/examples/data/numbers.tsv`: numbers in digits →
+  in English words, 999 pairs), seed 0's split written as two files of `source<TAB>target` (train.tsv: 799
+  pairs; test.tsv: 200); an encoder-decoder without attention, GRU 64 over 32-wide embeddings, the encoder's
+  last state starting the decoder, Adam 0.005 with gradients clipped to norm 1, batch 32, 20 epochs; greedy
+  decoding, scored by exact match (the output's words are the target's). Tiny: 200 and 50 pairs, 1 epoch.
 - addition: `experiments/published/keras_addition.yaml`'s reversed questions at seed 0 (45,000 to train, 5,000
   to test; LSTM 128 encoder and decoder, one-hot characters, batch 32), 3 epochs; the scripts make the example's
   questions themselves (plain_scripts/addition_data.py). The accuracy is per character, the example's. Tiny:
@@ -28,7 +33,7 @@ ratio is the fastest script's seconds over the suite's. Goal: ≥ 1.5. The compa
 accuracy: the figure gives each one's test accuracy, and a row is met only when the fastest script's is within
 `ACCURACY_SPREAD` of the suite's (one seed).
 
-    .venv/bin/python benchmarks/plain_scripts.py [--tiny] [--only sentiment|addition]
+    .venv/bin/python benchmarks/plain_scripts.py [--tiny] [--only sentiment|pairs|addition]
 
 `--tiny` runs the sentences only (the addition's tiny path is `gpu_check.sh --tiny`'s, on the CPU here).
 """
@@ -65,6 +70,16 @@ model: {{kind: classifier, cell: lstm, units: 64, embedding_dim: 64}}
 train: {{epochs: {epochs}, batch_size: 64, verbose: 0}}
 seeds: [0]
 """
+PAIRS_SPEC = """
+version: 1
+name: pairs-file
+task: {{name: sentence_pairs, path: {train}, test_path: {test}}}
+model: {{kind: seq2seq, cell: gru, units: 64, embedding_dim: 32, attention: none}}
+train: {{epochs: {epochs}, batch_size: 32, optimizer: {{name: adam, learning_rate: 0.005, clipnorm: 1.0}}, verbose: 0}}
+evaluate: {{metrics: [exact_match], decoders: [{{name: greedy}}]}}
+seeds: [0]
+"""
+PAIRS_FILE = HERE.parent / "experiments" / "examples" / "data" / "numbers.tsv"
 ADDITION_SPEC = HERE.parent / "experiments" / "published" / "keras_addition.yaml"
 
 
@@ -104,6 +119,26 @@ def sentiment(folder: Path, tiny: bool) -> Workload:
                     f"sentiment file (LSTM 64, {len(train):,} sentences × {epochs} epoch(s), seed 0)")
 
 
+def pairs(folder: Path, tiny: bool) -> Workload:
+    """Seed 0's split of the numbers pairs as train.tsv and test.tsv, `digits<TAB>words` (tiny: 200 and 50, 1 epoch)."""
+    from seqkeras.tasks.text import split_examples
+
+    lines = [line.split("\t") for line in PAIRS_FILE.read_text(encoding="utf-8").splitlines() if line.strip()]
+    train, test = split_examples([(fields[1], fields[0]) for fields in lines], 0.2, 0, what=PAIRS_FILE.name)
+    epochs = 1 if tiny else 20
+    if tiny:
+        train, test = train[:200], test[:50]
+    paths = folder / "pairs-train.tsv", folder / "pairs-test.tsv"
+    for path, rows in zip(paths, (train, test)):
+        path.write_text("".join(f"{source}\t{target}\n" for source, target in rows), encoding="utf-8")
+    spec = folder / "pairs-file.yaml"
+    spec.write_text(PAIRS_SPEC.format(train=paths[0], test=paths[1], epochs=epochs), encoding="utf-8")
+    return Workload("pairs", spec, {"default": []}, "exact_match",
+                    [str(paths[0]), str(paths[1]), "--epochs", str(epochs)],
+                    f"numbers sentence pairs (GRU 64 encoder-decoder, {len(train):,} pairs × {epochs} epoch(s), "
+                    "greedy exact match, seed 0)")
+
+
 def addition(folder: Path, tiny: bool) -> Workload:
     """The Keras addition example's reversed questions (tiny: 500 and 100 of them, 1 epoch)."""
     n_train, n_test, epochs = (500, 100, 1) if tiny else (45_000, 5_000, 3)
@@ -115,7 +150,7 @@ def addition(folder: Path, tiny: bool) -> Workload:
                     f"the Keras addition example (LSTM 128, {n_train:,} questions × {epochs} epoch(s), seed 0)")
 
 
-WORKLOADS = {"sentiment": sentiment, "addition": addition}
+WORKLOADS = {"sentiment": sentiment, "pairs": pairs, "addition": addition}
 
 
 def script(command: list[str], backend: str | None, stop_after: float) -> tuple[float, float | None]:

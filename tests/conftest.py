@@ -1,14 +1,16 @@
 """Three pytest processes, one per Keras backend, each imported once, quietly, on the CPU.
 
-    .venv/bin/python -m pytest -q                                        # tests/, Keras on TensorFlow
-    KERAS_BACKEND=torch .venv/bin/python -m pytest -q tests/torch_backend  # Keras on PyTorch
-    KERAS_BACKEND=jax .venv/bin/python -m pytest -q tests/jax_backend      # Keras on JAX
+    .venv/bin/python -m pytest -q                                       # Keras on torch: tests/ and tests/torch_backend
+    KERAS_BACKEND=tensorflow .venv/bin/python -m pytest -q -m tensorflow  # Keras on TensorFlow: the tests marked so
+    KERAS_BACKEND=jax .venv/bin/python -m pytest -q tests/jax_backend     # Keras on JAX
 
-A process cannot switch backends once Keras is imported, so the main process
-leaves tests/torch_backend/ and tests/jax_backend/ out, and a process started
-with KERAS_BACKEND=torch or jax leaves out the files here, which expect
-TensorFlow, and the other backend's folder (tests/torch_backend/conftest.py
-selects torch, tests/jax_backend/conftest.py jax). `make test` runs all three.
+A process cannot switch backends once Keras is imported. The tests run on the suite's
+default backend, torch, what a user's run trains on, unless they are marked `tensorflow`:
+they need Keras on TensorFlow in the test process (an experiment computed on TensorFlow,
+as the lesson's are; TensorFlow's own code path: its traced train step, a SavedModel, its
+distribution strategies). A torch process leaves those out and says how many; a process
+started with KERAS_BACKEND=tensorflow runs them alone; one with KERAS_BACKEND=jax runs
+tests/jax_backend. `make test` runs all three.
 
 Tests in two tiers. `make test`, what a developer runs after every change, leaves out the
 tests marked `system`: those that install packages into a fresh environment, start Ray
@@ -32,15 +34,24 @@ os.environ["SEQKERAS_JOBS"] = "1"
 
 from seqkeras.backends.runtime import select_backend
 
-# The folder of tests that runs in its own process, per backend other than TensorFlow.
+# The backend of this process: the suite's default unless KERAS_BACKEND names another. Each backend's own folder
+# runs only in its process; tests/*.py run on torch, and on TensorFlow those marked `tensorflow`.
 BACKEND_FOLDERS = {"torch": "torch_backend", "jax": "jax_backend"}
-PROCESS_BACKEND = os.environ.get("KERAS_BACKEND")
-if PROCESS_BACKEND in BACKEND_FOLDERS:
+PROCESS_BACKEND = os.environ.get("KERAS_BACKEND") or "torch"
+if PROCESS_BACKEND == "jax":
     collect_ignore_glob = ["test_*.py"]
-    collect_ignore = [folder for backend, folder in BACKEND_FOLDERS.items() if backend != PROCESS_BACKEND]
-else:
-    select_backend("tensorflow")
-    collect_ignore = list(BACKEND_FOLDERS.values())
+collect_ignore = [folder for backend, folder in BACKEND_FOLDERS.items() if backend != PROCESS_BACKEND]
+if PROCESS_BACKEND != "jax":  # tests/jax_backend/conftest.py selects JAX itself
+    os.environ["KERAS_TORCH_DEVICE"] = "cpu"
+    select_backend(PROCESS_BACKEND)
+if PROCESS_BACKEND == "torch":
+    import torch
+
+    torch.set_num_threads(1)  # small tensors: threads only add noise (and the CPU is shared)
+    # Keras is imported on torch now. The processes the tests start see no $KERAS_BACKEND, as from a user's
+    # shell: the backend is then what `auto` picks (TensorFlow for the lesson's experiments). The
+    # TensorFlow process keeps the one make test sets, as a user who asked for it would.
+    os.environ.pop("KERAS_BACKEND", None)
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -48,6 +59,8 @@ REPO = Path(__file__).resolve().parent.parent
 def pytest_addoption(parser):
     parser.addoption("--system", action="store_true",
                      help="also run the tests marked system (installs, clusters, browsers): make test-system")
+    parser.addoption("--every-backend-test", action="store_true",
+                     help="on TensorFlow, also the tests not marked tensorflow (they pass on any backend)")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -55,14 +68,42 @@ def pytest_collection_modifyitems(config, items):
 
     The modules holding a test marked `slow` go first, each whole (its module-scoped fixtures are made once),
     in their usual order: pytest-xdist's workers then end on short tests, not one on a 30-second test while
-    the other waits with nothing left to take."""
+    the other waits with nothing left to take.
+
+    Tests marked `tensorflow` run only in a TensorFlow process, and only they run there (unless
+    --every-backend-test): elsewhere they are deselected, and the summary says how many and how to run them
+    (`pytest_terminal_summary`)."""
     if not config.getoption("--system"):
-        system = [item for item in items if item.get_closest_marker("system")]
-        if system:
-            config.hook.pytest_deselected(items=system)
-            items[:] = [item for item in items if not item.get_closest_marker("system")]
+        deselect(config, items, lambda item: item.get_closest_marker("system"))
+    if PROCESS_BACKEND != "tensorflow":
+        config.stash[TENSORFLOW_LEFT_OUT] = deselect(config, items, lambda item: item.get_closest_marker("tensorflow"))
+    elif not config.getoption("--every-backend-test"):
+        deselect(config, items, lambda item: not item.get_closest_marker("tensorflow"))
     slow_modules = {getattr(item, "module", None) for item in items if item.get_closest_marker("slow")} - {None}
     items.sort(key=lambda item: getattr(item, "module", None) not in slow_modules)  # stable: each group keeps its order
+
+
+TENSORFLOW_LEFT_OUT = pytest.StashKey[int]()
+
+
+def deselect(config, items: list, left_out) -> int:
+    """Leave out the items for which `left_out(item)` is true (counted as deselected); how many."""
+    gone = [item for item in items if left_out(item)]
+    if gone:
+        config.hook.pytest_deselected(items=gone)
+        items[:] = [item for item in items if not left_out(item)]
+    return len(gone)
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    if PROCESS_BACKEND == "tensorflow":
+        return
+    # pytest-xdist's workers collect, not this process: there the count is not known here.
+    left_out = config.stash.get(TENSORFLOW_LEFT_OUT, None)
+    if left_out != 0:
+        terminalreporter.write_line(
+            f"{'the' if left_out is None else left_out} test(s) marked tensorflow are left out on {PROCESS_BACKEND}: "
+            "KERAS_BACKEND=tensorflow .venv/bin/python -m pytest runs them (make test does)")
 
 
 @pytest.fixture(scope="session")

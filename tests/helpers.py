@@ -19,6 +19,13 @@ class CliRun(NamedTuple):
         return self.out + self.err
 
 
+def process_backend() -> str:
+    """The Keras backend of this test process (tests/conftest.py chose it): what the tests' own runs train on."""
+    import keras
+
+    return keras.backend.backend()
+
+
 def run_cli(capsys, *args) -> CliRun:
     """`seqkeras ARGS...` in this process (paths and numbers as text): its exit code, stdout and stderr.
 

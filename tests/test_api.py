@@ -98,6 +98,7 @@ def test_bad_overrides_paths_and_folders_are_spec_errors(tiny_spec, tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.tensorflow  # the lesson's experiment, computed on TensorFlow
 def test_the_documented_example_runs(tmp_path, monkeypatch, capsys):
     """docs/python-api.md's example, as written, from a folder holding the spec it names."""
     import re

@@ -150,3 +150,24 @@ def test_the_plain_scripts_read_the_files_the_benchmark_writes(tmp_path):
     data = run.task.component.load()(run.task.params, run.seed)
     assert run.task.name == "text_classification_file"
     assert len(data.x_train) == len(texts) and len(data.x_test) == 200  # every sentence, no header, on both sides
+
+
+def test_the_pair_scripts_read_the_words_the_suite_reads(tmp_path):
+    """The numbers pairs as the benchmark writes them (`digits<TAB>words`): the scripts' reader gives the words of
+    the suite's `sentence_pairs`, pair for pair, on both sides."""
+    plain = plain_scripts_module()
+    workload = plain.pairs(tmp_path, tiny=True)
+    train = tmp_path / "pairs-train.tsv"
+    assert workload.script_arguments[:2] == [str(train), str(tmp_path / "pairs-test.tsv")]
+    sys.path.insert(0, str(REPO / "benchmarks" / "plain_scripts"))
+    import pytorch_pairs
+
+    pairs = pytorch_pairs.read(train)
+    assert len(pairs) == 200 and pairs[0][0][0].isdigit() and pairs[0][1][0].isalpha()
+    from seqkeras.spec.loader import load_experiment
+
+    [run] = load_experiment(workload.spec).runs
+    data = run.task.component.load()(run.task.params, run.seed)
+    words = [data.vocabulary.decode([i for i in row if i]) for row in data.x_train["source"]]
+    targets = [data.target_vocabulary.decode([i for i in row if i not in (0, data.end_id)]) for row in data.y_train]
+    assert sorted(zip(map(tuple, words), map(tuple, targets))) == sorted((tuple(s), tuple(t)) for s, t in pairs)

@@ -445,7 +445,29 @@ def test_docs_show_commands():
     assert any(c.argv[1] == "run" for c in SHOWN) and len(SHOWN) >= 5
 
 
-@pytest.mark.parametrize("shown", SHOWN, ids=lambda c: c.label)
+# An experiment computed on TensorFlow says so (the lesson's do): `backend: tensorflow`.
+TENSORFLOW_SPEC = re.compile(r"^backend:\s*tensorflow\b", re.MULTILINE)
+
+
+def runs_on_tensorflow(shown: Shown) -> bool:
+    """Whether a shown `run` asks for TensorFlow or reads an experiment computed on it: the test runs in the
+    TensorFlow test process (tests/conftest.py), where the command runs as a user's would, in process."""
+    if shown.argv[1] != "run":
+        return False
+    if option_value(shown.argv, "--backend") == "tensorflow":
+        return True
+    for arg in shown.argv[2:]:
+        path = REPO / arg
+        specs = sorted(path.rglob("*.yaml")) if path.is_dir() else [path] if path.suffix == ".yaml" else []
+        if any(spec.is_file() and TENSORFLOW_SPEC.search(spec.read_text(encoding="utf-8")) for spec in specs):
+            return True
+    return False
+
+
+@pytest.mark.parametrize("shown", [
+    pytest.param(shown, id=shown.label, marks=[pytest.mark.tensorflow] if runs_on_tensorflow(shown) else [])
+    for shown in SHOWN
+])
 def test_shown_command_runs(shown: Shown, tmp_path: Path, capsys, monkeypatch):
     assert shown.argv[0] == "seqkeras" and len(shown.argv) > 1
     args = sandboxed(shown.argv, tmp_path)

@@ -3,7 +3,8 @@
 ONNX graphs are run by ONNX Runtime and give Keras's outputs within 1e-4; SavedModels are loaded by
 `tf.saved_model.load` and called. An encoder-decoder's two graphs (encoder, one decoder step) are checked
 against the model's own step. The kinds that cannot be exported, an output folder that holds files and a
-wrong format are one line each. The models are the session's tiny TensorFlow runs (`trained_runs`).
+wrong format are one line each. The models are the session's tiny TensorFlow runs (`trained_runs`), in the
+TensorFlow test process.
 """
 
 from __future__ import annotations
@@ -22,6 +23,10 @@ pytest.importorskip("onnxruntime", reason="the export extra is not installed (pi
 pytest.importorskip("tf2onnx", reason="the export extra is not installed (pip install -r requirements-export.txt)")
 
 import onnxruntime  # noqa: E402
+
+# Keras's export traces the model with TensorFlow (a SavedModel, and tf2onnx from it): the kept models are the
+# session's tiny TensorFlow runs, in the TensorFlow test process (tests/conftest.py).
+pytestmark = pytest.mark.tensorflow
 
 CASE = {case.id: case for case in CASES}
 

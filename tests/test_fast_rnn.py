@@ -1,8 +1,7 @@
-"""The torch backend's fast paths on the TensorFlow process: Keras's own layers and fit, and a benchmark that runs.
+"""The torch backend's fast paths seen from TensorFlow: Keras's own layers and fit there (the tests marked
+tensorflow, in the TensorFlow process), and a benchmark that runs.
 
-Their comparisons with Keras's numbers need Keras on the torch backend, and this
-process has it on TensorFlow: they are in tests/torch_backend/, which runs in a
-pytest process of its own (KERAS_BACKEND=torch .venv/bin/python -m pytest tests/torch_backend).
+Their comparisons with Keras's numbers on torch are in tests/torch_backend/.
 """
 
 from __future__ import annotations
@@ -18,6 +17,7 @@ from seqkeras.backends.torch import fused_rnn
 from tests.conftest import REPO
 
 
+@pytest.mark.tensorflow  # TensorFlow's own path
 def test_tensorflow_backend_keeps_keras_fit():
     from seqkeras.training import trainer
 
@@ -25,6 +25,7 @@ def test_tensorflow_backend_keeps_keras_fit():
     assert trainer.lean_loop(keras.Sequential()) is None  # the lean loop is the torch backend's only
 
 
+@pytest.mark.tensorflow  # TensorFlow's own path
 def test_tensorflow_backend_keeps_keras_layers_and_says_so(capsys):
     assert keras.backend.backend() == "tensorflow"
     runtime.NOTED.clear()

@@ -31,7 +31,7 @@ import pytest
 
 from seqkeras.results import folder as results_folder
 from seqkeras.results.folder import DiskFull, disk_full, write_atomic
-from tests.helpers import run_cli
+from tests.helpers import process_backend, run_cli
 
 THREE_RUNS = """
     version: 1
@@ -170,7 +170,7 @@ def test_a_full_disk_at_a_checkpoint_fails_that_run_in_one_line_and_stops_the_sw
     # Run 2 of 3 (lstm) finds no space for its second epoch's checkpoint; smaller files still fit.
     disk = FillingDisk(lambda target: target.name == "epoch2.weights.h5" and "cell=lstm" in str(target))
     disk.install(monkeypatch)
-    code, output, err = run_cli(capsys, "run", spec, "--out", out, "--backend", "tensorflow")
+    code, output, err = run_cli(capsys, "run", spec, "--out", out, "--backend", process_backend())
     assert code == 1, output + err
     folders = run_folders(out)
     weights = folders["lstm"] / ".resume" / "epoch2.weights.h5"
@@ -196,7 +196,7 @@ def test_a_full_disk_at_a_checkpoint_fails_that_run_in_one_line_and_stops_the_sw
 
     # Space freed: the same command goes on where it stopped.
     monkeypatch.undo()
-    code, output, err = run_cli(capsys, "run", spec, "--out", out, "--backend", "tensorflow")
+    code, output, err = run_cli(capsys, "run", spec, "--out", out, "--backend", process_backend())
     assert code == 0, output + err
     assert "1 of 3 runs done before, reused" in output
     assert "resuming after epoch 1" in output
@@ -210,7 +210,7 @@ def test_a_disk_that_stays_full_keeps_runs_csv_and_the_sweep_still_says_it(write
     # From run 2's first checkpoint on, nothing fits: not its record, not runs.csv, not table.md.
     disk = FillingDisk(lambda target: target.name == "epoch1.weights.h5" and "cell=lstm" in str(target),
                        stays_full=True).install(monkeypatch)
-    code, output, err = run_cli(capsys, "run", spec, "--out", out, "--backend", "tensorflow")
+    code, output, err = run_cli(capsys, "run", spec, "--out", out, "--backend", process_backend())
     assert code == 1, output + err
     folders = run_folders(out)
     weights = folders["lstm"] / ".resume" / "epoch1.weights.h5"
@@ -316,7 +316,7 @@ def test_a_run_whose_record_finds_no_space_stops_the_experiments_after_it(write_
     specs = [write_spec(PROBE.format(name=name), name=f"{name}.yaml") for name in ("first", "second")]
     out = tmp_path / "out"
     FillingDisk(lambda target: target.name == "metrics.json").install(monkeypatch)
-    code, output, err = run_cli(capsys, "run", *specs, "--out", out, "--backend", "tensorflow")
+    code, output, err = run_cli(capsys, "run", *specs, "--out", out, "--backend", process_backend())
     assert code == 1, output + err
     (record_path,) = [p / "metrics.json" for p in (out / "first").iterdir() if p.is_dir()]
     line = one_line_about_it(output)

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from seqkeras.backends.precision import float64_computation
 from seqkeras.errors import SpecError
 from seqkeras.evaluation import gradient_flow
 from seqkeras.models import recurrent
@@ -93,7 +94,8 @@ def test_the_gradient_is_the_whole_states_as_finite_differences_measure_it(cell)
     for row, (step, column, sign) in enumerate(cases):
         perturbations[step][row, column] = sign * epsilon
     batch = np.repeat(inputs, len(cases), axis=0)
-    losses = keras.ops.convert_to_numpy(gradient_flow.unroll(layer, batch, None, perturbations)) @ g0
+    with float64_computation():  # the layer's float64 on every backend (Keras on torch computes some in float32)
+        losses = keras.ops.convert_to_numpy(gradient_flow.unroll(layer, batch, None, perturbations)) @ g0
     loss = {case: losses[row] for row, case in enumerate(cases)}
     by_differences = [
         np.linalg.norm([(loss[step, c, 1] - loss[step, c, -1]) / (2 * epsilon) for c in range(3 * states)])

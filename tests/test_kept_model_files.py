@@ -16,6 +16,7 @@ from seqkeras import catalog
 from seqkeras.errors import SpecError
 from seqkeras.models import ngram_lm
 from seqkeras.registry import KERAS_NATIVE, ModelFile
+from tests.helpers import process_backend
 from tests.model_kind_specs import CASES
 
 NGRAM = next(case for case in CASES if case.kind == "ngram")
@@ -62,7 +63,7 @@ def gzipped_ngram():
 
 def test_a_kind_with_its_own_model_file_is_kept_and_loaded_through_it(gzipped_ngram, tmp_path):
     case = dataclasses.replace(NGRAM, id="gz", kind=gzipped_ngram.name)
-    seqkeras.run(case.spec(), out=tmp_path, backend="tensorflow")
+    seqkeras.run(case.spec(), out=tmp_path, backend=process_backend())
     (folder,) = run_folders(tmp_path / "kind-gz")
     assert (folder / "model.ngram.json.gz").is_file() and not (folder / "model.ngram.json").exists()
     kept = seqkeras.load_model(folder)

@@ -25,7 +25,7 @@ import seqkeras
 from seqkeras import catalog
 from seqkeras.errors import SpecError
 from seqkeras.kept.preprocessing import FILE, KERAS_FILE
-from tests.helpers import run_cli
+from tests.helpers import process_backend, run_cli
 from tests.model_kind_specs import CASES, SEQ2SEQ, KindCase
 from tests.test_full_disk import FillingDisk, assert_nothing_half_written, one_line_about_it
 
@@ -87,7 +87,7 @@ def test_keeping_is_out_of_the_run_id_unless_turned_off(tiny_spec, capsys, tmp_p
     (off,) = load_experiment(tiny_spec, overrides=["train.keep_model=false"], only=only).runs
     assert off.resolved["train"]["keep_model"] is False and off.run_id != kept.run_id
     code, output, err = run_cli(capsys, "run", tiny_spec, "--out", tmp_path, "--set", "train.keep_model=false",
-                                "--only", only[0], "--only", only[1], "--backend", "tensorflow")
+                                "--only", only[0], "--only", only[1], "--backend", process_backend())
     assert code == 0, output + err
     folder = run_folder(tmp_path, "tiny")
     assert folder.name == off.run_id
@@ -180,7 +180,7 @@ def test_a_kept_text_classifier_encodes_texts_as_its_task_did(write_spec, tmp_pa
         model: {{kind: classifier, cell: gru, units: 4, embedding_dim: 4}}
         train: {{epochs: 1, batch_size: 4, verbose: 0}}
     """)
-    seqkeras.run(spec, out=tmp_path / "out", backend="tensorflow")
+    seqkeras.run(spec, out=tmp_path / "out", backend=process_backend())
     kept = seqkeras.load_model(run_folder(tmp_path / "out", "reviews"))
     data = kept.data()
     texts = [text for text, _ in __import__("seqkeras.tasks.files", fromlist=["x"]).read_labelled_texts(
@@ -319,7 +319,7 @@ def test_a_full_disk_at_the_kept_model_fails_that_run_in_one_line(write_spec, ca
     """)
     out = tmp_path / "out"
     disk = FillingDisk(lambda target: target.name == KERAS_FILE).install(monkeypatch)
-    code, output, err = run_cli(capsys, "run", spec, "--out", out, "--backend", "tensorflow")
+    code, output, err = run_cli(capsys, "run", spec, "--out", out, "--backend", process_backend())
     assert code == 1, output + err
     folder = run_folder(out, "tiny")
     assert disk.refused == [str(folder / KERAS_FILE)]

@@ -16,7 +16,7 @@ import pytest
 
 from seqkeras.backends import threads
 from seqkeras.execution import machine
-from tests.helpers import run_cli
+from tests.helpers import process_backend, run_cli
 from tests.test_run_integrity import PROBE_SPEC
 
 
@@ -29,7 +29,7 @@ def test_a_record_names_the_cpu_its_instruction_set_and_threads(write_spec, tmp_
     assert found["instruction_set"] == machine.widest_instruction_set()
     assert set(found["flags"].split()) <= set(machine.X86_FLAGS + machine.ARM_FLAGS)
     assert found["threads"] == threads.current() >= 1  # the command's own process: its cores, set once
-    assert record["versions"]["tensorflow"]
+    assert record["versions"][process_backend()]
 
 
 def test_the_widest_instruction_set_follows_the_flags(monkeypatch):

@@ -99,7 +99,8 @@ def test_the_trainer_steps_the_bar_once_per_batch_and_leaves_stdout_alone(every_
         assert f"Epoch {epoch}/2:" in said and re.search(rf"Epoch {epoch}/2:.*\| 3/3 \[", said), said
         assert re.search(rf"\rEpoch {epoch}/2 - \d+s - accuracy: [\d.]+ - loss: [\d.]+\n", said), said
     assert "4/3" not in said  # no step counted twice
-    assert capsys.readouterr().out == ""  # stdout holds results only
+    # stdout holds results only (and the suite's notes: on torch, that this unbuilt model trains on Keras's fit)
+    assert all(line.startswith("note: ") for line in capsys.readouterr().out.splitlines())
 
 
 def test_the_time_left_is_the_mean_measured_run_time_of_the_runs_left_over_the_runs_at_once():

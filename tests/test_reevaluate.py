@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 import seqkeras
-from tests.helpers import run_cli
+from tests.helpers import process_backend, run_cli
 
 SEQ2SEQ_SPEC = {
     "version": 1,
@@ -65,7 +65,7 @@ def test_a_decoder_and_a_metric_are_added_without_training(results, capsys, tmp_
         assert set(beam["metrics"]) == {"bleu", "exact_match", "mean_log_prob"}
         (evaluation,) = record["evaluations"]
         assert evaluation["added_decoders"] == ["beam(width=2)"] and evaluation["added_metrics"] == ["mean_log_prob"]
-        assert evaluation["backend"] == "tensorflow"
+        assert evaluation["backend"] == process_backend()
         outputs = pd.read_csv(results / run_id / "outputs.csv")
         assert outputs["decoder"].value_counts().to_dict() == {"greedy": 8, "beam(width=2)": 8}
         assert set(pd.read_csv(results / run_id / "by_length.csv")["decoder"]) == {"greedy", "beam(width=2)"}
@@ -83,7 +83,7 @@ def test_a_decoder_and_a_metric_are_added_without_training(results, capsys, tmp_
     spec = {**SEQ2SEQ_SPEC, "evaluate": {"metrics": ["bleu", "exact_match", "mean_log_prob"],
                                          "decoders": [{"name": "greedy"}, BEAM]},
             "table": {"rows": "seed", "columns": "decoder", "value": "bleu"}}
-    seqkeras.run(spec, out=tmp_path / "fresh", backend="tensorflow")
+    seqkeras.run(spec, out=tmp_path / "fresh", backend=process_backend())
     fresh = {record["seed"]: record for record in records(tmp_path / "fresh" / "reeval").values()}
     for record in after.values():
         for added, reference in zip(record["rows"], fresh[record["seed"]]["rows"]):
@@ -104,7 +104,7 @@ def test_asking_again_adds_nothing_and_run_reuses_the_grown_records(results, cap
     # `run` of the same spec finds its finished runs and keeps the rows they gained.
     spec_file = results.parent.parent / "reeval.yaml"
     spec_file.write_text(yaml.safe_dump(SEQ2SEQ_SPEC))
-    code, out, err = run_cli(capsys, "run", spec_file, "--out", results.parent, "--backend", "tensorflow")
+    code, out, err = run_cli(capsys, "run", spec_file, "--out", results.parent, "--backend", process_backend())
     assert code == 0, err
     assert "2 of 2 runs done before, reused" in out
     assert set(pd.read_csv(results / "runs.csv")["decoder"]) == {"greedy", "beam(width=2)"}
@@ -127,7 +127,7 @@ def test_a_classifier_gains_a_metric_and_no_decoder(tmp_path, capsys):
             "model": {"kind": "classifier", "cell": "gru", "units": 4, "embedding_dim": 4},
             "train": {"epochs": 1, "batch_size": 16, "verbose": 0}, "evaluate": {"metrics": ["accuracy"]},
             "seeds": [0]}
-    seqkeras.run(spec, out=tmp_path, backend="tensorflow")
+    seqkeras.run(spec, out=tmp_path, backend=process_backend())
     folder = tmp_path / "reeval-cls"
     code, out, err = run_cli(capsys, "evaluate", folder, "--metrics", "cross_entropy", "--decoders", "greedy")
     assert code == 0, err
@@ -137,7 +137,7 @@ def test_a_classifier_gains_a_metric_and_no_decoder(tmp_path, capsys):
     assert "cross_entropy" in pd.read_csv(folder / "runs.csv")
     # Nothing kept at all: said, and a failure of the command.
     no_keep = {**spec, "name": "reeval-none", "train": {**spec["train"], "keep_model": False}}
-    seqkeras.run(no_keep, out=tmp_path, backend="tensorflow")
+    seqkeras.run(no_keep, out=tmp_path, backend=process_backend())
     code, out, err = run_cli(capsys, "evaluate", tmp_path / "reeval-none", "--metrics", "cross_entropy")
     assert code == 1 and "trained with train.keep_model: false" in out
     assert "nothing was evaluated: no run there kept its model" in err

@@ -13,6 +13,7 @@ import sys
 import pytest
 
 from tests.conftest import REPO
+from tests.helpers import process_backend
 
 # In a process of its own: the setting is for the life of the process, and pytest's should keep glibc's defaults.
 PAGE_FAULTS = """
@@ -94,7 +95,7 @@ def test_keras_starts_without_its_scikit_learn_and_matplotlib_integrations(backe
     assert result.stdout.split("\n")[-2] == "[] (1, 2)"
 
 
-# In a process of its own, without $KERAS_BACKEND: pytest's process has imported Keras on TensorFlow.
+# In a process of its own, without $KERAS_BACKEND: pytest's process has imported Keras already.
 AUTO_CHOICE = """
 from seqkeras.backends.runtime import resolve_backend, select_backend
 print(resolve_backend(None), resolve_backend("auto"), resolve_backend("tensorflow"), select_backend(None, load=False))
@@ -117,9 +118,10 @@ def test_a_process_that_imported_keras_keeps_its_backend():
     from seqkeras.backends.runtime import resolve_backend
     from seqkeras.errors import SpecError
 
-    assert resolve_backend(None) == resolve_backend("auto") == "tensorflow"  # this process: conftest chose it
-    with pytest.raises(SpecError, match="already imported in this process with backend 'tensorflow'"):
-        resolve_backend("torch")
+    here = process_backend()  # conftest chose it
+    assert resolve_backend(None) == resolve_backend("auto") == here
+    with pytest.raises(SpecError, match=f"already imported in this process with backend '{here}'"):
+        resolve_backend("jax" if here != "jax" else "torch")
 
 
 def test_a_misspelt_backend_is_named():
@@ -167,6 +169,7 @@ def _experiment(name, backend):
     return SimpleNamespace(spec=SimpleNamespace(name=name, backend=backend), source=f"{name}.yaml")
 
 
+@pytest.mark.tensorflow  # this process's Keras is on TensorFlow, as a lesson experiment's
 def test_an_experiments_backend_key_decides_under_auto_and_refuses_another(monkeypatch):
     from seqkeras.execution.sweep import choose_backend
     from seqkeras.errors import SpecError
@@ -184,6 +187,7 @@ def test_an_experiments_backend_key_decides_under_auto_and_refuses_another(monke
         choose_backend(None, [lesson, _experiment("other", "torch")])
 
 
+@pytest.mark.tensorflow  # this process's Keras is on TensorFlow, as a lesson experiment's
 def test_keras_backend_in_the_environment_is_the_users_choice_too(monkeypatch):
     from seqkeras.execution.sweep import choose_backend
     from seqkeras.errors import SpecError

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from keras.ops import convert_to_numpy
 
 from seqkeras.decoding import GreedyDecoder, score_sequences
 from seqkeras.errors import SpecError
@@ -239,7 +240,7 @@ def test_step_by_step_decoding_gives_the_teacher_forced_log_probs(small_data, op
     model = build(Seq2SeqParams(units=8, embedding_dim=6, **options), small_data)
     source = small_data.x_test["source"]
     targets = [row[row != 0].tolist() for row in small_data.y_test]  # references with their end
-    probabilities = np.asarray(model(small_data.x_test))
+    probabilities = convert_to_numpy(model(small_data.x_test))
     teacher_forced = np.array([np.log(probabilities[i, np.arange(len(t)), t]).sum() for i, t in enumerate(targets)])
     stepped = score_sequences(model.step_model(source, small_data.start_id, small_data.end_id), targets)
     np.testing.assert_allclose(stepped, teacher_forced, rtol=1e-4, atol=1e-4)
@@ -251,7 +252,8 @@ def test_padding_the_source_further_changes_nothing(small_data):
 
     model = build(Seq2SeqParams(units=8, embedding_dim=6, attention="bahdanau", bidirectional=True), small_data)
     padded = {**small_data.x_test, "source": np.pad(small_data.x_test["source"], ((0, 0), (0, 5)))}
-    np.testing.assert_allclose(np.asarray(model(padded)), np.asarray(model(small_data.x_test)), atol=1e-5)
+    np.testing.assert_allclose(convert_to_numpy(model(padded)), convert_to_numpy(model(small_data.x_test)),
+                               atol=1e-5)
     weights = model.attention_weights(padded["source"], padded["decoder_input"])
     real = padded["source"] != 0
     np.testing.assert_allclose(weights.sum(axis=-1), 1.0, atol=1e-5)

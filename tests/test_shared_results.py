@@ -267,6 +267,7 @@ def test_a_fifo_as_runs_csv_is_an_error_naming_it(tmp_path, capsys, shared):
     assert result.code == 2 and f"{folder / 'runs.csv'} is a FIFO" in result.err, result.err
 
 
+@pytest.mark.tensorflow  # the lesson's experiment, computed on TensorFlow
 def test_a_fifo_as_metrics_json_is_skipped_by_rebuild_and_by_run_s_reuse_check(tmp_path, capsys, shared):
     folder, _ = shared
     run_id = runs_of(folder)[2]

@@ -334,6 +334,7 @@ def test_a_run_at_each_level_scores_words_and_its_kept_model_predicts_words(pair
     assert [json.loads(line)["output"] for line in stdout.splitlines()] == predicted
 
 
+@pytest.mark.tensorflow  # a SavedModel is made by TensorFlow
 def test_an_export_carries_the_learnt_model_file_and_one_shared_vocabulary(pair_runs, tmp_path):
     pytest.importorskip("tensorflow")
     folder = pair_runs["sentencepiece_bpe"]  # a shared vocabulary

@@ -244,7 +244,7 @@ def test_auto_runs_encoder_decoders_on_jax_and_says_why_before_a_dry_run(write_s
 def test_auto_takes_the_backend_most_runs_train_fastest_on(write_spec, monkeypatch, specs, chosen):
     from seqkeras.execution import sweep
 
-    # As in a fresh process with the three installed: this one has imported Keras on TensorFlow.
+    # As in a fresh process with the three installed: this one has imported Keras already.
     monkeypatch.setattr(sweep, "loaded_keras_backend", lambda: None)
     monkeypatch.setattr(sweep, "installed_backends", lambda: ["torch", "jax", "tensorflow"])
     monkeypatch.setattr(sweep, "resolve_backend", lambda name: "torch")
@@ -270,6 +270,7 @@ executors.ProcessPoolExecutor = SaidPool
 """
 
 
+@pytest.mark.tensorflow  # the workers' runs on TensorFlow against this process's
 @pytest.mark.slow
 def test_parallel_runs_go_one_per_core_in_one_set_of_workers_and_give_the_serial_table(write_spec, tmp_path,
                                                                                         trained_runs):
@@ -368,6 +369,7 @@ def test_early_stopping_state_and_validation_split():
     assert "val_loss" in history and len(history) == 2
 
 
+@pytest.mark.tensorflow  # TensorFlow's traced train step
 def test_the_train_step_is_traced_once_and_trains_as_before():
     """Optimizer and metric variables exist before fit traces (else TensorFlow traces it twice)."""
 
@@ -465,6 +467,7 @@ def test_ray_missing_is_a_clear_error(tiny_spec, tmp_path, capsys, monkeypatch):
     assert run.code == 2 and "pip install -r requirements-ray.txt" in run.output
 
 
+@pytest.mark.tensorflow  # TensorFlow's distribution strategy
 def test_mirrored_distribution_runs_on_the_cpu_and_says_so(tiny_spec, tmp_path, capsys):
     run = run_cli(capsys, "run", tiny_spec, "--out", tmp_path, "--set", "train.distribution=mirrored",
                   "--set", "seeds=[0]", "--only", "model.cell=lstm")  # one run says it as well as two

@@ -16,7 +16,7 @@ from seqkeras.errors import SpecError
 from seqkeras.spec.loader import build_experiment
 from seqkeras.tasks import char_lm, files, lm_corpus
 from seqkeras.tasks.validation import hold_out
-from tests.helpers import run_cli
+from tests.helpers import process_backend, run_cli
 
 ROWS = [(f"text number {i} is {'good' if i % 2 else 'bad'}", "pos" if i % 2 else "neg") for i in range(30)]
 CONLL = "".join(f"w{i} B-X\nsaw O\nit O\n\n" for i in range(20))
@@ -142,7 +142,7 @@ def test_early_stopping_watches_the_validation_file_of_a_run(tmp_path, write_spe
         train: {{epochs: 3, batch_size: 8, verbose: 0, optimizer: {{learning_rate: 1.0e-9}},
                  early_stopping: {{monitor: val_loss, patience: 1}}}}
     """)
-    code, out, err = run_cli(capsys, "run", path, "--out", tmp_path / "out", "--backend", "tensorflow")
+    code, out, err = run_cli(capsys, "run", path, "--out", tmp_path / "out", "--backend", process_backend())
     assert code == 0, out + err
     (folder,) = [p for p in (tmp_path / "out" / "validated").iterdir() if p.is_dir()]
     history = pd.read_csv(folder / "history.csv")

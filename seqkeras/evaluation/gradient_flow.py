@@ -40,12 +40,14 @@ autodiff (`seqkeras.backends.autodiff`).
 
 from __future__ import annotations
 
+import contextlib
 import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from seqkeras.backends.autodiff import gradients
+from seqkeras.backends.precision import float64_computation
 
 if TYPE_CHECKING:
     import keras
@@ -140,7 +142,10 @@ def gradient_norms(layer: keras.layers.Layer, inputs: Any, mask: Any = None) -> 
         # A sum over the batch: the sequences do not interact, so each one's gradient is its own.
         return ops.sum(unroll(rnn, inputs, mask, perturbations) * g0)
 
-    per_step = gradients(loss, zeros)  # index t: d loss / d s_t, in the order the cell read the steps
+    # A float64 layer (the lesson's probe maps its RNN onto one) is followed in float64 on every backend: Keras
+    # on torch and JAX computes some float64 operations in float32 unless asked (backends.precision).
+    with float64_computation() if dtype == "float64" else contextlib.nullcontext():
+        per_step = gradients(loss, zeros)  # index t: d loss / d s_t, in the order the cell read the steps
     norms = np.stack([np.linalg.norm(keras.ops.convert_to_numpy(g).astype(np.float64), axis=-1) for g in per_step])
     return norms.mean(axis=1)[::-1].copy()  # index k = steps back from the last state
 
@@ -174,7 +179,9 @@ def unroll(rnn: keras.layers.RNN, inputs: Any, mask: Any = None, perturbations: 
             new_states = [ops.where(real, new, old) for new, old in zip(new_states, states)]
         if perturbations is not None:
             units = cell.units
-            new_states = [state + perturbations[index][:, i * units:(i + 1) * units]
+            # In the state's dtype, as TensorFlow converts a NumPy operand (torch would not add one to a tensor
+            # that records its gradient).
+            new_states = [state + ops.convert_to_tensor(perturbations[index][:, i * units:(i + 1) * units], state.dtype)
                           for i, state in enumerate(new_states)]
         states = new_states
     return states[0]

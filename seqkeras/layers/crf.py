@@ -12,7 +12,7 @@ for tag bigrams, so it scores whole tag sequences:
 which must be at the end of each sequence.) The normaliser is computed by the
 forward algorithm, the per-position marginals p(y_t | x) by forward-backward
 (reusing the same forward pass) and the best sequence by Viterbi, each as a
-`keras.ops.scan` over time, so they work eagerly, inside `tf.function` (`model.fit` /
+`keras.ops.scan` over time (`_scan`), so they work eagerly, inside `tf.function` (`model.fit` /
 `model.predict`) and with a dynamic sequence length.
 
 Design: how the CRF plugs into a Keras model
@@ -303,7 +303,7 @@ class CRF(keras.layers.Layer):
             # TF's scan wants outputs shaped like the carry (the stacked alphas `every_step` asks for).
             return alpha, alpha
 
-        alpha, alphas = ops.scan(step, alpha0, steps)
+        alpha, alphas = _scan(step, alpha0, steps)
         if not every_step:
             return alpha, None
         return alpha, ops.concatenate([ops.expand_dims(alpha0, 0), alphas], axis=0)
@@ -332,7 +332,7 @@ class CRF(keras.layers.Layer):
             return beta, beta
 
         beta_last = ops.zeros_like(emissions[:, 0]) + ops.expand_dims(end, 0)
-        _, betas = ops.scan(step, beta_last, steps, reverse=True)
+        _, betas = _scan(step, beta_last, steps, reverse=True)
         betas = ops.concatenate([betas, ops.expand_dims(beta_last, 0)], axis=0)
         return ops.moveaxis(ops.softmax(alphas + betas, axis=-1), 0, 1)
 
@@ -356,7 +356,7 @@ class CRF(keras.layers.Layer):
             carry = (ops.where(keep, new, delta), ops.where(keep, best_prev, identity))
             return carry, carry
 
-        (delta, _), (_, backpointers) = ops.scan(
+        (delta, _), (_, backpointers) = _scan(
             forward, (delta0, identity), self._time_major_rest(emissions, mask)
         )
         last = ops.cast(ops.argmax(delta + ops.expand_dims(end, 0), axis=1), "int32")  # [B]
@@ -365,9 +365,18 @@ class CRF(keras.layers.Layer):
             previous = ops.take_along_axis(backpointer_t, ops.expand_dims(tag, 1), axis=1)[:, 0]
             return previous, previous
 
-        _, earlier = ops.scan(backward, last, backpointers, reverse=True)  # [T-1, B]
+        _, earlier = _scan(backward, last, backpointers, reverse=True)  # [T-1, B]
         path = ops.concatenate([ops.moveaxis(earlier, 0, 1), ops.expand_dims(last, 1)], axis=1)
         return ops.where(mask, path, 0)
+
+
+def _scan(step, carry, steps, reverse: bool = False):
+    """keras.ops.scan for the steps functions here, whose outputs are shaped like their carry; a sequence of
+    one position (steps of length 0) leaves the carry as it is. Keras's torch `scan` fails on zero steps
+    ("Must provide at least one structure"), which a one-word sentence is."""
+    if steps.shape[0] == 0:  # a static 0 (TensorFlow's dynamic T is None: its scan takes zero steps itself)
+        return carry, keras.tree.map_structure(lambda value: ops.zeros((0, *value.shape), value.dtype), carry)
+    return ops.scan(step, carry, steps, reverse=reverse)
 
 
 def _to_list(array):
