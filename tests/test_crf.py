@@ -201,7 +201,7 @@ def test_forbidden_transitions_are_never_predicted():
     assert list(end_path[0, :3]) == [0, 0, 0] and end_path[1, 0] == 0
 
 
-@pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="graph mode check is TF-specific")
+@pytest.mark.tensorflow  # graph mode with a dynamic length is TensorFlow's (tf.function)
 def test_graph_mode_with_dynamic_length_matches_eager():
     import tensorflow as tf
 
