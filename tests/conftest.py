@@ -48,10 +48,6 @@ if PROCESS_BACKEND == "torch":
     import torch
 
     torch.set_num_threads(1)  # small tensors: threads only add noise (and the CPU is shared)
-    # Keras is imported on torch now. The processes the tests start see no $KERAS_BACKEND, as from a user's
-    # shell: the backend is then what `auto` picks (TensorFlow for the lesson's experiments). The
-    # TensorFlow process keeps the one make test sets, as a user who asked for it would.
-    os.environ.pop("KERAS_BACKEND", None)
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -119,6 +115,16 @@ def trained_runs(tmp_path_factory):
     root = shared / f"trained-runs-{keras.backend.backend()}"
     root.mkdir(exist_ok=True)
     return TrainedRuns(root, keras.backend.backend())
+
+
+@pytest.fixture(autouse=True)
+def users_shell(monkeypatch):
+    """In the torch process, each test starts without $KERAS_BACKEND, as a user's shell: the processes it starts
+    run on what `auto` picks (TensorFlow for the lesson's experiments). Keras is imported on torch already, and a
+    run in the test's own process sets the variable again (`select_backend`): undone after the test. The
+    TensorFlow process keeps the one make test sets, as a user who asked for it would."""
+    if PROCESS_BACKEND == "torch":
+        monkeypatch.delenv("KERAS_BACKEND", raising=False)
 
 
 @pytest.fixture

@@ -97,8 +97,10 @@ def running(pid: int) -> bool:
 
 
 def parallel_sweep_in_training(write_spec, tmp_path):
-    """A `--jobs 2` sweep of three runs, returned once both workers are training, with the workers' pids."""
-    spec = write_spec(RESUMABLE_SPEC.replace("seeds: [0]", "seeds: [0, 1, 2]"))
+    """A `--jobs 2` sweep of three runs, returned once both workers are training, with the workers' pids. The
+    runs are given 40 epochs, which no test lets them finish: on torch 4 epochs could end before a worker notices
+    that its parent is gone."""
+    spec = write_spec(RESUMABLE_SPEC.replace("seeds: [0]", "seeds: [0, 1, 2]").replace("epochs: 4", "epochs: 40"))
     sweep = cli("run", spec, "--out", tmp_path, "--jobs", "2")
     deadline = time.time() + 240
     while len(list((tmp_path / "resumable").glob("*/spec.yaml"))) < 2:
