@@ -41,8 +41,9 @@ PROCESS_BACKEND = os.environ.get("KERAS_BACKEND") or "torch"
 if PROCESS_BACKEND == "jax":
     collect_ignore_glob = ["test_*.py"]
 collect_ignore = [folder for backend, folder in BACKEND_FOLDERS.items() if backend != PROCESS_BACKEND]
-if PROCESS_BACKEND != "jax":  # tests/jax_backend/conftest.py selects JAX itself
+if PROCESS_BACKEND == "torch":
     os.environ["KERAS_TORCH_DEVICE"] = "cpu"
+if PROCESS_BACKEND != "jax":  # tests/jax_backend/conftest.py selects JAX itself
     select_backend(PROCESS_BACKEND)
 if PROCESS_BACKEND == "torch":
     import torch
@@ -84,10 +85,12 @@ TENSORFLOW_LEFT_OUT = pytest.StashKey[int]()
 
 def deselect(config, items: list, left_out) -> int:
     """Leave out the items for which `left_out(item)` is true (counted as deselected); how many."""
-    gone = [item for item in items if left_out(item)]
+    kept, gone = [], []
+    for item in items:
+        (gone if left_out(item) else kept).append(item)
     if gone:
         config.hook.pytest_deselected(items=gone)
-        items[:] = [item for item in items if not left_out(item)]
+        items[:] = kept
     return len(gone)
 
 

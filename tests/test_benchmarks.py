@@ -160,9 +160,9 @@ def test_the_pair_scripts_read_the_words_the_suite_reads(tmp_path):
     train = tmp_path / "pairs-train.tsv"
     assert workload.script_arguments[:2] == [str(train), str(tmp_path / "pairs-test.tsv")]
     sys.path.insert(0, str(REPO / "benchmarks" / "plain_scripts"))
-    import pytorch_pairs
+    import pairs_data
 
-    pairs = pytorch_pairs.read(train)
+    pairs = pairs_data.read(train)
     assert len(pairs) == 200 and pairs[0][0][0].isdigit() and pairs[0][1][0].isalpha()
     from seqkeras.spec.loader import load_experiment
 

@@ -3,7 +3,8 @@ one ("Character-level recurrent sequence-to-sequence model", lstm_seq2seq.py in 
 GRUs: the encoder's last state starts the decoder, which is trained with teacher forcing, and the outputs are
 decoded greedily by an encoder model and a one-step decoder model, as that example decodes them.
 
-Its data: two files of `source<TAB>target` lines (train and test); words and single punctuation marks, lowercased.
+Its data (pairs_data.py, shared with pytorch_pairs.py): two files of `source<TAB>target` lines (train and test);
+words and single punctuation marks, lowercased.
 Its model: Embedding(32, masking the padding) → GRU(64) → its state → GRU(64) over the target's embeddings →
 a softmax; Adam 0.005 with gradients clipped to norm 1, batch 32, shuffled. The backend is Keras's
 (`KERAS_BACKEND`), with its defaults for threads. benchmarks/plain_scripts.py runs it as a process of its own.
@@ -15,19 +16,10 @@ The last line printed is JSON: the share of test sources whose greedy output is 
 
 import argparse
 import json
-import re
 
 import keras
 import numpy as np
-
-TOKEN = re.compile(r"\w+|[^\w\s]")
-PAD, START, END = 0, 1, 2
-
-
-def read(path):
-    with open(path, encoding="utf-8") as handle:
-        fields = [line.rstrip("\n").split("\t") for line in handle if line.strip()]
-    return [(TOKEN.findall(source.lower()), TOKEN.findall(target.lower())) for source, target in fields]
+from pairs_data import END, PAD, START, GreedyOutputs, Vocabularies, read
 
 
 def padded(rows):
@@ -44,23 +36,21 @@ def main():
     args = parser.parse_args()
     keras.utils.set_random_seed(args.seed)
     train, test = read(args.train), read(args.test)
-    source_index = {w: i + 2 for i, w in enumerate(sorted({w for s, _ in train for w in s}))}  # 1: unknown
-    target_words = ["", "<s>", "</s>", *sorted({w for _, t in train for w in t})]
-    target_index = {w: i for i, w in enumerate(target_words)}
+    vocabularies = Vocabularies(train)
 
     def sources(pairs):
-        return padded([[source_index.get(w, 1) for w in s] for s, _ in pairs])
+        return padded([vocabularies.source_ids(s) for s, _ in pairs])
 
-    targets = [[target_index[w] for w in t] for _, t in train]
+    targets = [vocabularies.target_ids(t) for _, t in train]
     decoder_input, decoder_target = padded([[START, *t] for t in targets]), padded([[*t, END] for t in targets])
 
     encoder_inputs = keras.Input((None,), dtype="int32")
-    embedded = keras.layers.Embedding(len(source_index) + 2, 32, mask_zero=True)(encoder_inputs)
+    embedded = keras.layers.Embedding(vocabularies.source_size, 32, mask_zero=True)(encoder_inputs)
     _, state = keras.layers.GRU(64, return_state=True)(embedded)
     decoder_inputs = keras.Input((None,), dtype="int32")
-    target_embedding = keras.layers.Embedding(len(target_words), 32, mask_zero=True)
+    target_embedding = keras.layers.Embedding(len(vocabularies.target_words), 32, mask_zero=True)
     decoder_gru = keras.layers.GRU(64, return_sequences=True, return_state=True)
-    softmax = keras.layers.Dense(len(target_words), activation="softmax")
+    softmax = keras.layers.Dense(len(vocabularies.target_words), activation="softmax")
     decoded, _ = decoder_gru(target_embedding(decoder_inputs), initial_state=state)
     model = keras.Model([encoder_inputs, decoder_inputs], softmax(decoded))
     model.compile(optimizer=keras.optimizers.Adam(0.005, clipnorm=1.0), loss="sparse_categorical_crossentropy")
@@ -73,20 +63,13 @@ def main():
     decoder = keras.Model([step_token, step_state], [softmax(step_output), next_state])
     state = encoder.predict(sources(test), verbose=0)
     token = np.full((len(test), 1), START, dtype="int32")
-    outputs = [[] for _ in test]
-    done = np.zeros(len(test), dtype=bool)
-    for _ in range(max(len(t) for _, t in test) + 2):
+    outputs = GreedyOutputs(test, vocabularies.target_words)
+    for _ in range(outputs.steps):
         probabilities, state = decoder.predict([token, state], verbose=0)
         token = probabilities[:, -1].argmax(-1).astype("int32")[:, None]
-        for row, chosen in enumerate(token[:, 0]):
-            if not done[row]:
-                done[row] = chosen == END
-                if not done[row]:
-                    outputs[row].append(target_words[chosen])
-        if done.all():
+        if outputs.add(token[:, 0].tolist()):
             break
-    exact = np.mean([output == target for output, (_, target) in zip(outputs, test)])
-    print(json.dumps({"accuracy": float(exact)}))
+    print(json.dumps({"accuracy": float(outputs.exact_match())}))
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 Scratch: Translation with a Sequence to Sequence Network"), without attention, batched: the encoder's last state
 starts the decoder, which is trained with teacher forcing; the outputs are decoded greedily.
 
-Its data: two files of `source<TAB>target` lines (train and test); words and single punctuation marks, lowercased.
+Its data (pairs_data.py, shared with keras_pairs.py): two files of `source<TAB>target` lines (train and test);
+words and single punctuation marks, lowercased.
 Its model: `nn.Embedding(32)` → `nn.GRU(64)` over the packed sources → its last state → `nn.GRU(64)` over the
 target's embeddings → `nn.Linear`; cross-entropy that ignores the padding, Adam 0.005 with gradients clipped to
 norm 1, batch 32, shuffled, on the GPU when there is one. PyTorch's defaults for threads.
@@ -14,21 +15,12 @@ The last line printed is JSON: the share of test sources whose greedy output is 
 
 import argparse
 import json
-import re
 
 import torch
+from pairs_data import END, PAD, START, GreedyOutputs, Vocabularies, read
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_sequence
 from torch.utils.data import DataLoader
-
-TOKEN = re.compile(r"\w+|[^\w\s]")
-PAD, START, END = 0, 1, 2
-
-
-def read(path):
-    with open(path, encoding="utf-8") as handle:
-        fields = [line.rstrip("\n").split("\t") for line in handle if line.strip()]
-    return [(TOKEN.findall(source.lower()), TOKEN.findall(target.lower())) for source, target in fields]
 
 
 class Translator(nn.Module):
@@ -67,13 +59,11 @@ def main():
     args = parser.parse_args()
     torch.manual_seed(args.seed)
     train, test = read(args.train), read(args.test)
-    source_index = {w: i + 2 for i, w in enumerate(sorted({w for s, _ in train for w in s}))}  # 1: unknown
-    target_words = ["", "<s>", "</s>", *sorted({w for _, t in train for w in t})]
-    target_index = {w: i for i, w in enumerate(target_words)}
-    examples = [([source_index.get(w, 1) for w in s], [target_index[w] for w in t]) for s, t in train]
+    vocabularies = Vocabularies(train)
+    examples = [(vocabularies.source_ids(s), vocabularies.target_ids(t)) for s, t in train]
     loader = DataLoader(examples, batch_size=32, shuffle=True, collate_fn=batch)
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    model = Translator(len(source_index) + 2, len(target_words)).to(device)
+    model = Translator(vocabularies.source_size, len(vocabularies.target_words)).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=0.005)
     loss_function = nn.CrossEntropyLoss(ignore_index=PAD)
     for epoch in range(args.epochs):
@@ -81,31 +71,25 @@ def main():
         for source, lengths, target_input, target_output in loader:
             optimizer.zero_grad()
             logits, _ = model.decode(target_input.to(device), model.encode(source.to(device), lengths))
-            loss = loss_function(logits.reshape(-1, len(target_words)), target_output.to(device).reshape(-1))
+            loss = loss_function(logits.flatten(0, 1), target_output.to(device).reshape(-1))
             loss.backward()
             nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
         print(f"epoch {epoch + 1}: loss {loss.item():.4f}")
 
     model.eval()
-    sources = [[source_index.get(w, 1) for w in s] for s, _ in test]
+    sources = [vocabularies.source_ids(s) for s, _ in test]
     with torch.no_grad():
         source = pad_sequence([torch.tensor(s) for s in sources], batch_first=True).to(device)
         state = model.encode(source, torch.tensor([len(s) for s in sources]))
         token = torch.full((len(test), 1), START, device=device)
-        outputs, done = [[] for _ in test], torch.zeros(len(test), dtype=torch.bool)
-        for _ in range(max(len(t) for _, t in test) + 2):
+        outputs = GreedyOutputs(test, vocabularies.target_words)
+        for _ in range(outputs.steps):
             logits, state = model.decode(token, state)
             token = logits[:, -1].argmax(-1, keepdim=True)
-            for row, chosen in enumerate(token[:, 0].tolist()):
-                if not done[row]:
-                    done[row] = chosen == END
-                    if not done[row]:
-                        outputs[row].append(target_words[chosen])
-            if done.all():
+            if outputs.add(token[:, 0].tolist()):
                 break
-    exact = sum(output == target for output, (_, target) in zip(outputs, test)) / len(test)
-    print(json.dumps({"accuracy": float(exact)}))
+    print(json.dumps({"accuracy": float(outputs.exact_match())}))
 
 
 if __name__ == "__main__":

@@ -48,7 +48,8 @@ def unsupported(model: keras.Model) -> str | None:
     checks = [
         # The loop takes the weights it updates when it is made: an unbuilt model (a Sequential without an
         # Input) has none yet, and Keras's fit builds it from the first batch.
-        (lambda: not model.built or not model.trainable_weights, "the model is not built yet"),
+        (lambda: not model.built, "the model is not built yet"),
+        (lambda: not model.trainable_weights, "the model has no trainable weights"),
         (lambda: getattr(model, "has_own_loss", False), "the model computes its own loss"),
         (lambda: any(getattr(type(model), name) is not getattr(keras.Model, name)
                      for name in ("train_step", "test_step", "compute_loss", "compute_metrics")),
