@@ -118,7 +118,7 @@ class FusedRNNMixin:
             self.KIND,
             sequences.to(weights[0].dtype),  # the embedding's output, or int inputs: the kernel's dtype
             states,
-            rnn_kernels.torch_weights(self.KIND, *weights),
+            weights,
             lengths,
             go_backwards=self.go_backwards,
             zero_output_for_mask=self.zero_output_for_mask,
@@ -160,8 +160,7 @@ def cell_over_sequence(cell, like):
 
     def run(inputs, states):
         weights = [w.value for w in (cell.kernel, cell.recurrent_kernel, cell.bias)]
-        _, outputs, final = rnn_kernels.fused_rnn(kind, inputs.to(weights[0].dtype), list(states),
-                                                  rnn_kernels.torch_weights(kind, *weights), None,
+        _, outputs, final = rnn_kernels.fused_rnn(kind, inputs.to(weights[0].dtype), list(states), weights, None,
                                                   go_backwards=False, zero_output_for_mask=False)
         return outputs, final
 
@@ -184,7 +183,7 @@ class FusedLSTM(FusedRNNMixin, keras.layers.LSTM):
 
 @keras_serializable
 class FusedGRU(FusedRNNMixin, keras.layers.GRU):
-    """keras.layers.GRU (reset_after=True) on PyTorch's fused GRU kernel where it applies."""
+    """keras.layers.GRU (reset_after=True) on PyTorch's fused GRU kernel (cuDNN) or cpu_gru's where it applies."""
 
     KIND = "gru"
 

@@ -5,7 +5,8 @@ matmul and a dozen elementwise ops per time step, each dispatched from Python.
 PyTorch's `torch._VF.lstm / gru / rnn_tanh` (what `nn.LSTM` etc. call) run the
 whole sequence in one ATen call (cuDNN on a GPU). This module maps Keras's
 weights and Keras's masking semantics onto those kernels; `fused_rnn.py` holds
-the Keras layers that decide when to use it.
+the Keras layers that decide when to use it. A GRU on a CPU takes
+`cpu_gru.py` instead: PyTorch's CPU GRU is not fused (that module says why).
 
 Keras's semantics reproduced here, for a right-padded mask (lengths L per row):
 - states stop changing after a row's last real step (PyTorch's packed sequences
@@ -81,7 +82,7 @@ def fused_rnn(
     kind: str,
     inputs: torch.Tensor,
     initial_states: list[torch.Tensor],
-    weights: list[torch.Tensor],
+    keras_weights: list[torch.Tensor],
     lengths: torch.Tensor | None,
     *,
     go_backwards: bool,
@@ -89,9 +90,14 @@ def fused_rnn(
 ) -> tuple[torch.Tensor, torch.Tensor, list[torch.Tensor]]:
     """One recurrent layer over (batch, time, features): returns Keras's (last_output, outputs, states).
 
+    `keras_weights`: the cell's (kernel, recurrent_kernel, bias) tensors, as Keras holds them.
     `lengths` (int, per row) comes from `right_padded_lengths`; None means no padding.
     """
+    if kind == "gru" and inputs.device.type == "cpu":
+        return _cpu_gru(inputs, initial_states[0], keras_weights, lengths, go_backwards=go_backwards,
+                        zero_output_for_mask=zero_output_for_mask)
     kernel = KERNELS[kind]
+    weights = torch_weights(kind, *keras_weights)
     train = torch.is_grad_enabled()  # cuDNN keeps what backward needs only in training mode
     hx = _torch_state(kind, initial_states)
     if lengths is None:
@@ -103,9 +109,7 @@ def fused_rnn(
     steps = inputs.shape[1]
     positions = torch.arange(steps, device=inputs.device)[None, :]
     if go_backwards:
-        # Each row's real steps in reverse, at the front, so that packing applies.
-        reverse = torch.where(positions < lengths[:, None], lengths[:, None] - 1 - positions, positions)
-        inputs = torch.gather(inputs, 1, reverse[:, :, None].expand_as(inputs))
+        inputs = _real_steps_reversed(inputs, positions, lengths)
     # Packing needs every length ≥ 1; rows with no real step are replaced below.
     packed = pack_padded_sequence(inputs, lengths.clamp(min=1).cpu(), batch_first=True, enforce_sorted=False)
     order, restore = packed.sorted_indices, packed.unsorted_indices
@@ -118,15 +122,52 @@ def fused_rnn(
     states = [state[0].index_select(0, restore) for state in final]
     states = [torch.where(empty, initial, state) for initial, state in zip(initial_states, states)]
     if go_backwards:
-        # Shift each row right by its padding: padding first (zeros), then the reversed real steps.
-        source = (positions - (steps - lengths[:, None])) % steps
-        outputs = torch.gather(outputs, 1, source[:, :, None].expand_as(outputs))
+        outputs = _padding_first(outputs, positions, lengths)
     elif not zero_output_for_mask:
         # Padded steps repeat the output of the row's last real step, which is its final h.
         outputs = torch.where((positions < lengths[:, None])[:, :, None], outputs, states[0][:, None, :])
     # Rows with no real step output zeros everywhere (Keras's first "previous output").
     outputs = torch.where(empty[:, :, None], torch.zeros_like(outputs), outputs)
     return outputs[:, -1], outputs, states
+
+
+def _cpu_gru(inputs, initial_state, keras_weights, lengths, *, go_backwards: bool, zero_output_for_mask: bool):
+    """`fused_rnn` for a GRU on a CPU, through cpu_gru's written-out backward pass; the same semantics."""
+    from seqkeras.backends.torch import cpu_gru
+
+    kernel, recurrent_kernel, bias = keras_weights
+    if lengths is None:
+        if go_backwards:
+            inputs = torch.flip(inputs, dims=[1])
+        outputs, last = cpu_gru.gru(inputs, initial_state, kernel, recurrent_kernel, bias)
+        return last, outputs, [last]
+    steps = inputs.shape[1]
+    positions = torch.arange(steps, device=inputs.device)[None, :]
+    real = positions < lengths[:, None]
+    if go_backwards:
+        inputs = _real_steps_reversed(inputs, positions, lengths)
+    outputs, last = cpu_gru.gru(inputs, initial_state, kernel, recurrent_kernel, bias, padding=~real)
+    # Padded steps hold the row's last h (its state stopped there), as Keras's masked loop gives. Keras gives
+    # zeros instead at every padded step with zero_output_for_mask or go_backwards (whose padding comes
+    # first), and at every step of a row with no real step.
+    keep = real if go_backwards or zero_output_for_mask else (lengths > 0)[:, None].expand_as(real)
+    outputs = torch.where(keep[:, :, None], outputs, torch.zeros_like(outputs))
+    if go_backwards:
+        outputs = _padding_first(outputs, positions, lengths)
+    return outputs[:, -1], outputs, [last]
+
+
+def _real_steps_reversed(inputs, positions, lengths):
+    """Each row's real steps in reverse, at the front (padding stays behind them): go_backwards of a padded row."""
+    reverse = torch.where(positions < lengths[:, None], lengths[:, None] - 1 - positions, positions)
+    return torch.gather(inputs, 1, reverse[:, :, None].expand_as(inputs))
+
+
+def _padding_first(outputs, positions, lengths):
+    """Shift each row right by its padding: padding first (zeros there), then the reversed real steps."""
+    steps = outputs.shape[1]
+    source = (positions - (steps - lengths[:, None])) % steps
+    return torch.gather(outputs, 1, source[:, :, None].expand_as(outputs))
 
 
 def _torch_state(kind: str, states: list[torch.Tensor]):
