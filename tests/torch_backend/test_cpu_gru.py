@@ -102,3 +102,42 @@ def test_a_keras_gru_on_the_cpu_runs_through_it():
     finally:
         cpu_gru.gru = original
     assert calls == [1]
+
+
+def test_calls_of_one_shape_alive_together_keep_their_own_buffers():
+    """Workspaces are reused between calls: two graphs alive at once (stacked layers, both directions), a
+    graph whose backward pass runs twice (retain_graph), outputs kept from a call without gradients."""
+    first, second = tensors(5), tensors(6)
+    expected = [outputs_and_gradients(*cpu_gru.gru(*inputs), inputs) for inputs in (first, second)]
+    alive = [cpu_gru.gru(*inputs) for inputs in (first, second)]  # both forward passes before either backward
+    for (outputs, last), inputs, wanted in zip(alive, (first, second), expected):
+        found = outputs_and_gradients(outputs, last, inputs)
+        assert all(torch.equal(a, b) for a, b in zip(found, wanted))
+
+    outputs, last = cpu_gru.gru(*first)
+    loss = outputs.sum() + last.sum()
+    once = torch.autograd.grad(loss, first, retain_graph=True)
+    cpu_gru.gru(*second)[1].sum().backward()  # another call of the shape in between
+    assert all(torch.equal(a, b) for a, b in zip(once, torch.autograd.grad(loss, first)))
+
+    with torch.no_grad():
+        kept, _ = cpu_gru.gru(*first)
+        copy = kept.clone()
+        cpu_gru.gru(*second)
+    assert torch.equal(kept, copy)
+
+
+@pytest.mark.parametrize("units", [5, 256], ids=["a small step: one thread", "a large step: the process's"])
+def test_the_process_keeps_its_threads(units):
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        generator = torch.Generator().manual_seed(0)
+        inputs = [torch.randn(*shape, generator=generator).requires_grad_()
+                  for shape in [(2, 3, 4), (2, units), (4, 3 * units), (units, 3 * units), (2, 3 * units)]]
+        outputs, last = cpu_gru.gru(*inputs)
+        assert torch.get_num_threads() == 2
+        (outputs.sum() + last.sum()).backward()
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(threads)
