@@ -184,6 +184,9 @@ class Task(Component):
     # The problem it poses ("classification", "tagging", ...: tasks.base): a spec pairing it with a model kind
     # that solves another problem is refused before anything runs, and its metrics are that problem's.
     problem: str
+    # Its examples are texts of their own varied lengths (sentences, reviews), not a generator's at one width:
+    # `train.batches: auto` batches a classification task's by length (spec.loader.concrete_batches).
+    varied_lengths: bool = False
 
     def __post_init__(self) -> None:
         # How a text becomes the task's tokens is the task's own to say (tasks.input_rules): a kept model reads

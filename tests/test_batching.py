@@ -104,13 +104,36 @@ def test_a_run_trains_on_batches_by_length_says_what_padding_it_saved_and_keeps_
     assert 0 <= padding["by_length"] < padding["shuffled"]  # short reviews: rounded up to 8 or 16 words
     card = (tmp_path / "reviews" / "data_card.md").read_text()
     assert f"Padding: {100 * padding['shuffled']:.1f}% of the training batches' token slots" in card
-    # Shuffled, the default, is left out of a run's id as before the option existed: the same spec without the key
-    # and with it at its default plan the same run.
+    # The default (auto) batches a classification of texts by length: the same spec without the key plans this
+    # run; shuffled, said, plans another.
     plain = write_spec(REVIEWS.replace("batches: by_length, ", ""), "plain.yaml")
     said = write_spec(REVIEWS.replace("batches: by_length", "batches: shuffled"), "said.yaml")
     planned = [re.findall(r"seed=0_\w+", run_cli(capsys, "run", spec, "--out", tmp_path / "plans", "--dry-run").out)
                for spec in (plain, said)]
-    assert planned[0] == planned[1] and len(planned[0]) == 1 and planned[0] != [runs.run_id[0]]
+    assert planned[0] == [runs.run_id[0]] and len(planned[1]) == 1 and planned[1] != planned[0]
+
+
+SYNTHETIC = """
+    version: 1
+    name: recall
+    task: {name: delayed_recall, lag: 5, n_train: 32, n_test: 8}
+    model: {kind: classifier, units: 4}
+    train: {epochs: 1}
+"""
+
+
+@pytest.mark.parametrize("spec, batches", [(SYNTHETIC, "shuffled"), (REVIEWS, "by_length")],
+                         ids=["a generator's sequences", "a file of texts"])
+def test_auto_batches_a_classification_of_texts_by_length_and_anything_else_shuffled(spec, batches, write_spec):
+    from seqkeras.spec.loader import load_experiment
+
+    without = spec.replace("batches: by_length, ", "")
+    [auto] = load_experiment(write_spec(without, "auto.yaml")).runs
+    [said] = load_experiment(write_spec(without.replace("train: {", f"train: {{batches: {batches}, "), "said.yaml")).runs
+    assert auto.train.batches == batches
+    assert auto.run_id == said.run_id  # the choice is what the run's id hashes
+    if batches == "shuffled":  # left out of the id, as before the option existed
+        assert "batches" not in auto.resolved["train"]
 
 
 def test_batches_by_length_are_refused_for_real_valued_steps(write_spec, capsys):

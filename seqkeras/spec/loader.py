@@ -35,7 +35,8 @@ from seqkeras.spec.runs import Experiment, ResolvedComponent, RunSpec, make_run_
 from seqkeras.spec.outputs import output_rows
 from seqkeras.spec.selection import parse_only, select_runs, without_set_away
 from seqkeras.spec.sections import SECTIONS_WITH_COMPONENTS, EvaluateSpec, ExperimentSpec
-from seqkeras.tasks.base import LANGUAGE_MODELING
+from seqkeras.tasks.base import CLASSIFICATION, LANGUAGE_MODELING
+from seqkeras.training import batching
 from seqkeras.training.settings import TrainSpec
 from seqkeras.yaml_reader import load_spec_yaml, parse_yaml
 
@@ -331,6 +332,19 @@ def _attribute_error(error: SpecError, point: dict[str, Any], set_keys: set[str]
     return error
 
 
+def concrete_batches(task: ResolvedComponent, train: TrainSpec) -> str:
+    """train.batches as the run trains: `auto` becomes by_length for a classification task of texts of varied
+    lengths, shuffled for any other. A classifier's loss is one per example and every classification model kind
+    masks the padding, so batches by length change only which texts share a batch (and save the padding's
+    compute); a per-token loss averages over a batch's token slots, padding included, which by length would
+    change. The choice is what the run's spec records and its id hashes: runs that shuffle keep their ids."""
+    if train.batches != batching.AUTO:
+        return train.batches
+    component = task.component
+    return batching.BY_LENGTH if component.problem == CLASSIFICATION and component.varied_lengths \
+        else batching.SHUFFLED
+
+
 # Train keys that are in a run's resolved spec (and so its id) only when set to another value than these:
 # added after results existed, whose run ids must not change.
 UNHASHED_DEFAULTS = {"tensorboard": False, "keep_model": True, "reduce_on_plateau": None, "class_weights": None,
@@ -362,6 +376,7 @@ def resolve_run(spec: ExperimentSpec, run_raw: dict[str, Any]) -> _Resolved:
     train = evaluate = None
     if "task" in components:
         train = _validate(TrainSpec, run_raw.get("train") or {}, path="train")
+        train = train.model_copy(update={"batches": concrete_batches(components["task"], train)})
         evaluate = _validate(EvaluateSpec, run_raw.get("evaluate") or {}, path="evaluate")
         # tensorboard and keep_model only when not their defaults, as diagnostics below: the runs of specs
         # without them keep their ids.

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-SHUFFLED, BY_LENGTH = "shuffled", "by_length"
+AUTO, SHUFFLED, BY_LENGTH = "auto", "shuffled", "by_length"
 POOL_BATCHES = 100
 WIDTH_STEP = 8
 

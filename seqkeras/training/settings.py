@@ -107,12 +107,16 @@ class TrainSpec(Params):
         "reduce_on_plateau and checkpoints all go by these evaluations). Default: every epoch."
     )
     batch_size: int = Field(32, ge=1, le=1_000_000, description="Examples per gradient step.")
-    batches: Literal["shuffled", "by_length"] = Field(
-        "shuffled", description="How an epoch's examples are batched: shuffled (a fresh random order each epoch, "
+    batches: Literal["auto", "shuffled", "by_length"] = Field(
+        "auto", description="How an epoch's examples are batched: shuffled (a fresh random order each epoch, "
         "every batch at the task's width) or by_length (shuffled, then sorted by length within pools of 100 "
         "batches, the batches shuffled, each cut to its longest example rounded up to a multiple of 8: less "
         "padding to compute, so faster on texts of varied length, with other numbers than shuffled's). Token "
-        "sequences only; the data card gives the share of padding both ways."
+        "sequences only; the data card gives the share of padding both ways. auto (the default): by_length "
+        "for a classification task of texts (rotten_tomatoes, text_classification_file), where every model "
+        "kind masks the padding and the loss is one per example, so only which texts share a batch changes; "
+        "shuffled elsewhere (a per-token loss averages over a batch's token slots, padding included, so by "
+        "length would weigh the tokens of short batches more)."
     )
     optimizer: OptimizerSpec = Field(default_factory=OptimizerSpec)
     validation_split: float = Field(
