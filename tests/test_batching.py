@@ -129,7 +129,8 @@ def test_auto_batches_a_classification_of_texts_by_length_and_anything_else_shuf
 
     without = spec.replace("batches: by_length, ", "")
     [auto] = load_experiment(write_spec(without, "auto.yaml")).runs
-    [said] = load_experiment(write_spec(without.replace("train: {", f"train: {{batches: {batches}, "), "said.yaml")).runs
+    said_spec = without.replace("train: {", f"train: {{batches: {batches}, ")
+    [said] = load_experiment(write_spec(said_spec, "said.yaml")).runs
     assert auto.train.batches == batches
     assert auto.run_id == said.run_id  # the choice is what the run's id hashes
     if batches == "shuffled":  # left out of the id, as before the option existed
