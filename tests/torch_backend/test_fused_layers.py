@@ -177,6 +177,21 @@ def test_right_padding_takes_the_fused_kernel():
     assert uses_fused_kernel(fused, padded_mask()) is True
 
 
+@pytest.mark.parametrize("kind, return_state, packs", [("lstm", False, False), ("lstm", True, True),
+                                                       ("simple_rnn", True, False)])
+def test_on_a_cpu_only_an_lstms_final_c_over_padding_needs_packing(kind, return_state, packs, monkeypatch):
+    """PyTorch's packed CPU kernels are unfused: the kernel runs over the padding unless an LSTM must return its
+    final c, which is not an output (the numbers: test_fused_layer_matches_keras_forward_and_gradients)."""
+    from seqkeras.backends.torch import rnn_kernels
+
+    packed = []
+    original = rnn_kernels.pack_padded_sequence
+    monkeypatch.setattr(rnn_kernels, "pack_padded_sequence", lambda *a, **k: packed.append(1) or original(*a, **k))
+    _, fused = twins(kind, return_sequences=True, return_state=return_state)
+    fused(torch.zeros(BATCH, STEPS, FEATURES), mask=padded_mask())
+    assert bool(packed) is packs
+
+
 def test_dropout_in_training_changes_the_output():
     # The draws themselves are compared with Keras's in test_fused_layer_matches_keras_forward_and_gradients.
     _, fused = twins("lstm", return_sequences=True, dropout=0.5, seed=3)

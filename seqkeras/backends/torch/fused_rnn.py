@@ -84,7 +84,8 @@ class FusedRNNMixin:
         self._maybe_config_dropout_masks(cell, sequences[:, 0, :], states)
         last_output, outputs, states = self.inner_loop(sequences, states, mask, training=training, checked=True)
         if outputs.dtype != dtype:  # a float64 kernel in a float32 layer: RNN.call's casts
-            last_output, outputs, states = last_output.to(dtype), outputs.to(dtype), [s.to(dtype) for s in states]
+            last_output, outputs = last_output.to(dtype), outputs.to(dtype)
+            states = [s if s is None else s.to(dtype) for s in states]
         self._maybe_reset_dropout_masks(cell)
         output = outputs if self.return_sequences else last_output
         return (output, *states) if self.return_state else output
@@ -93,7 +94,8 @@ class FusedRNNMixin:
         """The fused kernel over the sequence, or Keras's loop where it cannot apply.
 
         `checked`: the caller (this class's `call`) has found `fused_blocker()` None
-        already, so this step does not work it out twice.
+        already, so this step does not work it out twice; and it reads the final states only with
+        `return_state` (Keras's RNN.call, which a given initial state takes, casts them all).
         """
         if keras.backend.backend() != "torch":  # a model saved on torch, loaded on another backend: Keras's layer
             return super().inner_loop(sequences, initial_state, mask=mask, training=training)
@@ -122,6 +124,7 @@ class FusedRNNMixin:
             lengths,
             go_backwards=self.go_backwards,
             zero_output_for_mask=self.zero_output_for_mask,
+            final_states=self.return_state or not checked,
         )
 
 

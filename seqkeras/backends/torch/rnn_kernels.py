@@ -10,7 +10,9 @@ the Keras layers that decide when to use it. A GRU on a CPU takes
 
 Keras's semantics reproduced here, for a right-padded mask (lengths L per row):
 - states stop changing after a row's last real step (PyTorch's packed sequences
-  do exactly this);
+  do exactly this; on a CPU, where the packed kernels are unfused, the kernel
+  runs over the padding instead and a row's final h is its output at step L − 1:
+  an LSTM asked for its final c, which is no output, is packed);
 - outputs at padded steps repeat the last real output, or are zeros when the
   layer has `zero_output_for_mask` (as Bidirectional sets);
 - `go_backwards` reverses the whole padded time axis, so a row reads its
@@ -87,11 +89,13 @@ def fused_rnn(
     *,
     go_backwards: bool,
     zero_output_for_mask: bool,
-) -> tuple[torch.Tensor, torch.Tensor, list[torch.Tensor]]:
+    final_states: bool = True,
+) -> tuple[torch.Tensor, torch.Tensor, list[torch.Tensor | None]]:
     """One recurrent layer over (batch, time, features): returns Keras's (last_output, outputs, states).
 
     `keras_weights`: the cell's (kernel, recurrent_kernel, bias) tensors, as Keras holds them.
     `lengths` (int, per row) comes from `right_padded_lengths`; None means no padding.
+    `final_states` False: the caller reads no final state, and an LSTM's final c over padding is None.
     """
     if kind == "gru" and inputs.device.type == "cpu":
         return _cpu_gru(inputs, initial_states[0], keras_weights, lengths, go_backwards=go_backwards,
@@ -110,6 +114,24 @@ def fused_rnn(
     positions = torch.arange(steps, device=inputs.device)[None, :]
     if go_backwards:
         inputs = _real_steps_reversed(inputs, positions, lengths)
+    if inputs.device.type == "cpu" and (kind == "simple_rnn" or not final_states):
+        # On a CPU the packed kernels are PyTorch's unfused ones (an LSTM's fwd + bwd 2.4× its oneDNN kernel's
+        # over the same padded batch): run over the padding instead. A step's output depends on the steps
+        # before it only, so the real steps' outputs are the same; each row's final h is its output at its
+        # last real step. An LSTM's final c is not an output: where it is asked for, packing.
+        outputs, *_ = kernel(inputs, hx, weights, True, 1, 0.0, train, False, True)
+        last = outputs.gather(1, (lengths - 1).clamp(min=0)[:, None, None].expand(-1, 1, outputs.shape[2]))[:, 0]
+        empty = (lengths == 0)[:, None]
+        states = [torch.where(empty, initial_states[0], last)] + ([None] if kind == "lstm" else [])
+        real = (positions < lengths[:, None])[:, :, None]
+        if go_backwards or zero_output_for_mask:
+            outputs = torch.where(real, outputs, torch.zeros_like(outputs))
+            if go_backwards:
+                outputs = _padding_first(outputs, positions, lengths)
+        else:
+            # Padded steps repeat the output of the row's last real step; a row with none outputs zeros.
+            outputs = torch.where(real, outputs, torch.where(empty, torch.zeros_like(last), last)[:, None, :])
+        return outputs[:, -1], outputs, states
     # Packing needs every length ≥ 1; rows with no real step are replaced below.
     packed = pack_padded_sequence(inputs, lengths.clamp(min=1).cpu(), batch_first=True, enforce_sorted=False)
     order, restore = packed.sorted_indices, packed.unsorted_indices
