@@ -47,7 +47,7 @@ class Forward:
     def __post_init__(self):
         units = self.candidates.shape[0]
         # Views per step, made once: indexing a list is cheaper than slicing a tensor in the loop (an unbind
-        # of the time axis costs about 0.5 µs a view, eight of them a call).
+        # of the time axis costs about 0.5 µs a view, six of them a call).
         self.step_gates, self.z_r = self.gates.unbind(1), self.gates[:2 * units].unbind(1)
         self.z, self.r, self.recurrent_h = (part.unbind(1) for part in self.gates.split(units))
         self.n = self.candidates.unbind(1)
