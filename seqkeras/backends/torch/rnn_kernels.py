@@ -28,6 +28,8 @@ from __future__ import annotations
 import torch
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
+from seqkeras.backends.torch import cpu_gru
+
 KERNELS = {"simple_rnn": torch._VF.rnn_tanh, "lstm": torch._VF.lstm, "gru": torch._VF.gru}
 
 
@@ -97,86 +99,79 @@ def fused_rnn(
     `lengths` (int, per row) comes from `right_padded_lengths`; None means no padding.
     `final_states` False: the caller reads no final state, and an LSTM's final c over padding is None.
     """
-    if kind == "gru" and inputs.device.type == "cpu":
-        return _cpu_gru(inputs, initial_states[0], keras_weights, lengths, go_backwards=go_backwards,
-                        zero_output_for_mask=zero_output_for_mask)
-    kernel = KERNELS[kind]
-    weights = torch_weights(kind, *keras_weights)
-    train = torch.is_grad_enabled()  # cuDNN keeps what backward needs only in training mode
-    hx = _torch_state(kind, initial_states)
+    cpu_gru_kernel = kind == "gru" and inputs.device.type == "cpu"  # PyTorch's CPU GRU is not fused
     if lengths is None:
         if go_backwards:
             inputs = torch.flip(inputs, dims=[1])
-        outputs, *final = kernel(inputs, hx, weights, True, 1, 0.0, train, False, True)
+        if cpu_gru_kernel:
+            outputs, last = cpu_gru.gru(inputs, initial_states[0], *keras_weights)
+            return last, outputs, [last]  # the last h itself: the sequence, often unused, then has no gradient
+        outputs, *final = _kernel(kind, inputs, initial_states, keras_weights)
         return outputs[:, -1], outputs, [state[0] for state in final]
 
-    steps = inputs.shape[1]
-    positions = torch.arange(steps, device=inputs.device)[None, :]
-    if go_backwards:
-        inputs = _real_steps_reversed(inputs, positions, lengths)
-    if inputs.device.type == "cpu" and (kind == "simple_rnn" or not final_states):
-        # On a CPU the packed kernels are PyTorch's unfused ones (an LSTM's fwd + bwd 2.4× its oneDNN kernel's
-        # over the same padded batch): run over the padding instead. A step's output depends on the steps
-        # before it only, so the real steps' outputs are the same; each row's final h is its output at its
-        # last real step. An LSTM's final c is not an output: where it is asked for, packing.
-        outputs, *_ = kernel(inputs, hx, weights, True, 1, 0.0, train, False, True)
-        last = outputs.gather(1, (lengths - 1).clamp(min=0)[:, None, None].expand(-1, 1, outputs.shape[2]))[:, 0]
-        empty = (lengths == 0)[:, None]
-        states = [torch.where(empty, initial_states[0], last)] + ([None] if kind == "lstm" else [])
-        real = (positions < lengths[:, None])[:, :, None]
-        if go_backwards or zero_output_for_mask:
-            outputs = torch.where(real, outputs, torch.zeros_like(outputs))
-            if go_backwards:
-                outputs = _padding_first(outputs, positions, lengths)
-        else:
-            # Padded steps repeat the output of the row's last real step; a row with none outputs zeros.
-            outputs = torch.where(real, outputs, torch.where(empty, torch.zeros_like(last), last)[:, None, :])
-        return outputs[:, -1], outputs, states
-    # Packing needs every length ≥ 1; rows with no real step are replaced below.
-    packed = pack_padded_sequence(inputs, lengths.clamp(min=1).cpu(), batch_first=True, enforce_sorted=False)
-    order, restore = packed.sorted_indices, packed.unsorted_indices
-    hx = tuple(h.index_select(1, order) for h in hx) if kind == "lstm" else hx.index_select(1, order)
-    out_data, *final = kernel(packed.data, packed.batch_sizes, hx, weights, True, 1, 0.0, train, False)
-    # Zeros after each row's real steps.
-    outputs = PackedSequence(out_data, packed.batch_sizes, order, restore)
-    outputs, _ = pad_packed_sequence(outputs, batch_first=True, total_length=steps)
-    empty = (lengths == 0)[:, None]
-    states = [state[0].index_select(0, restore) for state in final]
-    states = [torch.where(empty, initial, state) for initial, state in zip(initial_states, states)]
-    if go_backwards:
-        outputs = _padding_first(outputs, positions, lengths)
-    elif not zero_output_for_mask:
-        # Padded steps repeat the output of the row's last real step, which is its final h.
-        outputs = torch.where((positions < lengths[:, None])[:, :, None], outputs, states[0][:, None, :])
-    # Rows with no real step output zeros everywhere (Keras's first "previous output").
-    outputs = torch.where(empty[:, :, None], torch.zeros_like(outputs), outputs)
-    return outputs[:, -1], outputs, states
-
-
-def _cpu_gru(inputs, initial_state, keras_weights, lengths, *, go_backwards: bool, zero_output_for_mask: bool):
-    """`fused_rnn` for a GRU on a CPU, through cpu_gru's written-out backward pass; the same semantics."""
-    from seqkeras.backends.torch import cpu_gru
-
-    kernel, recurrent_kernel, bias = keras_weights
-    if lengths is None:
-        if go_backwards:
-            inputs = torch.flip(inputs, dims=[1])
-        outputs, last = cpu_gru.gru(inputs, initial_state, kernel, recurrent_kernel, bias)
-        return last, outputs, [last]
     steps = inputs.shape[1]
     positions = torch.arange(steps, device=inputs.device)[None, :]
     real = positions < lengths[:, None]
     if go_backwards:
         inputs = _real_steps_reversed(inputs, positions, lengths)
-    outputs, last = cpu_gru.gru(inputs, initial_state, kernel, recurrent_kernel, bias, padding=~real)
-    # Padded steps hold the row's last h (its state stopped there), as Keras's masked loop gives. Keras gives
-    # zeros instead at every padded step with zero_output_for_mask or go_backwards (whose padding comes
-    # first), and at every step of a row with no real step.
-    keep = real if go_backwards or zero_output_for_mask else (lengths > 0)[:, None].expand_as(real)
-    outputs = torch.where(keep[:, :, None], outputs, torch.zeros_like(outputs))
+    if cpu_gru_kernel:
+        outputs, last = cpu_gru.gru(inputs, initial_states[0], *keras_weights, padding=~real)
+        states = [last]
+    elif inputs.device.type == "cpu" and (kind == "simple_rnn" or not final_states):
+        outputs, states = _over_padding(kind, inputs, initial_states, keras_weights, lengths)
+    else:
+        outputs, states = _packed(kind, inputs, initial_states, keras_weights, lengths)
+    # Rows with no real step keep their initial state.
+    empty = (lengths == 0)[:, None]
+    states = [state if state is None else torch.where(empty, initial, state)
+              for initial, state in zip(initial_states, states)]
+    outputs = _keras_masked_outputs(outputs, states[0], real, empty, go_backwards=go_backwards,
+                                    zero_output_for_mask=zero_output_for_mask)
     if go_backwards:
         outputs = _padding_first(outputs, positions, lengths)
-    return outputs[:, -1], outputs, [last]
+    return outputs[:, -1], outputs, states
+
+
+def _kernel(kind, inputs, initial_states, keras_weights, batch_sizes=None):
+    """PyTorch's fused kernel on a batch-first padded tensor, or on packed data with its `batch_sizes`."""
+    train = torch.is_grad_enabled()  # cuDNN keeps what backward needs only in training mode
+    weights, hx = torch_weights(kind, *keras_weights), _torch_state(kind, initial_states)
+    if batch_sizes is None:
+        return KERNELS[kind](inputs, hx, weights, True, 1, 0.0, train, False, True)
+    return KERNELS[kind](inputs, batch_sizes, hx, weights, True, 1, 0.0, train, False)
+
+
+def _over_padding(kind, inputs, initial_states, keras_weights, lengths):
+    """The kernel over the padding, unpacked: (outputs, final states), each row's final h its output at its last
+    real step; an LSTM's final c is not an output (None).
+
+    On a CPU the packed kernels are PyTorch's unfused ones (an LSTM's fwd + bwd 2.4× its oneDNN kernel's over the
+    same padded batch). A step's output depends on the steps before it only, so the real steps' outputs are the
+    same; the padded steps' outputs are replaced (`_keras_masked_outputs`)."""
+    outputs, *_ = _kernel(kind, inputs, initial_states, keras_weights)
+    last = outputs.gather(1, (lengths - 1).clamp(min=0)[:, None, None].expand(-1, 1, outputs.shape[2]))[:, 0]
+    return outputs, [last] + ([None] if kind == "lstm" else [])
+
+
+def _packed(kind, inputs, initial_states, keras_weights, lengths):
+    """The kernel on packed sequences: (outputs, zeros after each row's real steps; final states)."""
+    # Packing needs every length ≥ 1; rows with no real step get their initial state back (fused_rnn).
+    packed = pack_padded_sequence(inputs, lengths.clamp(min=1).cpu(), batch_first=True, enforce_sorted=False)
+    order, restore = packed.sorted_indices, packed.unsorted_indices
+    sorted_states = [state.index_select(0, order) for state in initial_states]
+    out_data, *final = _kernel(kind, packed.data, sorted_states, keras_weights, batch_sizes=packed.batch_sizes)
+    outputs = PackedSequence(out_data, packed.batch_sizes, order, restore)
+    outputs, _ = pad_packed_sequence(outputs, batch_first=True, total_length=inputs.shape[1])
+    return outputs, [state[0].index_select(0, restore) for state in final]
+
+
+def _keras_masked_outputs(outputs, last, real, empty, *, go_backwards: bool, zero_output_for_mask: bool):
+    """Each row's outputs after its last real step as Keras's masked loop gives them: the last real output
+    (`last`, its final h) repeated, or zeros with zero_output_for_mask or go_backwards (whose padding comes
+    first, `_padding_first`); zeros everywhere in a row with no real step (Keras's first "previous output")."""
+    if go_backwards or zero_output_for_mask:
+        return torch.where(real[:, :, None], outputs, torch.zeros_like(outputs))
+    return torch.where(real[:, :, None], outputs, torch.where(empty, torch.zeros_like(last), last)[:, None, :])
 
 
 def _real_steps_reversed(inputs, positions, lengths):
