@@ -47,6 +47,30 @@ def compiled_method(model, name: str) -> Callable[..., Any]:
     return cache[name]
 
 
+def compiled_model_function(model, key, function: Callable[..., Any]) -> Callable[..., Any]:
+    """`function` (of tensors, reading `model`'s variables, e.g. a whole decoding loop), compiled once per model and
+    `key`: on JAX as `compiled_method` compiles (its variables as arguments), on TensorFlow as a tf.function; on
+    torch it runs eagerly, under no_grad (a loop's tensors would otherwise hold every step's autograd graph)."""
+    import keras
+
+    cache = model.__dict__.setdefault("_seqkeras_compiled", {})
+    if key not in cache:
+        backend = keras.backend.backend()
+        if backend == "jax":
+            cache[key] = _jax_stateless(model, function)
+        elif backend == "tensorflow":
+            import tensorflow as tf
+
+            cache[key] = tf.function(function)
+        elif backend == "torch":
+            import torch
+
+            cache[key] = torch.no_grad()(function)
+        else:
+            cache[key] = function
+    return cache[key]
+
+
 def compiled_function(function: Callable[..., Any]) -> Callable[..., Any]:
     """A function of tensors alone (no variables), compiled on JAX; the function itself elsewhere."""
     import keras

@@ -30,6 +30,7 @@ import pandas as pd
 from keras import ops
 
 from seqkeras.backends.compiled import compiled_method
+from seqkeras.decoding import compiled_search
 from seqkeras.decoding.decoders import GreedyChoice, build_decoder, decoder_keys, decoder_label, seeded
 from seqkeras.evaluation.metric_catalog import BY_LENGTH, METRICS, applying_to, compute
 from seqkeras.evaluation.rows import EvaluationRow
@@ -154,20 +155,29 @@ def decode(model: Seq2SeqModel, data: Seq2SeqData, choice, max_length: int) -> D
 def decode_sources(model: Seq2SeqModel, sources: np.ndarray, start_id: int, end_id: int, choice,
                    max_length: int) -> tuple[list[list[int]], np.ndarray, np.ndarray]:
     """Source ids [N, S] decoded with one decoder choice: each output's ids (the end token included when it
-    was reached), their log-probabilities [N] and lengths [N]. The evaluator's and `seqkeras predict`'s path."""
+    was reached), their log-probabilities [N] and lengths [N]. The evaluator's and `seqkeras predict`'s path.
+
+    Greedy and beam search run as one compiled loop where the model allows (`decoding.compiled_search`), every
+    other decoder through the model's step model; both give the same outputs."""
     decoder = build_decoder(choice.name, choice)
+    compiled = compiled_search.decodes_compiled(model, choice)
     tokens: list[list[int]] = []
     log_probs, lengths = [], []
     inputs_per_call = max(1, min(DECODE_BATCH, DECODE_ROWS // decoder.hypotheses_per_input))
     for start in range(0, len(sources), inputs_per_call):
         batch = sources[start : start + inputs_per_call]
-        # Only each source's output is scored, so beam search may stop following
-        # hypotheses that can no longer win (the outputs are the same).
-        result = decoder.decode(model.step_model(batch, start_id, end_id), len(batch), max_length,
-                                all_hypotheses=False)
-        tokens += result.tokens
-        log_probs.append(result.log_probs)
-        lengths.append(result.lengths)
+        if compiled:  # greedy and beam search as one compiled loop (decoding.compiled_search)
+            batch_tokens, batch_log_probs, batch_lengths = compiled_search.search(model, batch, choice, start_id,
+                                                                                  end_id, max_length)
+        else:
+            # Only each source's output is scored, so beam search may stop following
+            # hypotheses that can no longer win (the outputs are the same).
+            result = decoder.decode(model.step_model(batch, start_id, end_id), len(batch), max_length,
+                                    all_hypotheses=False)
+            batch_tokens, batch_log_probs, batch_lengths = result.tokens, result.log_probs, result.lengths
+        tokens += batch_tokens
+        log_probs.append(batch_log_probs)
+        lengths.append(batch_lengths)
     if not tokens:
         return tokens, np.zeros(0), np.zeros(0, dtype="int64")
     return tokens, np.concatenate(log_probs), np.concatenate(lengths)

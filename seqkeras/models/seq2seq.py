@@ -26,9 +26,11 @@ compute the same thing.
 
 One function, `decoder_step`, computes a decoder step. Training runs it over
 the whole target with teacher forcing (the decoder reads the true previous
-token) inside `keras.ops.scan`; decoding calls it one step at a time through
-`Seq2SeqStepModel` with a state cache. So decoding uses exactly the trained
-computation, and the shared decoders (greedy, beam, sampling) drive it.
+token) inside `keras.ops.scan`; decoding calls it one step at a time, with a
+state cache: inside one compiled loop for greedy and beam search
+(`decoding.compiled_search`), or through `Seq2SeqStepModel`, which the shared
+decoders (greedy, beam, sampling) drive. So decoding uses exactly the trained
+computation.
 """
 
 from __future__ import annotations

@@ -232,24 +232,29 @@ class TransformerSeq2SeqModel(keras.Model):
         return ModelShape(int(self.config["source_vocabulary_size"]), int(self.config["target_vocabulary_size"]),
                           per_token=True, positions=int(self.config["source_positions"]) if learned else None)
 
+    def check_decoding_steps(self, steps: int) -> None:
+        """A ValueError when decoding `steps` steps would write past the caches' last position (JAX would write the
+        last position again, silently; TensorFlow fails inside its kernel)."""
+        capacity = int(self.config["target_positions"])
+        if steps > capacity:
+            raise ValueError(f"this model writes at most {capacity} positions (its target position table and "
+                             "caches: the start token and max_output_length tokens)")
+
     def step_model(self, source: np.ndarray, start_id: int, end_id: int) -> "CachedStepModel":
         return CachedStepModel(self, source, start_id, end_id)
 
 
 class CachedStepModel(Seq2SeqStepModel):
     """The encoder-decoders' step model, counting the positions written: a step past the caches' last position is
-    a ValueError (JAX would write the last position again, silently; TensorFlow fails inside its kernel)."""
+    a ValueError (`check_decoding_steps`)."""
 
     def start(self, batch_size: int) -> dict:
         self.written = 0
         return super().start(batch_size)
 
     def step(self, tokens: np.ndarray, state: dict) -> tuple[np.ndarray, dict]:
-        capacity = int(self.model.config["target_positions"])
-        if self.written >= capacity:
-            raise ValueError(f"this model writes at most {capacity} positions (its target position table and "
-                             "caches: the start token and max_output_length tokens)")
         self.written += 1
+        self.model.check_decoding_steps(self.written)
         return super().step(tokens, state)
 
 
