@@ -11,6 +11,9 @@ vocabulary of about 1,000) for two epochs, then decodes the same 256 test source
 - compiled: `compiled_search.search`: one XLA program on JAX, one tf.function on TensorFlow, eager tensor
   operations under no_grad on torch; the same outputs as the step-model decoders (tests/test_compiled_search.py).
 - step model: `decoder.decode(model.step_model(...), all_hypotheses=False)`, as evaluation ran before.
+- a language model: a character LSTM LM (char_lm's generated sentences, two epochs) continues six prompts one at
+  a time by 40 characters, as generation does, through `compiled_search.continue_recurrent_lm` and through the
+  step-model decoder on its `RecurrentStepModel`, in prompts per second.
 - keras-hub: its sampler's loop (`Sampler.__call__`, `ops.while_loop` over a prompt tensor) with the model's
   step as its `next`, compiled as the compiled search is. Not the same search: its greedy writes every row until
   all rows have ended, its beam has no length penalty and keeps extending finished beams; a speed reference.
@@ -43,8 +46,8 @@ from seqkeras.decoding.compiled_search import COMPILED_ON  # noqa: E402  (import
 BACKENDS = ("jax", "torch", "tensorflow")
 WIDTH = 5
 GOAL = 1.0  # compiled sentences per second / the step-model decoder's
-FULL = {"words": 1000, "n_train": 4000, "epochs": 2, "sources": 256, "rounds": 5}
-TINY = {"words": 50, "n_train": 64, "epochs": 1, "sources": 8, "rounds": 1}
+FULL = {"words": 1000, "n_train": 4000, "epochs": 2, "sources": 256, "rounds": 5, "prompts": 6, "length": 40}
+TINY = {"words": 50, "n_train": 64, "epochs": 1, "sources": 8, "rounds": 1, "prompts": 2, "length": 5}
 
 
 def keras_hub_search(model, sources, sampler, start_id: int, end_id: int, max_length: int):
@@ -77,7 +80,67 @@ def child(size: dict) -> list[dict]:
     model, data = trained_model(setting)
     greedy = (GreedyChoice(), keras_hub.samplers.GreedySampler())
     beam = (BeamChoice(width=WIDTH), keras_hub.samplers.BeamSampler(num_beams=WIDTH))
-    return [timed(model, data, choice, sampler, setting.repeats) for choice, sampler in (greedy, beam)]
+    results = [timed(model, data, choice, sampler, setting.repeats) for choice, sampler in (greedy, beam)]
+    lm, prompts = trained_language_model(size)
+    return results + [timed_continuations(lm, prompts, choice, size["length"], setting.repeats)
+                      for choice in (greedy[0], beam[0])]
+
+
+def trained_language_model(size: dict):
+    """A character LSTM LM (char_lm's generated sentences) trained briefly, and the prompts it continues."""
+    from seqkeras.models import recurrent
+    from seqkeras.tasks import char_lm
+    from seqkeras.training.settings import TrainSpec
+    from seqkeras.training.trainer import fit
+
+    data = char_lm.build(char_lm.Params(n_train=size["n_train"], n_test=64, seq_length=32), seed=0)
+    model = recurrent.build_lm(recurrent.LanguageModelParams(cell="lstm", units=128, embedding_dim=32), data)
+    fit(model, data, TrainSpec(epochs=size["epochs"], batch_size=64, verbose=0,
+                               optimizer={"name": "adam", "learning_rate": 0.01}))
+    prompts = [data.vocabulary.encode(list(text)) for text in
+               ("the cat", "the dogs near", "a bird", "the sun by the", "the cats", "the dog under")][:size["prompts"]]
+    return model, prompts
+
+
+def timed_continuations(model, prompts, choice, length: int, rounds: int) -> dict:
+    """The median seconds of continuing every prompt (one at a time, as generation does) by `length` tokens, through
+    the compiled loop and through the step-model decoder, taking turns."""
+    import keras
+
+    from seqkeras.decoding import compiled_search
+    from seqkeras.decoding.cached_step_models import RecurrentStepModel
+    from seqkeras.decoding.decoders import build_decoder
+    from seqkeras.evaluation.generation import NEVER, log_probabilities
+
+    decoder = build_decoder(choice.name, choice)
+
+    def step_model(prompt):
+        return RecurrentStepModel(model, prompt[-1], 0, context=prompt[:-1], scores=log_probabilities)
+
+    def compiled():
+        return [compiled_search.continue_recurrent_lm(step_model(prompt), choice, length, NEVER)[0]
+                for prompt in prompts]
+
+    def stepped():
+        return [decoder.decode(step_model(prompt), 1, length).tokens[0] for prompt in prompts]
+
+    seconds = turns({"compiled": compiled, "step model": stepped}, rounds)
+    return {"decoder": choice.name, "backend": keras.backend.backend(), "sources": len(prompts), "lm": True,
+            "vocabulary": model.output_shape[-1], "same outputs": compiled() == stepped(), **seconds,
+            "output tokens": length * len(prompts)}
+
+
+def turns(decoders: dict, rounds: int) -> dict[str, float]:
+    """The median seconds of each of `decoders` (functions), called in turns, each round starting with the next one;
+    the first round (compiling) dropped."""
+    seconds: dict[str, list[float]] = {name: [] for name in decoders}
+    names = list(decoders)
+    for round_ in range(rounds + 1):
+        for name in names[round_ % len(names):] + names[: round_ % len(names)]:
+            started = time.perf_counter()
+            decoders[name]()
+            seconds[name].append(time.perf_counter() - started)
+    return {name: statistics.median(times[1:]) for name, times in seconds.items()}
 
 
 def timed(model, data, choice, sampler, rounds: int) -> dict:
@@ -102,19 +165,12 @@ def timed(model, data, choice, sampler, rounds: int) -> dict:
                                              all_hypotheses=False),
         "keras-hub": lambda: ops.convert_to_numpy(hub(ops.convert_to_tensor(sources.astype("int32")))),
     }
-    seconds: dict[str, list[float]] = {name: [] for name in decoders}
-    names = list(decoders)
-    for round_ in range(rounds + 1):  # the first round compiles and is dropped
-        for name in names[round_ % len(names):] + names[: round_ % len(names)]:
-            started = time.perf_counter()
-            decoders[name]()
-            seconds[name].append(time.perf_counter() - started)
+    seconds = turns(decoders, rounds)
     compiled_tokens = compiled_search.search(model, sources, choice, start, end, max_length)[0]
     stepped = decoders["step model"]().tokens
     return {"decoder": choice.name, "backend": keras.backend.backend(), "sources": len(sources),
             "vocabulary": len(data.target_vocabulary), "same outputs": compiled_tokens == stepped,
-            **{name: statistics.median(times[1:]) for name, times in seconds.items()},
-            "output tokens": int(np.sum([len(row) for row in compiled_tokens]))}
+            **seconds, "output tokens": int(np.sum([len(row) for row in compiled_tokens]))}
 
 
 def measure(tiny: bool = False) -> list[dict]:
@@ -127,21 +183,27 @@ def measure(tiny: bool = False) -> list[dict]:
         if completed.returncode != 0:
             raise RuntimeError(f"the {backend} process failed: {completed.stderr.strip().splitlines()[-1:]}")
         for result in json.loads(completed.stdout.strip().splitlines()[-1]):
-            per_second = {name: result["sources"] / result[name] for name in ("compiled", "step model", "keras-hub")}
+            per_second = {name: result["sources"] / result[name] for name in ("compiled", "step model", "keras-hub")
+                          if name in result}
             ratio = per_second["compiled"] / per_second["step model"]
             label = "greedy" if result["decoder"] == "greedy" else f"beam (width {WIDTH})"
+            if result.get("lm"):
+                workload = (f"a character LSTM LM continuing {result['sources']} prompts one at a time by "
+                            f"{result['output tokens'] // result['sources']} characters (vocabulary "
+                            f"{result['vocabulary']}): compiled loop vs the step-model decoder, prompts/s")
+            else:
+                workload = (f"reversed words (vocabulary {result['vocabulary']}, {result['sources']} sources, "
+                            f"{result['output tokens']} output tokens): compiled loop vs the step-model decoder, "
+                            f"sentences/s; keras-hub's sampler loop {per_second['keras-hub']:.0f}/s")
             # Where evaluation keeps the step-model decoders (torch), the row checks that they are the faster.
             used = result["backend"] in COMPILED_ON
             goal, met = (f"ratio >= {GOAL}", ratio >= GOAL) if used else \
                 ("ratio < 1.0 (evaluation keeps the step model here)", ratio < 1.0)
             rows.append({
                 "benchmark": "compiled decoding",
-                "figure": f"{label} on {result['backend']}, reversed words (vocabulary {result['vocabulary']}, "
-                          f"{result['sources']} sources, {result['output tokens']} output tokens): compiled loop vs "
-                          f"the step-model decoder, sentences/s; keras-hub's sampler loop "
-                          f"{per_second['keras-hub']:.0f}/s; same outputs: {result['same outputs']}",
+                "figure": f"{label} on {result['backend']}, {workload}; same outputs: {result['same outputs']}",
                 "value": round(per_second["compiled"], 1),
-                "unit": "sentences/s",
+                "unit": "prompts/s" if result.get("lm") else "sentences/s",
                 "baseline": round(per_second["step model"], 1),
                 "ratio": round(ratio, 2),
                 "goal": goal,
