@@ -122,22 +122,34 @@ def test_evaluation_decodes_through_the_compiled_search_on_jax_and_tensorflow(mo
     sources = data.x_test["source"]
     expected = decode_sources(model, sources, data.start_id, data.end_id, CHOICES["beam-3"], MAX_LENGTH)
     compiled = keras.backend.backend() in compiled_search.COMPILED_ON
-    assert compiled_search.decodes_compiled(model, CHOICES["greedy"]) == compiled
+    assert compiled_search.decodes_compiled(model, CHOICES["greedy"], len(sources), MAX_LENGTH) == compiled
     if compiled:
         monkeypatch.setattr(decoders.BeamDecoder, "decode", lambda *args, **kwargs: pytest.fail("not compiled"))
     else:
         monkeypatch.setattr(compiled_search, "search", lambda *args, **kwargs: pytest.fail("compiled on torch"))
     outputs = decode_sources(model, sources, data.start_id, data.end_id, CHOICES["beam-3"], MAX_LENGTH)
     assert outputs[0] == expected[0]
-    # What the loop cannot do goes through the decoders: sampling, and beams wider than MAX_COMPILED_WIDTH.
-    assert not compiled_search.decodes_compiled(model, SampleChoice())
-    assert not compiled_search.decodes_compiled(model, BeamChoice(width=compiled_search.MAX_COMPILED_WIDTH + 1))
-    assert not compiled_search.decodes_compiled(object(), CHOICES["greedy"])
+    # What the loop cannot do goes through the decoders: sampling, beams wider than MAX_COMPILED_WIDTH, searches
+    # whose history would outgrow MAX_HISTORY (a max_output_length of millions), other models.
+    assert not compiled_search.decodes_compiled(model, SampleChoice(), len(sources), MAX_LENGTH)
+    wide = BeamChoice(width=compiled_search.MAX_COMPILED_WIDTH + 1)
+    assert not compiled_search.decodes_compiled(model, wide, len(sources), MAX_LENGTH)
+    longest = compiled_search.MAX_HISTORY // (3 * 256)
+    assert compiled_search.decodes_compiled(model, CHOICES["beam-3"], 256, longest) == compiled
+    assert not compiled_search.decodes_compiled(model, CHOICES["beam-3"], 256, longest + 1)
+    assert not compiled_search.decodes_compiled(object(), CHOICES["greedy"], len(sources), MAX_LENGTH)
 
 
 @pytest.mark.tensorflow
 def test_evaluation_decodes_through_the_compiled_search_on_tensorflow(monkeypatch):
     test_evaluation_decodes_through_the_compiled_search_on_jax_and_tensorflow(monkeypatch)
+
+
+def test_a_search_writes_at_least_one_token():
+    data = task_data()
+    with pytest.raises(ValueError, match="max_length must be at least 1"):
+        compiled_search.search(model_of("none-lstm", data), data.x_test["source"], CHOICES["greedy"], data.start_id,
+                               data.end_id, 0)
 
 
 def test_a_transformer_refuses_more_steps_than_its_caches_hold():

@@ -59,6 +59,10 @@ from seqkeras.decoding.decoders import IMPOSSIBLE_LOG_PROB
 # width 16 are 16.8M, a few tens of MB. Wider beams go through `BeamDecoder`.
 MAX_COMPILED_WIDTH = 16
 
+# The loop keeps every hypothesis's tokens and their log-probabilities for `max_length` steps from the start,
+# [inputs, width, max_length] of each (the step-model decoders only as far as the outputs go): at most this many
+# token slots, 128 MB of them. A longer search (a max_output_length of thousands) goes through the decoders.
+MAX_HISTORY = 1 << 24
 # The backends on which evaluation decodes through this loop (`decodes_compiled`).
 COMPILED_ON = ("jax", "tensorflow")
 
@@ -74,25 +78,30 @@ class Search:
     max_length: int
 
 
-def decodes_compiled(model, choice) -> bool:
-    """Whether evaluation decodes `choice` (a spec's decoder choice) on `model` here: greedy or a beam of at most
-    MAX_COMPILED_WIDTH, on a model whose step is a function of tensors (`encode`, `next_token_log_probs`), on JAX
+def decodes_compiled(model, choice, rows: int, max_length: int) -> bool:
+    """Whether evaluation decodes `rows` sources with `choice` (a spec's decoder choice) on `model` here
+    (`searches_compiled`), a model whose step is a function of tensors (`encode`, `next_token_log_probs`), on JAX
     or TensorFlow. On torch, where the loop's operations run one by one, the step-model decoders are faster
     (`make bench`'s compiled_decoding: they drop finished rows, the loop computes every row to the end)."""
     import keras
 
     return (isinstance(model, keras.Model) and callable(getattr(model, "encode", None))
-            and callable(getattr(model, "next_token_log_probs", None)) and searches_compiled(choice))
+            and callable(getattr(model, "next_token_log_probs", None))
+            and searches_compiled(choice, rows, max_length))
 
 
-def searches_compiled(choice) -> bool:
-    """Whether `choice` is searched here on this process's backend: greedy or a beam of at most MAX_COMPILED_WIDTH,
-    on a backend of COMPILED_ON."""
+def searches_compiled(choice, rows: int, max_length: int) -> bool:
+    """Whether `choice` is searched here for `rows` inputs and outputs of up to `max_length` tokens, on this
+    process's backend: greedy or a beam of at most MAX_COMPILED_WIDTH, on a backend of COMPILED_ON, with at most
+    MAX_HISTORY token slots."""
     import keras
 
     if keras.backend.backend() not in COMPILED_ON:
         return False
-    return choice.name == "greedy" or (choice.name == "beam" and choice.width <= MAX_COMPILED_WIDTH)
+    width = 1 if choice.name == "greedy" else getattr(choice, "width", 0)
+    if choice.name not in ("greedy", "beam") or width > MAX_COMPILED_WIDTH:
+        return False
+    return 1 <= max_length and rows * width * max_length <= MAX_HISTORY
 
 
 def search(model, sources: np.ndarray, choice, start_id: int, end_id: int,
@@ -100,6 +109,8 @@ def search(model, sources: np.ndarray, choice, start_id: int, end_id: int,
     """Decode an encoder-decoder's source ids [N, S] with a greedy or beam choice: each output's ids (the end token
     included when it was written), their log-probabilities [N] (float64; -inf for a beam that finished nothing)
     and lengths [N]."""
+    if int(max_length) < 1:
+        raise ValueError(f"max_length must be at least 1, received {max_length}")
     check_steps = getattr(model, "check_decoding_steps", None)  # a Transformer's caches hold so many positions
     if check_steps is not None:
         check_steps(int(max_length))

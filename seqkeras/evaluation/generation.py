@@ -175,7 +175,7 @@ def generate(model, data, decoder, spec: GenerateSpec, window: int, run_seed: in
         choice = seeded(decoder, run_seed, index)
         step_model = prompt_step_model(model, prompt_ids(data, prompt), len(data.vocabulary), window, scores_itself,
                                        own_step_model)
-        if isinstance(step_model, RecurrentStepModel) and compiled_search.searches_compiled(choice):
+        if isinstance(step_model, RecurrentStepModel) and compiled_search.searches_compiled(choice, 1, spec.length):
             tokens, log_prob = compiled_search.continue_recurrent_lm(step_model, choice, spec.length, NEVER)
         else:
             result = build_decoder(choice.name, choice).decode(step_model, 1, spec.length)
