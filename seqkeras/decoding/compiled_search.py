@@ -12,14 +12,20 @@ of tensors: an encoder-decoder's
     encode(source [B, S]) → state (tensors whose first axis is the row, "carry" among them)
     next_token_log_probs(tokens [B], state) → (log-probabilities [B, V], the new carry)
 
-(`models.seq2seq.Seq2SeqModel` and `models.transformer_seq2seq`). The function is
+(`models.seq2seq.Seq2SeqModel` and `models.transformer_seq2seq`), and for a
+recurrent language model continuing a prompt (`RecurrentLanguageModelSteps`: its
+step graph, `step_graphs.RecurrentStepGraph`, from the layers' state after the
+prompt's context, as generation's `RecurrentStepModel` steps it). A Transformer
+LM keeps its step model: its key/value cache is as long as the prompt, so a
+compiled loop would compile again for every prompt length. The function is
 compiled once per model and setting (`backends.compiled.compiled_model_function`):
-one XLA program on JAX, one tf.function graph on TensorFlow. Evaluation and
-`predict` decode through it there (`decodes_compiled`). On torch the same
+one XLA program on JAX, one tf.function graph on TensorFlow. Evaluation,
+`predict` and generation decode through it there (`decodes_compiled`,
+`searches_compiled`). On torch the same
 function runs its operations one by one (under no_grad), and the step-model
 decoders, which drop the rows that have ended, are faster: evaluation keeps them.
 
-The searches are today's, step for step:
+The searches are the decoders', step for step:
 
 - greedy: keras-hub's GreedySampler picks each row's token, as `GreedyDecoder`
   does; a row that has written the end token writes nothing more.
@@ -38,11 +44,12 @@ TensorFlow), exactly as `BeamDecoder` adds them; on JAX, whose default is
 32-bit, in float32, so that two candidates within float32 rounding of each other
 may be ranked the other way. Each output's log-probability is the float64 sum
 of its tokens' log-probabilities, in NumPy, as the decoders compute it. Two
-tokens with exactly equal log-probabilities at a hypothesis's cut are ordered by
-the backend's `top_k` (`BeamDecoder` takes the lower token).
+tokens with exactly equal log-probabilities at a hypothesis's cut: the lower token
+first, as `BeamDecoder` ranks them (on torch, in whatever order `torch.topk` gives).
 
 tests/test_compiled_search.py checks the outputs against `GreedyDecoder` and
-`BeamDecoder` on each attention kind and the Transformer encoder-decoder.
+`BeamDecoder` on each attention kind, the Transformer encoder-decoder and a
+recurrent LM, on each backend.
 """
 
 from __future__ import annotations
