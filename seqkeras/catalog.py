@@ -102,7 +102,8 @@ PREDICTIONS_SCORER = ValidationScorer(Lazy("seqkeras.evaluation.rows", "validati
 SEQ2SEQ_VALIDATION_METRICS = ("bleu", "chrf", "exact_match", "position_accuracy")
 # Encoder-decoders train fastest on JAX, whose compiled step takes in the decoder's loop (Keras's scan, the
 # Transformer's blocks), where torch runs each step eagerly: make bench's encoder-decoder rows (the Keras addition
-# example's setting) measure it, and check that `--backend auto` keeps to the fastest.
+# example's setting) measure it, and check that `--backend auto` keeps to the fastest. They also decode there as
+# one compiled loop (decoding.compiled_search; make bench's compiled_decoding).
 ENCODER_DECODERS_FASTEST_ON = ("jax", "torch", "tensorflow")
 
 MODELS = Registry(
