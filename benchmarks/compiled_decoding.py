@@ -11,9 +11,10 @@ vocabulary of about 1,000) for two epochs, then decodes the same 256 test source
 - compiled: `compiled_search.search`: one XLA program on JAX, one tf.function on TensorFlow, eager tensor
   operations under no_grad on torch; the same outputs as the step-model decoders (tests/test_compiled_search.py).
 - step model: `decoder.decode(model.step_model(...), all_hypotheses=False)`, as evaluation ran before.
-- a language model: a character LSTM LM (char_lm's generated sentences, two epochs) continues six prompts one at
-  a time by 40 characters, as generation does, through `compiled_search.continue_recurrent_lm` and through the
-  step-model decoder on its `RecurrentStepModel`, in prompts per second.
+- language models: a character LSTM LM and a character Transformer LM (char_lm's generated sentences in windows
+  of 32, two epochs) continue six prompts one at a time by 16 characters, as generation does, through
+  `compiled_search.continue_prompt` and through the step-model decoder on the kind's step model (the LSTM's
+  state, the Transformer's key/value cache), in prompts per second.
 - keras-hub: its sampler's loop (`Sampler.__call__`, `ops.while_loop` over a prompt tensor) with the model's
   step as its `next`, compiled as the compiled search is. Not the same search: its greedy writes every row until
   all rows have ended, its beam has no length penalty and keeps extending finished beams; a speed reference.
@@ -46,7 +47,7 @@ from seqkeras.decoding.compiled_search import COMPILED_ON  # noqa: E402  (import
 BACKENDS = ("jax", "torch", "tensorflow")
 WIDTH = 5
 GOAL = 1.0  # compiled sentences per second / the step-model decoder's
-FULL = {"words": 1000, "n_train": 4000, "epochs": 2, "sources": 256, "rounds": 5, "prompts": 6, "length": 40}
+FULL = {"words": 1000, "n_train": 4000, "epochs": 2, "sources": 256, "rounds": 5, "prompts": 6, "length": 16}
 TINY = {"words": 50, "n_train": 64, "epochs": 1, "sources": 8, "rounds": 1, "prompts": 2, "length": 5}
 
 
@@ -81,51 +82,56 @@ def child(size: dict) -> list[dict]:
     greedy = (GreedyChoice(), keras_hub.samplers.GreedySampler())
     beam = (BeamChoice(width=WIDTH), keras_hub.samplers.BeamSampler(num_beams=WIDTH))
     results = [timed(model, data, choice, sampler, setting.repeats) for choice, sampler in (greedy, beam)]
-    lm, prompts = trained_language_model(size)
-    return results + [timed_continuations(lm, prompts, choice, size["length"], setting.repeats)
-                      for choice in (greedy[0], beam[0])]
+    models, prompts = trained_language_models(size)
+    return results + [timed_continuations(name, model, prompts, choice, size["length"], setting.repeats)
+                      for name, model in models.items() for choice in (greedy[0], beam[0])]
 
 
-def trained_language_model(size: dict):
-    """A character LSTM LM (char_lm's generated sentences) trained briefly, and the prompts it continues."""
-    from seqkeras.models import recurrent
+def trained_language_models(size: dict):
+    """A character LSTM LM and a character Transformer LM (char_lm's generated sentences, windows of 32) trained
+    briefly, and the prompts they continue."""
+    from seqkeras.models import recurrent, transformer
     from seqkeras.tasks import char_lm
     from seqkeras.training.settings import TrainSpec
     from seqkeras.training.trainer import fit
 
     data = char_lm.build(char_lm.Params(n_train=size["n_train"], n_test=64, seq_length=32), seed=0)
-    model = recurrent.build_lm(recurrent.LanguageModelParams(cell="lstm", units=128, embedding_dim=32), data)
-    fit(model, data, TrainSpec(epochs=size["epochs"], batch_size=64, verbose=0,
-                               optimizer={"name": "adam", "learning_rate": 0.01}))
+    models = {
+        "LSTM": recurrent.build_lm(recurrent.LanguageModelParams(cell="lstm", units=128, embedding_dim=32), data),
+        "Transformer": transformer.build_lm(transformer.TransformerParams(embedding_dim=64, num_heads=4,
+                                                                          intermediate_dim=128, layers=2), data),
+    }
+    for model in models.values():
+        fit(model, data, TrainSpec(epochs=size["epochs"], batch_size=64, verbose=0,
+                                   optimizer={"name": "adam", "learning_rate": 0.003}))
     prompts = [data.vocabulary.encode(list(text)) for text in
                ("the cat", "the dogs near", "a bird", "the sun by the", "the cats", "the dog under")][:size["prompts"]]
-    return model, prompts
+    return models, prompts
 
 
-def timed_continuations(model, prompts, choice, length: int, rounds: int) -> dict:
+def timed_continuations(name: str, model, prompts, choice, length: int, rounds: int) -> dict:
     """The median seconds of continuing every prompt (one at a time, as generation does) by `length` tokens, through
     the compiled loop and through the step-model decoder, taking turns."""
     import keras
 
     from seqkeras.decoding import compiled_search
-    from seqkeras.decoding.cached_step_models import RecurrentStepModel
+    from seqkeras.decoding.cached_step_models import cached_step_model
     from seqkeras.decoding.decoders import build_decoder
     from seqkeras.evaluation.generation import NEVER, log_probabilities
 
     decoder = build_decoder(choice.name, choice)
 
     def step_model(prompt):
-        return RecurrentStepModel(model, prompt[-1], 0, context=prompt[:-1], scores=log_probabilities)
+        return cached_step_model(model, prompt[-1], 0, context=prompt[:-1], scores=log_probabilities)
 
     def compiled():
-        return [compiled_search.continue_recurrent_lm(step_model(prompt), choice, length, NEVER)[0]
-                for prompt in prompts]
+        return [compiled_search.continue_prompt(step_model(prompt), choice, length, NEVER)[0] for prompt in prompts]
 
     def stepped():
         return [decoder.decode(step_model(prompt), 1, length).tokens[0] for prompt in prompts]
 
     seconds = turns({"compiled": compiled, "step model": stepped}, rounds)
-    return {"decoder": choice.name, "backend": keras.backend.backend(), "sources": len(prompts), "lm": True,
+    return {"decoder": choice.name, "backend": keras.backend.backend(), "sources": len(prompts), "lm": name,
             "vocabulary": model.output_shape[-1], "same outputs": compiled() == stepped(), **seconds,
             "output tokens": length * len(prompts)}
 
@@ -188,7 +194,7 @@ def measure(tiny: bool = False) -> list[dict]:
             ratio = per_second["compiled"] / per_second["step model"]
             label = "greedy" if result["decoder"] == "greedy" else f"beam (width {WIDTH})"
             if result.get("lm"):
-                workload = (f"a character LSTM LM continuing {result['sources']} prompts one at a time by "
+                workload = (f"a character {result['lm']} LM continuing {result['sources']} prompts one at a time by "
                             f"{result['output tokens'] // result['sources']} characters (vocabulary "
                             f"{result['vocabulary']}): compiled loop vs the step-model decoder, prompts/s")
             else:

@@ -2,7 +2,7 @@
 drive a step model from Python (`GreedyDecoder`, `BeamDecoder` with all_hypotheses=False): the same tokens, the
 same log-probabilities to 1e-5, on each attention kind of the recurrent encoder-decoder and on the Transformer's.
 
-And a recurrent language model's continuation of a prompt (generation) likewise. Here on torch;
+And a language model's continuation of a prompt (generation), recurrent or Transformer, likewise. Here on torch;
 tests/jax_backend/test_compiled_search_jax.py runs the same cases on JAX, and the cases marked `tensorflow` below
 on TensorFlow.
 """
@@ -178,31 +178,59 @@ def test_a_beam_that_finishes_nothing_returns_nothing_as_the_decoder_does():
     assert np.all(lengths == 0)
 
 
-@pytest.mark.parametrize("choice_name", ["greedy", "beam-3", "beam-4-penalty"])
-@pytest.mark.parametrize("cell", ["lstm", "gru"])
-def test_a_recurrent_language_model_continues_a_prompt_as_the_decoders_do(cell, choice_name):
-    """Generation's continuation of a prompt (its context fed first, its last token the start), 12 tokens, no end
-    token: the compiled loop's tokens and log-probability are the decoder's on the RecurrentStepModel."""
+def language_model(kind: str):
+    """A small untrained LM of `kind` (a recurrent cell, or the Transformer with a position table of 24), its output
+    layer's weights multiplied by 4: as peaked as a trained model's."""
     import keras
 
-    from seqkeras.decoding.cached_step_models import RecurrentStepModel
-    from seqkeras.evaluation.generation import NEVER, log_probabilities
-    from seqkeras.models import recurrent
+    from seqkeras.models import recurrent, transformer
     from tests.stepping import lm_data
 
     keras.utils.set_random_seed(0)
-    model = recurrent.build_lm(recurrent.LanguageModelParams(cell=cell, layers=2, units=6, embedding_dim=5),
-                               lm_data())
+    if kind == "transformer":
+        model = transformer.build_lm(transformer.TransformerParams(embedding_dim=8, num_heads=2, intermediate_dim=16,
+                                                                   layers=2), lm_data(24))
+    else:
+        model = recurrent.build_lm(recurrent.LanguageModelParams(cell=kind, layers=2, units=6, embedding_dim=5),
+                                   lm_data())
     kernel = model.layers[-1].kernel
-    kernel.assign(ops.convert_to_numpy(kernel) * 4)  # as peaked as a trained model's
+    kernel.assign(ops.convert_to_numpy(kernel) * 4)
+    return model
+
+
+@pytest.mark.parametrize("choice_name", ["greedy", "beam-3", "beam-4-penalty"])
+@pytest.mark.parametrize("kind", ["lstm", "gru", "transformer"])
+def test_a_language_model_continues_a_prompt_as_the_decoders_do(kind, choice_name):
+    """Generation's continuation of a prompt (its context fed first, its last token the start), 12 tokens, no end
+    token: the compiled loop's tokens and log-probability are the decoder's on the kind's step model."""
+    from seqkeras.decoding.cached_step_models import cached_step_model
+    from seqkeras.evaluation.generation import NEVER, log_probabilities
+
     choice = CHOICES[choice_name]
-    step_model = RecurrentStepModel(model, 7, 0, context=[3, 5, 2, 9], scores=log_probabilities)
+    step_model = cached_step_model(language_model(kind), 7, 0, context=[3, 5, 2, 9], scores=log_probabilities)
+    assert compiled_search.continues_compiled(step_model, choice, 12) == (
+        __import__("keras").backend.backend() in compiled_search.COMPILED_ON)
     expected = build_decoder(choice.name, choice).decode(step_model, 1, 12)
-    tokens, log_prob = compiled_search.continue_recurrent_lm(step_model, choice, 12, NEVER)
+    tokens, log_prob = compiled_search.continue_prompt(step_model, choice, 12, NEVER)
     assert tokens == expected.tokens[0] and len(tokens) == 12
     assert log_prob == pytest.approx(expected.log_probs[0], abs=1e-5)
 
 
+def test_a_transformer_language_model_past_its_window_keeps_its_step_model():
+    """Past its window the step model reruns the model on the last `window` tokens: not the loop's computation."""
+    from seqkeras.decoding.cached_step_models import cached_step_model
+
+    model = language_model("transformer")
+    short = cached_step_model(model, 7, 0, context=[3, 5, 2, 9], window=16)
+    assert not compiled_search.continues_compiled(short, CHOICES["greedy"], 13)
+    assert compiled_search.continues_compiled(short, CHOICES["greedy"], 12) == (
+        __import__("keras").backend.backend() in compiled_search.COMPILED_ON)
+    # Without a window or a position table (sine positions), the caches' length is unbounded: the step model stays.
+    short.max_length = None
+    assert not compiled_search.continues_compiled(short, CHOICES["greedy"], 12)
+
+
 @pytest.mark.tensorflow
-def test_a_recurrent_language_model_continues_a_prompt_as_the_decoders_do_on_tensorflow():
-    test_a_recurrent_language_model_continues_a_prompt_as_the_decoders_do("lstm", "beam-4-penalty")
+@pytest.mark.parametrize("kind", ["lstm", "transformer"])
+def test_a_language_model_continues_a_prompt_as_the_decoders_do_on_tensorflow(kind):
+    test_a_language_model_continues_a_prompt_as_the_decoders_do(kind, "beam-4-penalty")

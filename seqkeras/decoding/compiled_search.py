@@ -13,11 +13,12 @@ of tensors: an encoder-decoder's
     next_token_log_probs(tokens [B], state) → (log-probabilities [B, V], the new carry)
 
 (`models.seq2seq.Seq2SeqModel` and `models.transformer_seq2seq`), and for a
-recurrent language model continuing a prompt (`RecurrentLanguageModelSteps`: its
-step graph, `step_graphs.RecurrentStepGraph`, from the layers' state after the
-prompt's context, as generation's `RecurrentStepModel` steps it). A Transformer
-LM keeps its step model: its key/value cache is as long as the prompt, so a
-compiled loop would compile again for every prompt length. The function is
+language model continuing a prompt from the state its step model reached after
+the prompt's context (`continue_prompt`): a recurrent LM's layers' state
+(`RecurrentLanguageModelSteps`), or a Transformer LM's key/value caches, held as
+long as its window so that every prompt gives the same shapes
+(`TransformerLanguageModelSteps`; a continuation past the window keeps the step
+model, which reruns the model on a sliding window there). The function is
 compiled once per model and setting (`backends.compiled.compiled_model_function`):
 one XLA program on JAX, one tf.function graph on TensorFlow. Evaluation,
 `predict` and generation decode through it there (`decodes_compiled`,
@@ -125,15 +126,37 @@ def search(model, sources: np.ndarray, choice, start_id: int, end_id: int,
                      max_length)
 
 
-def continue_recurrent_lm(step_model, choice, length: int, floor: float) -> tuple[list[int], float]:
-    """Continue a `RecurrentStepModel`'s prompt (one row: its context fed, its start token next) by `length`
-    tokens with a greedy or beam choice, as `decoder.decode(step_model, 1, length)` does: (the tokens, their
-    log-probability). The step model reads the model's softmax as generation does (`floor`: see
-    RecurrentLanguageModelSteps)."""
+def continues_compiled(step_model, choice, length: int) -> bool:
+    """Whether generation continues a prompt of `step_model` with `choice` by `length` tokens here
+    (`searches_compiled`): a `RecurrentStepModel`, or a `CachedTransformerStepModel` whose window holds the prompt's
+    context and the continuation (past it, the step model reruns the model on a sliding window instead)."""
+    from seqkeras.decoding.cached_step_models import CachedTransformerStepModel, RecurrentStepModel
+
+    if isinstance(step_model, CachedTransformerStepModel):
+        window = step_model.max_length
+        if window is None or min(len(step_model.context), window) + length > window:
+            return False
+    elif not isinstance(step_model, RecurrentStepModel):
+        return False
+    return searches_compiled(choice, 1, length)
+
+
+def continue_prompt(step_model, choice, length: int, floor: float) -> tuple[list[int], float]:
+    """Continue a language model's prompt (`continues_compiled`; one row: its context fed, its start token next) by
+    `length` tokens with a greedy or beam choice, as `decoder.decode(step_model, 1, length)` does: (the tokens,
+    their log-probability). The steps read the model's softmax as generation does (`floor`: see
+    LanguageModelSteps)."""
+    from seqkeras.decoding.cached_step_models import RecurrentStepModel
+
     graph = step_model.graph
-    steps = RecurrentLanguageModelSteps(graph, step_model.vocab_size, floor)
-    tokens, log_probs, _ = _searched(graph, steps, step_model.start(1), choice, step_model.start_id,
-                                     step_model.end_id, length)
+    state = step_model.start(1)
+    if isinstance(step_model, RecurrentStepModel):
+        steps: LanguageModelSteps = RecurrentLanguageModelSteps(graph, step_model.vocab_size, floor)
+        inputs = state
+    else:
+        steps = TransformerLanguageModelSteps(graph, step_model.vocab_size, floor)
+        inputs = TransformerLanguageModelSteps.inputs(graph, state, step_model.max_length)
+    tokens, log_probs, _ = _searched(graph, steps, inputs, choice, step_model.start_id, step_model.end_id, length)
     return tokens[0], float(log_probs[0])
 
 
@@ -171,29 +194,62 @@ class EncoderDecoderSteps:
         return self.model.next_token_log_probs(tokens, state)
 
 
-class RecurrentLanguageModelSteps:
-    """A recurrent LM's steps (`step_graphs.RecurrentStepGraph`): its state is each layer's state after the prompt's
-    context; a step's log-probabilities are those generation's `RecurrentStepModel` gives: the log of the model's
-    softmax with padding (id 0) at `floor` and nothing below it (`evaluation.generation.log_probabilities`),
-    log-softmaxed."""
+class LanguageModelSteps:
+    """A language model's steps: a step's log-probabilities are those generation's step models give, the log of the
+    model's softmax with padding (id 0) at `floor` and nothing below it (`evaluation.generation.log_probabilities`),
+    log-softmaxed. The state starts after the prompt's context (the step model's own `start`)."""
 
     def __init__(self, graph, vocab_size: int, floor: float):
         self.graph = graph
         self.vocab_size = int(vocab_size)
         self.floor = float(floor)
 
-    def start(self, states) -> dict:
-        return {"carry": states}
+    def start(self, carry) -> dict:
+        return {"carry": carry}
+
+    def log_probs(self, probabilities):
+        from keras import ops
+
+        # The log in float64 where the backend computes it, as the NumPy path takes it (float32 on JAX).
+        log_probs = ops.maximum(ops.log(ops.cast(probabilities, score_dtype())), self.floor)
+        log_probs = ops.where(ops.arange(self.vocab_size) == 0, self.floor, log_probs)
+        return ops.log_softmax(ops.cast(log_probs, "float32"), axis=-1)
+
+
+class RecurrentLanguageModelSteps(LanguageModelSteps):
+    """A recurrent LM's steps (`step_graphs.RecurrentStepGraph`): the carry is each layer's state."""
+
+    def next_token_log_probs(self, tokens, state: dict):
+        result = self.graph({"tokens": tokens, "states": state["carry"]})
+        return self.log_probs(result["outputs"]), [list(states) for states in result["states"]]
+
+
+class TransformerLanguageModelSteps(LanguageModelSteps):
+    """A Transformer LM's steps (`step_graphs.TransformerStepGraph`): the carry is every block's key/value cache as
+    long as the window, the tokens written at its positions and the next position, `seen`. Each step writes the
+    new token's key and value at `seen` and attends to the real tokens up to it, as `CachedTransformerStepModel`
+    does with a cache that grows: the free positions after it are hidden from attention either way."""
+
+    @staticmethod
+    def inputs(graph, state: dict, window: int) -> dict:
+        """The carry after a `CachedTransformerStepModel`'s start: its caches and tokens, padded to `window`."""
+        tokens, caches = state["tokens"], state["caches"]
+        seen = tokens.shape[1]
+        room = graph.empty_caches(len(tokens), window - caches.shape[3])
+        return {"history": np.pad(tokens, ((0, 0), (0, window - seen))),
+                "caches": np.concatenate([caches, room], axis=3), "seen": np.full(len(tokens), seen, "int32")}
 
     def next_token_log_probs(self, tokens, state: dict):
         from keras import ops
 
-        result = self.graph({"tokens": tokens, "states": state["carry"]})
-        # The log in float64 where the backend computes it, as the NumPy path takes it (float32 on JAX).
-        log_probs = ops.maximum(ops.log(ops.cast(result["outputs"], score_dtype())), self.floor)
-        log_probs = ops.where(ops.arange(self.vocab_size) == 0, self.floor, log_probs)
-        carry = [list(states) for states in result["states"]]
-        return ops.log_softmax(ops.cast(log_probs, "float32"), axis=-1), carry
+        carry = state["carry"]
+        seen = carry["seen"]
+        positions = ops.arange(ops.shape(carry["history"])[1], dtype="int32")[None, :]
+        history = ops.where(positions == seen[:, None], tokens[:, None], carry["history"])
+        attend = ops.logical_and(ops.not_equal(history, 0), positions <= seen[:, None])
+        result = self.graph({"tokens": tokens[:, None], "position": seen, "attend": ops.expand_dims(attend, 1),
+                             "caches": carry["caches"]})
+        return self.log_probs(result["outputs"]), {"history": history, "caches": result["caches"], "seen": seen + 1}
 
 
 def _search(steps, setting: Search, inputs):

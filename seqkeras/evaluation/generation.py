@@ -16,9 +16,10 @@ token to token and a Transformer LM its key/value cache
 (`decoding.cached_step_models`), one position of work per token. A kind that
 declares no step model (n-gram counts, the NPLM) is seen through
 `PromptStepModel`, which reruns the model on the prefix at each step. On JAX and
-TensorFlow a recurrent LM's greedy and beam continuations run as one compiled
-loop from the state after the prompt (`decoding.compiled_search`), with the same
-tokens. Like
+TensorFlow the greedy and beam continuations of a recurrent LM, and of a
+Transformer LM whose window holds the prompt and the continuation, run as one
+compiled loop from the state after the prompt (`decoding.compiled_search`), with
+the step model's tokens. Like
 the training windows, a prefix model and the Transformer see at most the last
 `window` tokens (the task's context), which is also what a
 Transformer's position table allows; a recurrent state has no window and
@@ -55,7 +56,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from seqkeras.decoding import compiled_search
-from seqkeras.decoding.cached_step_models import RecurrentStepModel
 from seqkeras.decoding.decoders import build_decoder, seeded
 from seqkeras.decoding.step_model import PrefixStepModel, StepModel
 from seqkeras.errors import SpecError
@@ -175,8 +175,8 @@ def generate(model, data, decoder, spec: GenerateSpec, window: int, run_seed: in
         choice = seeded(decoder, run_seed, index)
         step_model = prompt_step_model(model, prompt_ids(data, prompt), len(data.vocabulary), window, scores_itself,
                                        own_step_model)
-        if isinstance(step_model, RecurrentStepModel) and compiled_search.searches_compiled(choice, 1, spec.length):
-            tokens, log_prob = compiled_search.continue_recurrent_lm(step_model, choice, spec.length, NEVER)
+        if compiled_search.continues_compiled(step_model, choice, spec.length):
+            tokens, log_prob = compiled_search.continue_prompt(step_model, choice, spec.length, NEVER)
         else:
             result = build_decoder(choice.name, choice).decode(step_model, 1, spec.length)
             tokens, log_prob = result.tokens[0], float(result.log_probs[0])

@@ -11,7 +11,7 @@ from tests.test_compiled_search import (  # noqa: E402,F401  (collected here: ru
     RECURRENT,
     check_the_same_outputs,
     test_a_beam_that_finishes_nothing_returns_nothing_as_the_decoder_does,
-    test_a_recurrent_language_model_continues_a_prompt_as_the_decoders_do,
+    test_a_language_model_continues_a_prompt_as_the_decoders_do,
     test_a_transformer_refuses_more_steps_than_its_caches_hold,
     test_evaluation_decodes_through_the_compiled_search_on_jax_and_tensorflow,
     test_outputs_cut_at_max_length_are_the_decoders_too,
