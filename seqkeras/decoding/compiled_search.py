@@ -60,6 +60,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from seqkeras.backends.compiled import compiled_model_function, padded
+from seqkeras.decoding.cached_step_models import CachedTransformerStepModel, RecurrentStepModel
 from seqkeras.decoding.decoders import IMPOSSIBLE_LOG_PROB
 
 # The widest beam searched here: candidates are ranked by comparing each input's width² candidates pairwise
@@ -130,8 +131,6 @@ def continues_compiled(step_model, choice, length: int) -> bool:
     """Whether generation continues a prompt of `step_model` with `choice` by `length` tokens here
     (`searches_compiled`): a `RecurrentStepModel`, or a `CachedTransformerStepModel` whose window holds the prompt's
     context and the continuation (past it, the step model reruns the model on a sliding window instead)."""
-    from seqkeras.decoding.cached_step_models import CachedTransformerStepModel, RecurrentStepModel
-
     if isinstance(step_model, CachedTransformerStepModel):
         window = step_model.max_length
         if window is None or min(len(step_model.context), window) + length > window:
@@ -146,8 +145,6 @@ def continue_prompt(step_model, choice, length: int, floor: float) -> tuple[list
     `length` tokens with a greedy or beam choice, as `decoder.decode(step_model, 1, length)` does: (the tokens,
     their log-probability). The steps read the model's softmax as generation does (`floor`: see
     LanguageModelSteps)."""
-    from seqkeras.decoding.cached_step_models import RecurrentStepModel
-
     graph = step_model.graph
     state = step_model.start(1)
     if isinstance(step_model, RecurrentStepModel):
