@@ -30,6 +30,7 @@ CHOICES = {
     "beam-3": BeamChoice(width=3),
     "beam-4-penalty": BeamChoice(width=4, length_penalty=0.6),
     "beam-6-penalty-1": BeamChoice(width=6, length_penalty=1.0),
+    "beam-16-wider-than-the-vocabulary": BeamChoice(width=16, length_penalty=0.6),  # 10 target tokens
 }
 MAX_LENGTH = 9
 
