@@ -41,16 +41,14 @@ def compiled_method(model, name: str) -> Callable[..., Any]:
     method = getattr(model, name)
     if keras.backend.backend() != "jax":
         return method
-    cache = model.__dict__.setdefault("_seqkeras_compiled", {})
-    if name not in cache:
-        cache[name] = _jax_stateless(model, method)
-    return cache[name]
+    return compiled_model_function(model, name, method)
 
 
 def compiled_model_function(model, key, function: Callable[..., Any]) -> Callable[..., Any]:
     """`function` (of tensors, reading `model`'s variables, e.g. a whole decoding loop), compiled once per model and
-    `key`: on JAX as `compiled_method` compiles (its variables as arguments), on TensorFlow as a tf.function; on
-    torch it runs eagerly, under no_grad (a loop's tensors would otherwise hold every step's autograd graph)."""
+    `key`: on JAX one jit whose arguments include the model's variables (see the module docstring), on TensorFlow
+    a tf.function; on torch it runs eagerly, under no_grad (a loop's tensors would otherwise hold every step's
+    autograd graph)."""
     import keras
 
     cache = model.__dict__.setdefault("_seqkeras_compiled", {})
