@@ -34,7 +34,7 @@ COLUMNS = ["benchmark", "figure", "value", "unit", "baseline", "ratio", "goal", 
 BENCHMARKS = ["sweep_throughput", "default_path", "seeds_together", "decoding_cost", "lesson_time",
               "recurrent_throughput", "thread_scaling", "busy_machine", "fixed_costs", "kept_models", "tuning_pruner",
               "predict_throughput", "encoder_decoder_backends", "length_batches", "plain_scripts", "gru_speed",
-              "compiled_decoding"]
+              "compiled_decoding", "compile_cache"]
 # `--gpu` (benchmarks/gpu_check.sh): these modules' `measure_gpu(tiny)`, on the GPU machine.
 GPU_BENCHMARKS = ["recurrent_throughput", "seeds_together", "plain_scripts"]
 NEEDS_TORCH = {"recurrent_throughput": "it compares against PyTorch", "seeds_together": "it measures PyTorch kernels",

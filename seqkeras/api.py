@@ -36,6 +36,7 @@ from typing import Any
 import pandas as pd
 from pydantic import ValidationError
 
+from seqkeras.backends import compile_cache
 from seqkeras.backends.runtime import AUTO, BACKEND_PACKAGES, select_backend
 from seqkeras.errors import SpecError, shown, translate_validation_error, unknown_choice
 from seqkeras.execution import sweep
@@ -386,13 +387,15 @@ def run_paths(paths: list[str], options: RunOptions, experiments=None):
     tracker = None
     if options.track is not None:
         tracker = MlflowTracker(parse_track(options.track, out_root), out_root)
-    runner = make_executor(options.executor, chosen, max((len(e.runs) for e in experiments), default=1),
-                           jobs=options.jobs, address=options.address, cpus_per_run=options.cpus_per_run,
-                           gpus_per_run=options.gpus_per_run)
-    try:
-        runner.start()
-        outcome = sweep.run_all(experiments, out_root, runner, force=options.force, reference=reference,
-                                tracker=tracker)
-    finally:
-        runner.close()  # worker processes serve every experiment, then stop
+    # Removed once the workers have stopped: the runs' compiled programs are for this command only.
+    with compile_cache.for_command(out_root, chosen, options.executor) as cache:
+        runner = make_executor(options.executor, chosen, max((len(e.runs) for e in experiments), default=1),
+                               jobs=options.jobs, address=options.address, cpus_per_run=options.cpus_per_run,
+                               gpus_per_run=options.gpus_per_run, compile_cache=cache)
+        try:
+            runner.start()
+            outcome = sweep.run_all(experiments, out_root, runner, force=options.force, reference=reference,
+                                    tracker=tracker)
+        finally:
+            runner.close()  # worker processes serve every experiment, then stop
     return outcome, experiments

@@ -10,6 +10,7 @@ stages call:
 - `layer_classes`: Keras's layer or the torch backend's fused subclass of it;
 - `compiled`: a model's method or a pure function compiled where eager operations are slow (JAX);
 - `threads`: each process's and each run's intra-op threads;
+- `compile_cache`: the folder in which one command's JAX runs share what they compiled;
 - `serializable`: `@keras_serializable`, with which each Keras class or function a saved
   model may name is defined, and what makes them findable once `seqkeras` is imported;
 

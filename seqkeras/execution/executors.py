@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 # Only light imports at the top: the parent of `--jobs N` imports this module to
 # start its workers, and pandas or the spec models (0.7 s) would delay that.
+from seqkeras.backends import compile_cache
 from seqkeras.backends.threads import share as thread_share
 from seqkeras.backends.runtime import QUIET_TF_LOG_LEVEL, TF_LOG_LEVEL_VARIABLE
 from seqkeras.errors import SpecError
@@ -177,11 +178,13 @@ def choose_jobs(requested: int | None, runs: int) -> tuple[int, str]:
 
 
 def make_executor(kind: str, backend: str, runs: int, *, jobs: int | None = None, address: str | None = None,
-                  cpus_per_run: float = 1.0, gpus_per_run: float = 0.0):
+                  cpus_per_run: float = 1.0, gpus_per_run: float = 0.0, compile_cache: Path | None = None):
     """The executor `run` asked for: "local" (this process, or `jobs` worker processes) or "ray".
 
     runs: the most runs any one experiment of the command has (no more workers than that).
     jobs None: $SEQKERAS_JOBS, else `choose_jobs`'s default.
+    compile_cache: the command's compilation cache folder, which the local executor's runs compile into and read
+    (backends.compile_cache.for_command); None: none.
     """
     if kind == "ray":
         return RayExecutor(address, backend, cpus_per_run, gpus_per_run)
@@ -190,7 +193,9 @@ def make_executor(kind: str, backend: str, runs: int, *, jobs: int | None = None
     if address:
         raise SpecError("--address only applies to --executor ray")
     jobs, reason = choose_jobs(jobs if jobs is not None else jobs_from_environment(), runs)
-    return ProcessExecutor(jobs, backend, reason) if jobs > 1 else SerialExecutor(reason)
+    if jobs > 1:
+        return ProcessExecutor(jobs, backend, reason, compile_cache)
+    return SerialExecutor(reason, compile_cache)
 
 
 def jobs_from_environment() -> int | None:
@@ -230,8 +235,10 @@ def drawn_from(jobs: list[Job]) -> NextJob:
 class SerialExecutor:
     slots = 1  # runs at once
 
-    def __init__(self, reason: str = ""):
+    def __init__(self, reason: str = "", compile_cache: Path | None = None):
         self.reason = reason  # why one at a time, for the plan line
+        self.compile_cache = compile_cache
+        self.caching = False  # whether this process compiles into compile_cache now
 
     def start(self) -> None:
         pass  # runs in this process, which imports its backend once the specs are read
@@ -241,13 +248,17 @@ class SerialExecutor:
 
     def stream(self, next_job: NextJob, force: bool) -> Iterator[tuple[Job, dict[str, Any]]]:
         while (job := next_job()) is not None:
+            if self.compile_cache is not None and not self.caching:  # imports JAX: only once a run trains here
+                self.caching = compile_cache.use(self.compile_cache)
             yield job, execute_once(job.run, job.folder, force, job.label, job.progress(shared=False), job.tracking)
 
     def describe(self) -> str:
         return f"in this process ({self.reason})" if self.reason else "in this process"
 
     def close(self) -> None:
-        pass
+        if self.caching:  # the folder goes with the command; a later command in this process compiles as before
+            compile_cache.stop_using()
+            self.caching = False
 
 
 # A failed record's key, true when the run's worker process died while it ran (killed, out of memory): the run
@@ -277,10 +288,11 @@ class ProcessExecutor:
     the dead worker's run fails, and the others run again in a new pool.
     """
 
-    def __init__(self, jobs: int, backend: str, reason: str = ""):
+    def __init__(self, jobs: int, backend: str, reason: str = "", compile_cache: Path | None = None):
         self.jobs = jobs
         self.backend = backend
         self.reason = reason  # why this many, for the plan line
+        self.compile_cache = compile_cache  # shared by the workers (backends.compile_cache)
         self.threads = thread_share(jobs)  # the cores / N each worker may use ($SEQKERAS_THREADS when set)
         self.pool: ProcessPoolExecutor | None = None
         # slot -> process id of the worker running its job (0: not taken yet); shared with the workers
@@ -313,7 +325,7 @@ class ProcessExecutor:
             # main module again: a script with no __main__ guard, stdin, a notebook (workers.WorkerContext).
             mp_context=context,
             initializer=setup_pool_worker,  # lives in runtime: unpickling it must not import TensorFlow
-            initargs=(self.backend, self.threads, self.slots_taken),
+            initargs=(self.backend, self.threads, self.slots_taken, self.compile_cache),
         )
         for _ in range(self.jobs if eager else 0):
             self.pool.submit(worker_ready)

@@ -19,14 +19,16 @@ import threading
 import time
 import types
 from collections.abc import Iterator
+from pathlib import Path
 
 from seqkeras.backends.runtime import freeze_what_is_loaded, select_backend
-from seqkeras.backends import threads
+from seqkeras.backends import compile_cache, threads
 from seqkeras.backends.threads import configure_process
 
 
-def setup_worker(backend: str, threads: int) -> None:
-    """Each worker process: its own Keras backend, a quiet TensorFlow start and its share of the cores.
+def setup_worker(backend: str, threads: int, cache: Path | None = None) -> None:
+    """Each worker process: its own Keras backend, a quiet TensorFlow start, its share of the cores, and on JAX the
+    command's compilation cache folder (`cache`: backends.compile_cache).
 
     Defined here, in a module that imports no TensorFlow, because a worker
     unpickles its initializer by importing the module that holds it: from
@@ -37,6 +39,7 @@ def setup_worker(backend: str, threads: int) -> None:
     select_backend(backend)
     if backend != "jax":  # else each of N workers starts one thread per core
         configure_process(backend, threads)
+    compile_cache.use(cache)
     freeze_what_is_loaded()  # each run's clear_session then walks only what runs made
 
 
@@ -59,14 +62,14 @@ def worker_place() -> dict[str, str | int]:
     return place
 
 
-def setup_pool_worker(backend: str, threads: int, slots_taken=None) -> None:
+def setup_pool_worker(backend: str, threads: int, slots_taken=None, cache: Path | None = None) -> None:
     """A `--jobs N` worker: `setup_worker`, and an end with its parent.
 
     slots_taken: the pool's shared table (ProcessExecutor) where this worker writes its process id as it
     takes a run (`claim_slot`), so that the parent knows whose run a worker that dies was running."""
     global _slots_taken
     _slots_taken = slots_taken
-    setup_worker(backend, threads)
+    setup_worker(backend, threads, cache)
     exit_with_parent()
 
 
