@@ -1,12 +1,18 @@
 """Fixed costs: the wall time of a small run that is not training, in a `--jobs 2` sweep of 8 small runs.
 
-Issue 28, goal 4: at most 2 s a run. Each run trains an LSTM or a GRU on 300
-sequences for 3 epochs (about a second of training); everything else (process
-start, imports, data, model build, tracing, evaluation, records, tables and
-plots) is the fixed cost. The figure is (sweep wall time × workers − Σ training
-seconds) / runs: each worker's share of the command's time that did not train.
-The records' own split (a run's `seconds` minus its `train_seconds`) is shown
-beside it, as the part of the fixed cost spent inside the runs.
+Issue 28, goal 4, asked for at most 2 s a run; issue 49, item 5, for at most 1 s (the goal here). Each run
+trains an LSTM or a GRU on 300 sequences for 3 epochs (about a second of training); everything else (process
+start, imports, data, model build, tracing, evaluation, records, tables and plots) is the fixed cost. The figure
+is (sweep wall time × workers − Σ training seconds) / runs: each worker's share of the command's time that did
+not train. The records' own split (a run's `seconds` minus its `train_seconds`) is shown beside it, as the part
+of the fixed cost spent inside the runs.
+
+Where the 7.5 s of such a sweep went (profiled on 2 cores, 2026-12-07): the parent's own start (Python, the
+suite, the specs) 0.8 s; each worker's import of Keras on torch 3.5 s, the two side by side (torch 1.4 s,
+torch._dynamo 0.9 s, which Keras's clear_session imports at each run's start anyway, ml_dtypes 0.55 s, JAX and
+pandas 0.3 s each); the 8 runs 0.9 s on the two workers; the tables and plots 1.4 s (matplotlib's import 0.5 s).
+1 s a run needs the wall time under 4.6 s: less than the workers' imports and the parent's start and end
+together, so not reachable by processes that start with each command.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-GOAL = 2.0  # seconds of non-training time per run
+GOAL = 1.0  # seconds of non-training time per run (issue 49)
 JOBS = 2
 
 SPEC = """

@@ -36,6 +36,13 @@ def test_a_jax_command_gets_a_fresh_private_folder_in_the_results_root_removed_a
     assert caches_in(root) == [] and root.is_dir()
 
 
+def test_a_relative_results_root_gives_an_absolute_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with compile_cache.for_command(Path("results"), "jax") as folder:
+        assert folder.is_absolute() and folder.parent == tmp_path / "results"
+    assert caches_in(tmp_path / "results") == []
+
+
 def test_the_folder_is_removed_when_the_command_fails(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         with compile_cache.for_command(tmp_path, "jax") as folder:

@@ -48,7 +48,7 @@ def for_command(root: Path, backend: str, executor: str = "local") -> Iterator[P
     if backend == "jax" and executor == "local" and not _turned_off() and not os.environ.get(JAX_OWN_VARIABLE):
         try:
             root.mkdir(parents=True, exist_ok=True)
-            folder = Path(tempfile.mkdtemp(prefix=PREFIX, dir=root))
+            folder = Path(tempfile.mkdtemp(prefix=PREFIX, dir=root)).absolute()  # the same for every worker
         except OSError:
             folder = None
     try:
