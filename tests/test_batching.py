@@ -113,6 +113,33 @@ def test_a_run_trains_on_batches_by_length_says_what_padding_it_saved_and_keeps_
     assert planned[0] == [runs.run_id[0]] and len(planned[1]) == 1 and planned[1] != planned[0]
 
 
+def test_a_shuffled_runs_card_says_what_batches_by_length_would_leave_out_where_there_is_padding(
+        write_spec, tmp_path, capsys):
+    # 48 sentences of 2 to 24 tokens, each its own (a file's repeated sentences are read once)
+    sentences = ["\n".join(f"w{k}x{i % 7} {'B' if i % 3 else 'O'}" for i in range((2, 3, 9, 14, 21, 24)[k % 6]))
+                 for k in range(48)]
+    tagged = tmp_path / "tagged.conll"
+    tagged.write_text("\n\n".join(sentences) + "\n", encoding="utf-8")
+    tagging = write_spec(f"""
+        version: 1
+        name: tagged
+        task: {{name: conll_file, path: {tagged}}}
+        model: {{kind: tagger, units: 4, embedding_dim: 4}}
+        train: {{epochs: 1, batch_size: 8, verbose: 0}}
+    """, "tagged.yaml")
+    for spec in (tagging, write_spec(SYNTHETIC, "recall.yaml")):
+        code, out, err = run_cli(capsys, "run", spec, "--out", tmp_path / "out")
+        assert code == 0, out + err
+    [tagged_card] = (tmp_path / "out" / "tagged").glob("*/data_card.json")
+    assert "batches: by_length" not in (tagged_card.parent / "spec.yaml").read_text()  # a tagging task shuffles
+    padding = json.loads(tagged_card.read_text())["padding"]
+    assert 0 <= padding["by_length"] < padding["shuffled"]
+    assert f"Padding: {100 * padding['shuffled']:.1f}% of the training batches' token slots" in (
+        tmp_path / "out" / "tagged" / "data_card.md").read_text()
+    [recall_card] = (tmp_path / "out" / "recall").glob("*/data_card.json")
+    assert "padding" not in json.loads(recall_card.read_text())  # a generator's sequences of one length
+
+
 SYNTHETIC = """
     version: 1
     name: recall

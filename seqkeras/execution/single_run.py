@@ -32,6 +32,7 @@ from seqkeras.results.folder import (
 from seqkeras.spec.checks import check_model_size
 from seqkeras.spec.runs import RunSpec
 from seqkeras.tasks import data_card, word_vectors
+from seqkeras.tasks.base import REGRESSION
 from seqkeras.training import batching, convergence
 from seqkeras.training.parameter_count import trained_parameters
 from seqkeras.training.progress import ProgressOutput
@@ -265,13 +266,29 @@ def write_data_card(folder: Path, data, run: RunSpec) -> None:
     except Exception as error:
         print(f"warning: {run.run_id}: no data card ({type(error).__name__}: {error})", file=sys.stderr)
         return
+    padding = padding_shares(data, run)
+    if padding is not None:
+        card["padding"] = padding
     # Outside the try: a vectors file that cannot be read fails the run in one line (as building its model would).
-    if run.train is not None and run.train.batches == batching.BY_LENGTH:  # what batching by length leaves out
-        card["padding"] = batching.padding(data.x_train, run.train.batch_size, run.seed)
     embedding = getattr(run.model.params, "embedding", None)  # model.embedding: pretrained vectors
     if embedding is not None:
         card["embedding"] = word_vectors.data_coverage(embedding, data)
     write_json(folder / DATA_CARD, {**card, "task": run.task.name, "seed": run.seed, "run_id": run.run_id})
+
+
+def padding_shares(data, run: RunSpec) -> dict[str, float] | None:
+    """The share of the training batches' token slots that is padding, shuffled and by length (batching.padding),
+    for the data card: whenever the run trains on token sequences that have any (a shuffled run's card says what
+    `train.batches: by_length` would leave out, a by_length run's what it left out); None for other inputs (a
+    regression's real-valued steps, a plug-in task's arrays of another shape) and sequences of one length."""
+    if run.train is None or data.problem == REGRESSION:
+        return None
+    x = data.x_train
+    arrays = [x.get("source"), x.get("decoder_input")] if isinstance(x, dict) else [x]
+    if not all(isinstance(a, numpy.ndarray) and a.ndim == 2 and a.dtype.kind in "iu" for a in arrays):
+        return None
+    shares = batching.padding(x, run.train.batch_size, run.seed)
+    return shares if run.train.batches == batching.BY_LENGTH or shares["shuffled"] > 0 else None
 
 
 def versions() -> dict[str, str]:
