@@ -107,6 +107,12 @@ def test_the_serial_executor_caches_only_once_a_run_trains_and_stops_at_its_clos
     serial.close()
     serial.close()
     assert calls == [("use", tmp_path), ("stop",)]
+    calls.clear()
+    monkeypatch.setattr(executors.compile_cache, "use", lambda folder: calls.append(("use", folder)) and False)
+    mine = SerialExecutor(compile_cache=tmp_path)  # a process with a JAX cache of its own: asked once, not stopped
+    list(mine.map(jobs, force=False))
+    mine.close()
+    assert calls == [("use", tmp_path)]
 
 
 def test_a_run_off_jax_leaves_no_folder_in_the_results_root(tiny_spec, tmp_path, capsys):

@@ -238,7 +238,8 @@ class SerialExecutor:
     def __init__(self, reason: str = "", compile_cache: Path | None = None):
         self.reason = reason  # why one at a time, for the plan line
         self.compile_cache = compile_cache
-        self.caching = False  # whether this process compiles into compile_cache now
+        self.cache_asked = False  # whether this process was given compile_cache (at the first run it trains)
+        self.caching = False  # whether it compiles into it now (not when it has a cache of its own)
 
     def start(self) -> None:
         pass  # runs in this process, which imports its backend once the specs are read
@@ -248,8 +249,9 @@ class SerialExecutor:
 
     def stream(self, next_job: NextJob, force: bool) -> Iterator[tuple[Job, dict[str, Any]]]:
         while (job := next_job()) is not None:
-            if self.compile_cache is not None and not self.caching:  # imports JAX: only once a run trains here
+            if not self.cache_asked:  # imports JAX: only once a run trains here
                 self.caching = compile_cache.use(self.compile_cache)
+                self.cache_asked = True
             yield job, execute_once(job.run, job.folder, force, job.label, job.progress(shared=False), job.tracking)
 
     def describe(self) -> str:
@@ -258,7 +260,7 @@ class SerialExecutor:
     def close(self) -> None:
         if self.caching:  # the folder goes with the command; a later command in this process compiles as before
             compile_cache.stop_using()
-            self.caching = False
+        self.caching = self.cache_asked = False
 
 
 # A failed record's key, true when the run's worker process died while it ran (killed, out of memory): the run
