@@ -43,6 +43,23 @@ def test_a_relative_results_root_gives_an_absolute_folder(tmp_path, monkeypatch)
     assert caches_in(tmp_path / "results") == []
 
 
+def test_no_folder_where_another_user_could_swap_it_for_theirs(tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)  # a folder anyone may write to: they could rename the cache folder and put theirs there
+    with compile_cache.for_command(shared / "results", "jax") as folder:
+        assert folder is None  # its results root is safe, but a folder above it is not
+    with compile_cache.for_command(shared, "jax") as folder:
+        assert folder is None
+    shared.chmod(0o1777)  # sticky, as /tmp is: only an entry's owner may rename it
+    with compile_cache.for_command(shared / "results", "jax") as folder:
+        assert folder is not None
+    (shared / "results").chmod(0o775)  # writable by its group
+    with compile_cache.for_command(shared / "results", "jax") as folder:
+        assert folder is None
+    assert compile_cache.only_ours(tmp_path)
+
+
 def test_the_folder_is_removed_when_the_command_fails(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         with compile_cache.for_command(tmp_path, "jax") as folder:

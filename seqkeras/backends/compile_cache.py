@@ -12,8 +12,11 @@ Private to the command, because a cache entry is machine code that JAX loads and
 else wrote would run their code, and a results folder may come from someone else. So the folder is made by
 `tempfile.mkdtemp` (a new random name, readable by this user only), only this command's processes read it, and it
 is removed at the end, even after an error or Ctrl-C: nothing is kept between commands, and nothing is written
-outside the results root. A command killed outright may leave the folder behind (`.seqkeras-compile-cache-*`,
-never read again; safe to delete).
+outside the results root. Nor may anyone else swap the folder for theirs while the command runs: it is made only
+where no other user can rename or replace an entry of the results root or of a folder above it (`only_ours`:
+each is this user's or the system's, and writable by no other user unless sticky, as /tmp is); a results root
+that others may write to (a shared folder, a umask of 002) gets no cache. A command killed outright may leave
+the folder behind (`.seqkeras-compile-cache-*`, never read again; safe to delete).
 
 Left alone: a user who configured JAX's own cache (`$JAX_COMPILATION_CACHE_DIR`, or `jax_compilation_cache_dir`
 in the process) keeps theirs; `$SEQKERAS_COMPILE_CACHE=off` turns the command's cache off. Other backends have no
@@ -27,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import stat
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -48,7 +52,8 @@ def for_command(root: Path, backend: str, executor: str = "local") -> Iterator[P
     if backend == "jax" and executor == "local" and not _turned_off() and not os.environ.get(JAX_OWN_VARIABLE):
         try:
             root.mkdir(parents=True, exist_ok=True)
-            folder = Path(tempfile.mkdtemp(prefix=PREFIX, dir=root)).absolute()  # the same for every worker
+            if only_ours(root):
+                folder = Path(tempfile.mkdtemp(prefix=PREFIX, dir=root)).absolute()  # the same for every worker
         except OSError:
             folder = None
     try:
@@ -56,6 +61,24 @@ def for_command(root: Path, backend: str, executor: str = "local") -> Iterator[P
     finally:
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
+
+
+def only_ours(root: Path) -> bool:
+    """Whether no other user can rename or replace an entry of `root` or of a folder above it, as OpenSSH asks of
+    the folders above a key: each is this user's or the system's (uid 0), and neither its group nor others may
+    write to it, unless it is sticky (then only an entry's owner may move it). Where there are no such owners
+    (Windows), True."""
+    if not hasattr(os, "getuid"):
+        return True
+    me = os.getuid()
+    folder = root.resolve()
+    for each in (folder, *folder.parents):
+        info = each.stat()
+        if info.st_uid not in (me, 0):
+            return False
+        if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not info.st_mode & stat.S_ISVTX:
+            return False
+    return True
 
 
 def _turned_off() -> bool:
