@@ -81,6 +81,31 @@ def test_the_share_of_padding_both_ways():
     assert uniform == {"shuffled": 0.0, "by_length": 0.0}
 
 
+def test_the_data_card_gives_the_padding_of_token_sequences_only():
+    from types import SimpleNamespace
+
+    from seqkeras.execution.single_run import padding_shares
+
+    def run(batches="shuffled"):
+        return SimpleNamespace(train=SimpleNamespace(batches=batches, batch_size=16), seed=0)
+
+    def data(x, problem="tagging"):
+        return SimpleNamespace(x_train=x, problem=problem)
+
+    varied = right_padded(LENGTHS)
+    assert padding_shares(data(varied), run()) == batching.padding(varied, 16, seed=0)
+    pairs = {"source": varied, "decoder_input": varied[::-1].copy()}  # an encoder-decoder's two sides
+    assert padding_shares(data(pairs, "seq2seq"), run())["shuffled"] > 0
+    uniform = right_padded([30] * 64)
+    assert padding_shares(data(uniform), run()) is None  # nothing to leave out
+    assert padding_shares(data(uniform), run("by_length")) == {"shuffled": 0.0, "by_length": 0.0}  # as it trained
+    steps = np.random.default_rng(0).normal(size=(64, 30))
+    for other in (data(steps, "regression"), data(steps), data(varied[:, :, None]), data({"source": varied}),
+                  data(varied.astype("float32"))):
+        assert padding_shares(other, run()) is None  # real-valued steps, arrays of another shape: no token slots
+    assert padding_shares(data(varied), SimpleNamespace(train=None, seed=0)) is None  # an estimated model
+
+
 REVIEWS = f"""
     version: 1
     name: reviews
