@@ -20,12 +20,21 @@ def no_cache_settings(monkeypatch):
     monkeypatch.delenv(compile_cache.JAX_OWN_VARIABLE, raising=False)
 
 
+@pytest.fixture
+def private_tmp_path(tmp_path):
+    """tmp_path, where the command may make its cache: no other user can write above it (compile_cache.only_ours).
+    A machine whose temporary folder others may write to gets no cache there, by design: these cases skip."""
+    if not compile_cache.only_ours(tmp_path):
+        pytest.skip(f"another user may write to a folder above {tmp_path}: the command makes no cache there")
+    return tmp_path
+
+
 def caches_in(root: Path) -> list[Path]:
     return sorted(root.glob(compile_cache.PREFIX + "*"))
 
 
-def test_a_jax_command_gets_a_fresh_private_folder_in_the_results_root_removed_after_it(tmp_path):
-    root = tmp_path / "results"  # not made yet: the command makes it
+def test_a_jax_command_gets_a_fresh_private_folder_in_the_results_root_removed_after_it(private_tmp_path):
+    root = private_tmp_path / "results"  # not made yet: the command makes it
     with compile_cache.for_command(root, "jax") as folder:
         assert folder is not None and folder.parent == root and folder.name.startswith(compile_cache.PREFIX)
         assert stat.S_IMODE(folder.stat().st_mode) == 0o700  # this user's only
@@ -36,15 +45,15 @@ def test_a_jax_command_gets_a_fresh_private_folder_in_the_results_root_removed_a
     assert caches_in(root) == [] and root.is_dir()
 
 
-def test_a_relative_results_root_gives_an_absolute_folder(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
+def test_a_relative_results_root_gives_an_absolute_folder(private_tmp_path, monkeypatch):
+    monkeypatch.chdir(private_tmp_path)
     with compile_cache.for_command(Path("results"), "jax") as folder:
-        assert folder.is_absolute() and folder.parent == tmp_path / "results"
-    assert caches_in(tmp_path / "results") == []
+        assert folder.is_absolute() and folder.parent == private_tmp_path / "results"
+    assert caches_in(private_tmp_path / "results") == []
 
 
-def test_no_folder_where_another_user_could_swap_it_for_theirs(tmp_path):
-    shared = tmp_path / "shared"
+def test_no_folder_where_another_user_could_swap_it_for_theirs(private_tmp_path):
+    shared = private_tmp_path / "shared"
     shared.mkdir()
     shared.chmod(0o777)  # a folder anyone may write to: they could rename the cache folder and put theirs there
     with compile_cache.for_command(shared / "results", "jax") as folder:
@@ -57,15 +66,15 @@ def test_no_folder_where_another_user_could_swap_it_for_theirs(tmp_path):
     (shared / "results").chmod(0o775)  # writable by its group
     with compile_cache.for_command(shared / "results", "jax") as folder:
         assert folder is None
-    assert compile_cache.only_ours(tmp_path)
+    assert compile_cache.only_ours(private_tmp_path)
 
 
-def test_the_folder_is_removed_when_the_command_fails(tmp_path):
+def test_the_folder_is_removed_when_the_command_fails(private_tmp_path):
     with pytest.raises(KeyboardInterrupt):
-        with compile_cache.for_command(tmp_path, "jax") as folder:
+        with compile_cache.for_command(private_tmp_path, "jax") as folder:
             (folder / "entry").write_bytes(b"compiled")
             raise KeyboardInterrupt
-    assert caches_in(tmp_path) == []
+    assert caches_in(private_tmp_path) == []
 
 
 @pytest.mark.parametrize("backend, executor", [("torch", "local"), ("tensorflow", "local"), ("jax", "ray")])
@@ -87,9 +96,9 @@ def test_a_users_own_jax_cache_or_off_means_none(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_an_unknown_setting_warns_and_keeps_the_cache(tmp_path, monkeypatch, capsys):
+def test_an_unknown_setting_warns_and_keeps_the_cache(private_tmp_path, monkeypatch, capsys):
     monkeypatch.setenv(compile_cache.VARIABLE, "nope")
-    with compile_cache.for_command(tmp_path, "jax") as folder:
+    with compile_cache.for_command(private_tmp_path, "jax") as folder:
         assert folder is not None
     assert "$SEQKERAS_COMPILE_CACHE='nope' is neither 'on' nor 'off'" in capsys.readouterr().err
 

@@ -110,7 +110,10 @@ def test_a_commands_second_seed_reads_the_first_seeds_programs_with_the_same_res
     spec.write_text(textwrap.dedent(SPEC), encoding="utf-8")
     cached = command(spec, tmp_path / "cached")
     assert cached.returncode == 0, cached.stderr[-3000:]
-    assert "Persistent compilation cache hit for 'jit_train_step'" in cached.stderr
+    if compile_cache.only_ours(tmp_path):
+        assert "Persistent compilation cache hit for 'jit_train_step'" in cached.stderr
+    else:  # a temporary folder that other users may write to: the command makes no cache there, by design
+        assert "Persistent compilation cache hit" not in cached.stderr
     assert sorted(path.name for path in (tmp_path / "cached").iterdir()) == ["cached"]  # the folder went with it
     uncached = command(spec, tmp_path / "uncached", SEQKERAS_COMPILE_CACHE="off")
     assert uncached.returncode == 0, uncached.stderr[-3000:]
