@@ -12,17 +12,15 @@ must be the same both ways.
 from __future__ import annotations
 
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from plain_scripts import pairs  # noqa: E402
-from seqkeras_command import QUIET_TENSORFLOW, environment  # noqa: E402
+from seqkeras_command import finished_run  # noqa: E402
 
 GOAL = 1.2  # the sweep's wall time without the cache over with it
 ROUNDS = 2
@@ -30,19 +28,9 @@ ROUNDS = 2
 
 def sweep(spec: Path, out: Path, seeds: int, epochs: int, cache: str):
     """(wall seconds, runs.csv) of the seeds sweep on JAX, `$SEQKERAS_COMPILE_CACHE=cache`."""
-    import pandas as pd
-
     options = ["--backend", "jax", "--jobs", "1", "--set", f"seeds={list(range(seeds))}", "--set",
                f"train.epochs={epochs}"]
-    started = time.perf_counter()
-    result = subprocess.run([sys.executable, "-m", "seqkeras", "run", str(spec), "--out", str(out), *options],
-                            env=environment(SEQKERAS_COMPILE_CACHE=cache, **QUIET_TENSORFLOW),
-                            capture_output=True, text=True)
-    wall = time.perf_counter() - started
-    runs_csv = out / "pairs-file" / "runs.csv"
-    if result.returncode not in (0, 1) or not runs_csv.exists():  # 1: a claim not reproduced (none here)
-        raise RuntimeError(f"seqkeras run failed:\n{result.stdout[-2000:]}{result.stderr[-2000:]}")
-    return wall, pd.read_csv(runs_csv)
+    return finished_run(spec, out, options, SEQKERAS_COMPILE_CACHE=cache)
 
 
 def measure(tiny: bool = False) -> list[dict]:

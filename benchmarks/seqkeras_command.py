@@ -43,15 +43,16 @@ def spec_without_backend(spec: Path, folder: Path) -> Path:
     return path
 
 
-def finished_run(spec: Path, out: Path, options: list[str]):
+def finished_run(spec: Path, out: Path, options: list[str], **settings: str):
     """`seqkeras run SPEC --out OUT OPTIONS`: its wall seconds and its runs.csv (pandas), every run finished (exit
-    status 1 is a claim not reproduced, expected at a benchmark's short budget); a failed run raises."""
+    status 1 is a claim not reproduced, expected at a benchmark's short budget); a failed run raises. `settings`:
+    environment variables for the command (`environment`)."""
     import pandas as pd
     import yaml
 
     started = time.perf_counter()
     result = subprocess.run([sys.executable, "-m", "seqkeras", "run", str(spec), "--out", str(out), *options],
-                            env=environment(**QUIET_TENSORFLOW), capture_output=True, text=True)
+                            env=environment(**QUIET_TENSORFLOW, **settings), capture_output=True, text=True)
     wall = time.perf_counter() - started
     runs_csv = out / yaml.safe_load(spec.read_text(encoding="utf-8"))["name"] / "runs.csv"
     runs = pd.read_csv(runs_csv) if runs_csv.exists() else None

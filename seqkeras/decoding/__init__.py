@@ -11,9 +11,10 @@ through that union. `PrefixStepModel` serves any causal model by rerunning it
 on the prefix; `cached_step_models` steps the suite's recurrent and Transformer
 LMs carrying their recurrent state or key/value cache, through `step_graphs`
 (the one module here that imports Keras when it loads, imported only to build
-one). `compiled_search` runs greedy and beam search of an encoder-decoder (a
-model whose step is a function of tensors) as one compiled loop, with the
-decoders' outputs; evaluation and `predict` decode through it where they can.
+one). `compiled_search` runs greedy and beam search as one compiled loop, with
+the decoders' outputs, for an encoder-decoder (a model whose step is a function
+of tensors) and for a recurrent or Transformer LM's continuation of a prompt;
+evaluation, `predict` and generation decode through it where they can.
 
 May import: errors, registry, yaml_reader, backends.
 """
