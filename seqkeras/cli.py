@@ -18,7 +18,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from seqkeras.backends.runtime import AUTO, BACKEND_PACKAGES, QUIET_TF_LOG_LEVEL, TF_LOG_LEVEL_VARIABLE, select_backend
+from seqkeras.backends.runtime import (
+    AUTO,
+    BACKEND_PACKAGES,
+    QUIET_TF_LOG_LEVEL,
+    TF_LOG_LEVEL_VARIABLE,
+    claim_this_process,
+    select_backend,
+)
 from seqkeras.errors import SpecError
 from seqkeras.execution import sweep
 from seqkeras.spec.reference import components_markdown, describe_params, section_models
@@ -31,6 +38,7 @@ BACKEND_CHOICES = [AUTO, *BACKEND_PACKAGES]
 
 
 def main(argv: list[str] | None = None) -> int:
+    claim_this_process()  # every object here is the suite's (runtime.freeze_what_is_loaded)
     # TensorFlow's C++ chatter (oneDNN, CUDA probing) hides our output (runtime.QUIET_TF_LOG_LEVEL).
     os.environ.setdefault(TF_LOG_LEVEL_VARIABLE, QUIET_TF_LOG_LEVEL)
     parser = build_parser()

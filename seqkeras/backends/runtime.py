@@ -212,7 +212,7 @@ def select_backend(name: str | None = None, *, load: bool = True) -> str:
         return backend
     if backend == "torch":
         reuse_freed_memory()
-    with hidden_from_import(KERAS_EXTRAS):
+    with hidden_from_import(KERAS_EXTRAS), collector_paused():
         if backend == "tensorflow":
             with quiet_stderr():
                 import tensorflow as tf
@@ -220,6 +220,8 @@ def select_backend(name: str | None = None, *, load: bool = True) -> str:
                 tf.config.list_physical_devices()  # the CUDA probe prints here
                 tf.get_logger().setLevel("ERROR")  # retracing notices: each run builds new models
         import keras  # noqa: F401  (TensorFlow's import has imported it already)
+        if _ALL_OURS:  # before the collector is on again, whose next collection would walk all of it
+            freeze_what_is_loaded()
     serialize_without_importing_tensorflow()
     return backend
 
@@ -268,16 +270,47 @@ def hidden_from_import(names: tuple[str, ...]):
                 del sys.modules[name]
 
 
-def freeze_what_is_loaded() -> None:
-    """Collect once, then move every object alive now out of the garbage collector's reach (`gc.freeze`).
+@contextlib.contextmanager
+def collector_paused():
+    """The garbage collector off inside the block (as it was after it).
 
-    For a process whose objects are all the suite's (a worker), once its backend is imported. Keras's
-    `clear_session`, at each run's start, collects in full: walking the 400,000 objects of TensorFlow, Keras
-    and the suite took it 0.2 s a run in a fresh process (0.29 s in a test worker); frozen, it walks only
-    what was made since (0.06 s there). A frozen object is still freed when its last reference goes, but
-    never as part of a cycle: a process holding someone else's objects (a notebook's) is not frozen.
+    An import makes objects and frees almost none, so the collections it triggers find nothing, yet each walks
+    more of a growing heap: importing Keras on torch spent 0.9 s of its 4.2 s collecting (2 cores). Paused, the
+    import takes 3.2 s. In a process of the suite's own the import's objects are frozen before the collector is
+    on again (`freeze_what_is_loaded`); elsewhere (a notebook) its first collection after walks them once.
     """
-    gc.collect()
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+_ALL_OURS = False  # whether every object of this process is the suite's (`claim_this_process`)
+
+
+def claim_this_process() -> None:
+    """Say that this process holds no one else's objects (the command line's, a worker's): `select_backend` then
+    freezes what importing Keras loaded (`freeze_what_is_loaded`). Never called where the API runs in a caller's
+    process (a notebook)."""
+    global _ALL_OURS
+    _ALL_OURS = True
+
+
+def freeze_what_is_loaded() -> None:
+    """Move every object alive now out of the garbage collector's reach (`gc.freeze`).
+
+    For a process whose objects are all the suite's (`claim_this_process`: a worker, or the command line's own
+    process when its runs train there), as its backend is imported (`select_backend`). Keras's `clear_session`,
+    at each run's start, collects in full: walking the 400,000 objects of TensorFlow, Keras and the suite took
+    it 0.2 s a run in a fresh process (0.29 s in a test worker); frozen, it walks only what was made since
+    (0.06 s there). No collection comes first: importing Keras leaves nothing unreachable (none found on any of
+    the three backends), and one would walk all those objects for nothing (0.33 s on torch). A frozen object is
+    still freed when its last reference goes, but never as part of a cycle: a process holding someone else's
+    objects (a notebook's) is not frozen.
+    """
     gc.freeze()
 
 

@@ -121,7 +121,8 @@ def teacher_forced(model: Seq2SeqModel, data: Seq2SeqData, batch_size: int) -> n
     call = compiled_method(model, "__call__")
     for start in range(0, len(data.y_test), batch_size):
         batch = {name: ops.convert_to_tensor(array[start : start + batch_size]) for name, array in data.x_test.items()}
-        predicted = ops.convert_to_numpy(ops.argmax(call(batch), axis=-1))
+        # The argmax in NumPy: on JAX an eager op compiles a program for each batch shape (0.5 s a run).
+        predicted = ops.convert_to_numpy(call(batch)).argmax(axis=-1)
         targets = data.y_test[start : start + batch_size]
         hits.append(((predicted == targets) & (targets != 0)).sum(axis=1))
     return np.concatenate(hits)

@@ -21,7 +21,7 @@ import types
 from collections.abc import Iterator
 from pathlib import Path
 
-from seqkeras.backends.runtime import freeze_what_is_loaded, select_backend
+from seqkeras.backends.runtime import claim_this_process, select_backend
 from seqkeras.backends import compile_cache, threads
 from seqkeras.backends.threads import configure_process
 
@@ -34,13 +34,13 @@ def setup_worker(backend: str, threads: int, cache: Path | None = None) -> None:
     unpickles its initializer by importing the module that holds it: from
     seqkeras.execution.executors that would import Keras before stderr is quieted.
     """
+    claim_this_process()  # its imports are frozen: each run's clear_session then walks only what runs made
     if backend == "jax":  # XLA reads its thread flags when jax is imported
         configure_process(backend, threads)
     select_backend(backend)
     if backend != "jax":  # else each of N workers starts one thread per core
         configure_process(backend, threads)
     compile_cache.use(cache)
-    freeze_what_is_loaded()  # each run's clear_session then walks only what runs made
 
 
 def configure_this_process(backend: str) -> None:

@@ -127,6 +127,22 @@ def test_calls_of_one_shape_alive_together_keep_their_own_buffers():
     assert torch.equal(kept, copy)
 
 
+def test_the_free_workspaces_stay_few_whatever_shape_was_taken_last():
+    """A shape whose last free workspace was taken leaves no empty entry behind, for the oldest to be dropped from
+    once more than KEPT are free (it was: IndexError in the finalizer that gives a workspace back, printed as
+    "Exception ignored in" on stderr, the workspace never returned)."""
+    pool = cpu_gru.Workspaces(cpu_gru.Backward)
+    like = torch.zeros(1)
+    key, workspace = pool.take(3, 2, 1, like)
+    pool.give(key, workspace)
+    assert pool.take(3, 2, 1, like)[1] is workspace  # reused
+    for batch in range(2, 2 + pool.KEPT + 2):  # more free ones than are kept, each of another shape
+        pool.give(*pool.take(3, 2, batch, like))
+    assert sum(len(kept) for kept in pool.free.values()) == pool.KEPT
+    assert all(pool.free.values())
+    assert list(pool.free)[-1][:3] == (3, 2, 1 + pool.KEPT + 2)  # the newest kept, the oldest dropped
+
+
 @pytest.mark.parametrize("units", [5, 256], ids=["a small step: one thread", "a large step: the process's"])
 def test_the_process_keeps_its_threads(units):
     threads = torch.get_num_threads()

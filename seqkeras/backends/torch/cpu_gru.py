@@ -95,8 +95,12 @@ class Workspaces:
         with self.lock:
             free = self.free.get(key)
             if free:
-                self.free.move_to_end(key)
-                return key, free.pop()
+                workspace = free.pop()
+                if free:
+                    self.free.move_to_end(key)
+                else:  # no empty list is kept: `give` drops the oldest workspace of the first shape listed
+                    del self.free[key]
+                return key, workspace
         return key, self.kind.make(units, steps, batch, like)
 
     def give(self, key, workspace):
