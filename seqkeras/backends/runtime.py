@@ -212,6 +212,7 @@ def select_backend(name: str | None = None, *, load: bool = True) -> str:
         return backend
     if backend == "torch":
         reuse_freed_memory()
+    first_import = "keras" not in sys.modules
     with hidden_from_import(KERAS_EXTRAS), collector_paused():
         if backend == "tensorflow":
             with quiet_stderr():
@@ -220,8 +221,8 @@ def select_backend(name: str | None = None, *, load: bool = True) -> str:
                 tf.config.list_physical_devices()  # the CUDA probe prints here
                 tf.get_logger().setLevel("ERROR")  # retracing notices: each run builds new models
         import keras  # noqa: F401  (TensorFlow's import has imported it already)
-        if _ALL_OURS:  # before the collector is on again, whose next collection would walk all of it
-            freeze_what_is_loaded()
+        if _ALL_OURS and first_import:  # before the collector is on again, whose next collection would walk it all
+            freeze_what_is_loaded()  # once: a later call would freeze what the runs since left, cycles included
     serialize_without_importing_tensorflow()
     return backend
 
