@@ -23,12 +23,13 @@ the two. Issue 49 asks the goal of the first row's `--jobs 2`.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from seqkeras_command import finished_run  # noqa: E402
 
 GOAL = 1.0  # seconds of non-training time per run (issue 49)
 JOBS = 2
@@ -46,20 +47,14 @@ seeds: [0, 1]
 """
 
 
-def sweep(n_train: int, epochs: int, *extra: str) -> tuple[float, list[dict]]:
-    """(wall seconds, the records) of one `seqkeras run` on a fresh folder."""
+def sweep(n_train: int, epochs: int, jobs: int) -> tuple[float, list[dict]]:
+    """(wall seconds, the records) of one `seqkeras run --jobs JOBS` on a fresh folder."""
     with tempfile.TemporaryDirectory() as scratch:
         spec = Path(scratch) / "fixed_costs.yaml"
         spec.write_text(SPEC.format(n_train=n_train, epochs=epochs))
-        environment = {k: v for k, v in os.environ.items() if k not in ("KERAS_BACKEND", "SEQKERAS_JOBS")}
-        started = time.perf_counter()
-        result = subprocess.run([sys.executable, "-m", "seqkeras", "run", str(spec), "--out", f"{scratch}/out",
-                                 *extra], env=environment, capture_output=True, text=True)
-        wall = time.perf_counter() - started
-        if result.returncode != 0:
-            raise RuntimeError(f"seqkeras run failed:\n{result.stdout[-2000:]}{result.stderr[-2000:]}")
-        records = [json.loads(p.read_text())
-                   for p in sorted(Path(scratch, "out", "fixed-costs").glob("*/metrics.json"))]
+        out = Path(scratch) / "out"
+        wall, _ = finished_run(spec, out, ["--jobs", str(jobs)])
+        records = [json.loads(p.read_text()) for p in sorted((out / "fixed-costs").glob("*/metrics.json"))]
     return wall, records
 
 
@@ -69,7 +64,7 @@ def measure(tiny: bool = False) -> list[dict]:
 
 
 def row(n_train: int, epochs: int, jobs: int) -> dict:
-    wall, records = sweep(n_train, epochs, "--jobs", str(jobs))
+    wall, records = sweep(n_train, epochs, jobs)
     runs = len(records)
     training = sum(r["train_seconds"] or 0.0 for r in records)
     inside = sum((r["seconds"] or 0.0) - (r["train_seconds"] or 0.0) for r in records) / runs

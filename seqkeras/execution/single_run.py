@@ -281,13 +281,9 @@ def padding_shares(data, run: RunSpec) -> dict[str, float] | None:
     for the data card: whenever the run trains on token sequences that have any (a shuffled run's card says what
     `train.batches: by_length` would leave out, a by_length run's what it left out); None for other inputs (a
     regression's real-valued steps, a plug-in task's arrays of another shape) and sequences of one length."""
-    if run.train is None or data.problem == REGRESSION:
+    if run.train is None or data.problem == REGRESSION or not batching.token_sequences(data.x_train):
         return None
-    x = data.x_train
-    arrays = [x.get("source"), x.get("decoder_input")] if isinstance(x, dict) else [x]
-    if not all(isinstance(a, numpy.ndarray) and a.ndim == 2 and a.dtype.kind in "iu" for a in arrays):
-        return None
-    shares = batching.padding(x, run.train.batch_size, run.seed)
+    shares = batching.padding(data.x_train, run.train.batch_size, run.seed)
     return shares if run.train.batches == batching.BY_LENGTH or shares["shuffled"] > 0 else None
 
 

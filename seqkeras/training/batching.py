@@ -34,6 +34,14 @@ def lengths(tokens: np.ndarray) -> np.ndarray:
     return np.where(real.any(axis=1), tokens.shape[1] - np.argmax(real[:, ::-1], axis=1), 0)
 
 
+def token_sequences(x) -> bool:
+    """Whether `x` is what batching by length cuts: right-padded ids (a 2-D integer array), or an encoder-decoder's
+    two sides of them ({source, decoder_input}); not a regression's real-valued steps nor a plug-in task's arrays
+    of another shape."""
+    arrays = [x.get("source"), x.get("decoder_input")] if isinstance(x, dict) else [x]
+    return all(isinstance(a, np.ndarray) and a.ndim == 2 and a.dtype.kind in "iu" for a in arrays)
+
+
 def row_lengths(x) -> list[np.ndarray]:
     """The lengths that sort and cut a batch: the tokens', or an encoder-decoder's source's, then its target's."""
     if isinstance(x, dict):
