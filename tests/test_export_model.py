@@ -135,3 +135,23 @@ def test_bad_input_is_one_line(tmp_path, capsys):
     assert code == 2 and err.count("\n") == 1 and "not a run folder" in err, err
     with pytest.raises(seqkeras.SpecError, match="'tflite' is not an export format"):
         seqkeras.export_model(tmp_path, "tflite", tmp_path / "o")
+
+
+@pytest.mark.parametrize("output", ["sub/..", ".", "{experiment}", "{run}", "{root}"])
+def test_overwrite_never_replaces_the_current_folder_nor_the_results_it_exports(output, trained_runs, tmp_path,
+                                                                                 monkeypatch, capsys):
+    import shutil
+
+    run = tmp_path / "results" / "exp" / "seed=0_abc"
+    shutil.copytree(trained_runs.run_folder(CASE["classifier"]), run)
+    (run.parent / "runs.csv").write_text("experiment,run_id,status\nexp,seed=0_abc,ok\n")
+    here = tmp_path / "here"
+    (here / "sub").mkdir(parents=True)
+    (here / "note.txt").write_text("keep")
+    monkeypatch.chdir(here)
+    before = sorted(path.relative_to(tmp_path) for path in tmp_path.rglob("*"))
+    given = output.format(experiment=run.parent, run=run, root=run.parent.parent)
+    code, printed, err = run_cli(capsys, "export-model", run, "--format", "savedmodel", "--output", given,
+                                 "--overwrite")
+    assert code == 2 and printed == "" and err.count("\n") == 1 and "never removed or replaced" in err, err
+    assert sorted(path.relative_to(tmp_path) for path in tmp_path.rglob("*")) == before

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -212,9 +213,9 @@ def run_all(experiments, out_root: Path, executor, *, force: bool, reference: Pa
 
     try:
         out_root.mkdir(parents=True, exist_ok=True)
-        probe = out_root / ".seqkeras-write-test"
-        probe.write_text("")
-        probe.unlink()
+        handle, probe = tempfile.mkstemp(dir=out_root, prefix=".seqkeras-write-test-")  # a new name: no link to follow
+        os.close(handle)
+        os.unlink(probe)
     except OSError as error:
         raise SpecError(f"cannot write results to {out_root}: {error.strerror}") from None
 

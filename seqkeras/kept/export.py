@@ -21,15 +21,15 @@ the input `<name>` they replace, until `output.end` or `output.max_output_length
 A kind whose model Keras's export cannot carry is refused in one line saying why (`NotExportable`): an n-gram
 model is counts, not a graph; a CRF tagger decides its tags by Viterbi decoding outside its forward pass.
 
-DIR is the folder the user names. A folder that exists and holds anything is refused unless `overwrite`; the
-export is written into a sibling folder first and renamed into place, so DIR never holds half an export.
+DIR is the folder the user names, resolved once (results/removal.py). A folder that exists and holds anything is
+refused unless `overwrite`, and never replaced when it is the current folder or one above it, a results folder
+of the suite, or holds the run being exported. The export is written into a sibling folder first and swapped
+into place at the end, so DIR never holds half an export and what it held is removed only once the export is in.
 """
 
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,7 +40,7 @@ from seqkeras.backends.runtime import quiet_stderr
 from seqkeras.errors import SpecError
 from seqkeras.kept.preprocessing import FILE, KERAS_FILE
 from seqkeras.kept.saving import KeptModel, load_model
-from seqkeras.results import files
+from seqkeras.results import files, removal
 from seqkeras.tasks.base import SEQ2SEQ
 
 FORMATS = {"onnx": "onnx", "savedmodel": "tf_saved_model"}  # the command's name → Keras's export format
@@ -70,38 +70,35 @@ def export_model(run_folder: str | Path, format: str, output: str | Path, *, ove
         raise SpecError(f"exporting a model needs the tensorflow backend (Keras's SavedModel export, and its ONNX "
                         f"export with a dynamic batch and length, run there); this process runs "
                         f"{keras.backend.backend()}")
-    output = Path(output)
-    replaced = _check_output(output, overwrite)
-    kept = load_model(run_folder)
+    output = removal.destination(output)  # resolved once: what is checked is what is replaced
+    run = Path(run_folder)
+    _check_output(output, overwrite, reads=[run])
+    kept = load_model(run)
     _check_exportable(kept)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=output.parent))
+    staging = removal.staging_beside(output)
     try:
         graphs = _export_graphs(kept, format, staging)
         _copy_preprocessing(kept, staging)
         (staging / MANIFEST).write_text(json.dumps(_manifest(kept, format, graphs), indent=1) + "\n", encoding="utf-8")
-        if replaced:  # a link is replaced, never what it points to
-            output.unlink() if output.is_symlink() or not output.is_dir() else shutil.rmtree(output)
-        elif output.exists():
+        if output.is_dir() and not output.is_symlink() and not any(output.iterdir()):
             output.rmdir()  # empty (checked): the export takes its place
-        staging.rename(output)
+        replaced = removal.swap_in(staging, output, reads=[run])
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        removal.remove_tree(staging, inside=output.parent)
     return Exported(output, list(graphs), replaced)
 
 
-def _check_output(output: Path, overwrite: bool) -> bool:
-    """Whether `output` holds something that the export will replace (only with `overwrite`)."""
+def _check_output(output: Path, overwrite: bool, reads: list[Path]) -> None:
+    """Refuse an `output` that holds something unless `overwrite`, and, even then, one that must never be
+    replaced (results.removal: the current folder or one above it, a results folder, the run it reads)."""
     if output.is_symlink() or (output.exists() and not output.is_dir()):
         if not overwrite:
             raise SpecError(f"--output {output} exists and is not a folder (--overwrite replaces it)")
-        return True
-    if output.is_dir() and any(output.iterdir()):
+    elif output.is_dir() and any(output.iterdir()):
         if not overwrite:
             raise SpecError(f"--output {output} already holds files (choose another folder, or --overwrite "
                             f"replaces it)")
-        return True
-    return False
+    removal.check_replaceable(output, reads=reads)
 
 
 def _check_exportable(kept: KeptModel) -> None:

@@ -23,7 +23,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import shutil
 import tempfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -40,6 +39,7 @@ from seqkeras.kept.preprocessing import FILE as PREPROCESSING_FILE
 from seqkeras.results import files
 from seqkeras.results.folder import OK, write_atomic, write_json
 from seqkeras.results.record import read_record
+from seqkeras.results.removal import remove_tree
 from seqkeras.tasks.base import LANGUAGE_MODELING
 from seqkeras.yaml_reader import parse_yaml
 
@@ -101,7 +101,7 @@ def reevaluate_run(run_folder: Path, additions: Additions, stamp: dict[str, Any]
         merged = merge_rows(record, rows, plan)
         merge_files(run_folder, scratch)
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        remove_tree(scratch, inside=run_folder)
     record.update(merged)
     if merged["rows"] is None:
         del record["rows"]

@@ -15,10 +15,10 @@ dies inside the move, the next run into the folder puts the old files back
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 from seqkeras.results.record import OK, read_record
+from seqkeras.results.removal import remove_tree
 
 RECORD = "metrics.json"
 STAGING = ".rerun"  # the rerun's files, until it has finished
@@ -41,9 +41,9 @@ def recover(folder: Path) -> None:
         for entry in _entries(replaced):
             target = folder / entry.name
             if os.path.lexists(target):
-                _remove(target)
+                remove_tree(target, inside=folder)
             os.replace(entry, target)
-    shutil.rmtree(replaced, ignore_errors=True)
+    remove_tree(replaced, inside=folder)
 
 
 def staging_folder(folder: Path) -> Path:
@@ -51,21 +51,21 @@ def staging_folder(folder: Path) -> Path:
     checkpoint resumes, as a killed run's does in its own folder)."""
     staging = folder / STAGING
     if staging.is_symlink() or (os.path.lexists(staging) and not staging.is_dir()):
-        _remove(staging)
+        remove_tree(staging, inside=folder)
     staging.mkdir(exist_ok=True)
     return staging
 
 
 def discard(staging: Path) -> None:
     """A failed rerun's files: gone, the finished run's stay."""
-    shutil.rmtree(staging, ignore_errors=True)
+    remove_tree(staging, inside=staging.parent)
 
 
 def replace_with_rerun(folder: Path) -> None:
     """Move the finished rerun's files from `<folder>/.rerun` into `folder`, the old ones out (then deleted)."""
     staging, replaced = folder / STAGING, folder / REPLACED
     if os.path.lexists(replaced):
-        _remove(replaced)
+        remove_tree(replaced, inside=folder)
     replaced.mkdir()
     old = _entries(folder, skip=FOLDER_OWN)
     for entry in sorted(old, key=lambda entry: entry.name != RECORD):  # the old record out first
@@ -73,16 +73,10 @@ def replace_with_rerun(folder: Path) -> None:
     new = _entries(staging)
     for entry in sorted(new, key=lambda entry: entry.name == RECORD):  # the new record in last
         os.replace(entry, folder / entry.name)
-    shutil.rmtree(replaced, ignore_errors=True)
-    shutil.rmtree(staging, ignore_errors=True)
+    remove_tree(replaced, inside=folder)
+    remove_tree(staging, inside=folder)
 
 
 def _entries(folder: Path, skip: frozenset[str] = frozenset()) -> list[Path]:
     return [folder / entry.name for entry in os.scandir(folder) if entry.name not in skip]
 
-
-def _remove(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path)
-    else:
-        path.unlink()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import json
 import math
-import shutil
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -22,6 +21,7 @@ from seqkeras.registry import KERAS_MODEL, Abilities
 from seqkeras.training.predictions import Predictions
 from seqkeras.training.progress import EpochProgress, ProgressOutput
 from seqkeras.results.folder import write_atomic
+from seqkeras.results.removal import remove_tree
 from seqkeras.training import batching, class_weights, convergence, schedules
 from seqkeras.training.budget import Budget, Period, Segment
 from seqkeras.training.settings import EarlyStoppingSpec, OptimizerSpec, TrainSpec
@@ -467,7 +467,7 @@ class Checkpoint:
         return None
 
     def clear(self) -> None:
-        shutil.rmtree(self.folder, ignore_errors=True)
+        remove_tree(self.folder, inside=self.folder.parent)  # a link there is removed as a link
 
 
 class _WeightsImage(io.BytesIO):
