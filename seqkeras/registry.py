@@ -265,6 +265,9 @@ class ModelShape:
     features: int | None = None
     # The longest input it reads (a learned position table's length); None: any length.
     positions: int | None = None
+    # The most output positions it writes (an encoder-decoder's target position table and key/value caches: the
+    # start token and up to preprocessing.json's output.max_output_length tokens after it); None: any number.
+    output_positions: int | None = None
 
 
 def keras_model_shape(model: Any, embedding: Any = None) -> ModelShape:

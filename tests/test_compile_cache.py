@@ -149,3 +149,34 @@ def test_a_run_off_jax_leaves_no_folder_in_the_results_root(tiny_spec, tmp_path,
                            "--only", "seed=0")
     assert code == 0, err
     assert sorted(path.name for path in out.iterdir()) == ["tiny"]
+
+
+def test_a_results_root_that_is_a_link_gets_its_cache_in_the_resolved_folder(private_tmp_path):
+    real = private_tmp_path / "real"
+    real.mkdir()
+    link = private_tmp_path / "link"
+    link.symlink_to(real)
+    with compile_cache.for_command(link, "jax") as folder:
+        # Re-pointing the link now moves nothing: the path handed over holds no link.
+        link.unlink()
+        link.symlink_to(private_tmp_path)
+        assert folder is not None and folder.parent == real.resolve() and folder.is_dir()
+        assert compile_cache.still_ours(folder)
+    assert caches_in(real) == []
+
+
+def test_the_process_that_compiles_checks_the_folder_again(private_tmp_path, capsys):
+    with compile_cache.for_command(private_tmp_path / "results", "jax") as folder:
+        through_link = private_tmp_path / "alias"
+        through_link.symlink_to(folder.parent)
+        assert not compile_cache.still_ours(through_link / folder.name)
+        assert "its path holds a link" in capsys.readouterr().err
+        folder.chmod(0o777)  # anyone could now write machine code into it
+        assert not compile_cache.still_ours(folder)
+        assert "another user owns it or may write to it" in capsys.readouterr().err
+        assert not compile_cache.use(folder)  # so JAX is never pointed at it
+        folder.chmod(0o700)
+    file = private_tmp_path / "file"
+    file.write_text("")
+    assert not compile_cache.still_ours(file)
+    assert "not a folder" in capsys.readouterr().err

@@ -12,7 +12,10 @@ Private to the command, because a cache entry is machine code that JAX loads and
 else wrote would run their code, and a results folder may come from someone else. So the folder is made by
 `tempfile.mkdtemp` (a new random name, readable by this user only), only this command's processes read it, and it
 is removed at the end, even after an error or Ctrl-C: nothing is kept between commands, and nothing is written
-outside the results root. Nor may anyone else swap the folder for theirs while the command runs: it is made only
+outside the results root. Nor may anyone else swap the folder for theirs while the command runs: the results root
+is resolved once (a link in it re-pointed mid-run changes nothing), the cache is made in the resolved folder and
+handed to the workers as that absolute path, and each process checks it again before it compiles (`still_ours`);
+it is made only
 where no other user can rename or replace an entry of the results root or of a folder above it (`only_ours`:
 each is this user's or the system's, and writable by no other user unless sticky, as /tmp is); a results root
 that others may write to (a shared folder, a umask of 002) gets no cache. A command killed outright may leave
@@ -52,8 +55,9 @@ def for_command(root: Path, backend: str, executor: str = "local") -> Iterator[P
     if backend == "jax" and executor == "local" and not _turned_off() and not os.environ.get(JAX_OWN_VARIABLE):
         try:
             root.mkdir(parents=True, exist_ok=True)
-            if only_ours(root):
-                folder = Path(tempfile.mkdtemp(prefix=PREFIX, dir=root)).absolute()  # the same for every worker
+            real = root.resolve()  # resolved once: a link in `root` re-pointed later cannot move the cache
+            if only_ours(real):
+                folder = Path(tempfile.mkdtemp(prefix=PREFIX, dir=real))  # absolute: the same for every worker
         except OSError:
             folder = None
     try:
@@ -81,6 +85,29 @@ def only_ours(root: Path) -> bool:
     return True
 
 
+def still_ours(folder: Path) -> bool:
+    """Checked again by the process that compiles into `folder` (a worker may start long after the command made
+    it): an absolute path with no link in it, a real folder of this user's that no one else may write to, below
+    folders `only_ours` accepts. Else a warning, and the process compiles without a cache."""
+    problem = ""
+    try:
+        info = os.lstat(folder)
+        if not folder.is_absolute() or Path(os.path.realpath(folder)) != folder:
+            problem = "its path holds a link"
+        elif not stat.S_ISDIR(info.st_mode):
+            problem = "it is not a folder"
+        elif hasattr(os, "getuid") and (info.st_uid != os.getuid() or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)):
+            problem = "another user owns it or may write to it"
+        elif not only_ours(folder.parent):
+            problem = "another user may replace a folder above it"
+    except OSError as error:
+        problem = error.strerror or str(error)
+    if problem:
+        print(f"warning: the compile cache {folder} is not used ({problem}); this run compiles without it",
+              file=sys.stderr)
+    return not problem
+
+
 def _turned_off() -> bool:
     value = os.environ.get(VARIABLE, "").strip().lower()
     if value in ("", "on"):
@@ -104,7 +131,7 @@ _replaced: dict[str, object] = {}  # the settings `use` replaced in this process
 def use(folder: Path | None) -> bool:
     """Compile into and read from `folder` in this process, whose backend is JAX (imported); whether it does: not
     when `folder` is None, nor when the process already has a cache folder of its own (a user's notebook)."""
-    if folder is None:
+    if folder is None or not still_ours(folder):
         return False
     import jax
     from jax.experimental.compilation_cache import compilation_cache

@@ -227,10 +227,12 @@ class TransformerSeq2SeqModel(keras.Model):
 
     def model_shape(self) -> ModelShape:
         """The source ids it reads (at most its source position table, when learned) and the target tokens it writes,
-        one per step."""
+        one per step, at most its target positions (its caches have as many, whatever its positions:
+        `check_decoding_steps`)."""
         learned = self.config["positions"] == "learned"
         return ModelShape(int(self.config["source_vocabulary_size"]), int(self.config["target_vocabulary_size"]),
-                          per_token=True, positions=int(self.config["source_positions"]) if learned else None)
+                          per_token=True, positions=int(self.config["source_positions"]) if learned else None,
+                          output_positions=int(self.config["target_positions"]))
 
     def check_decoding_steps(self, steps: int) -> None:
         """A ValueError when decoding `steps` steps would write past the caches' last position (JAX would write the
