@@ -617,7 +617,8 @@ def command_evaluate(args) -> int:
         failed += len(outcome.failed) + sum(not v.holds for v in verdicts)
         evaluated += len(outcome.added) + len(outcome.unchanged)
     if not evaluated:
-        print("nothing was evaluated: no run there kept its model", file=sys.stderr)
+        print("nothing was evaluated: no run selected there has a kept model that may be read (why is said above)",
+              file=sys.stderr)
     return EXIT_FAILED if failed or not evaluated else EXIT_OK
 
 

@@ -388,3 +388,19 @@ def test_evaluate_takes_every_run_a_selection_leaves_but_one_best(tiny_experimen
     assert selected_runs([run_of(copy, "lstm", 1)], selection()) == {copy: [run_of(copy, "lstm", 1).name]}
     with pytest.raises(SpecError, match="tied at the best accuracy"):
         selected_runs([copy], selection(best="accuracy"))
+
+
+def test_a_run_folder_that_is_a_link_is_never_read_and_the_reason_is_said(tiny_experiment, tmp_path, capsys):
+    copy = tmp_path / "tiny"
+    shutil.copytree(tiny_experiment, copy)
+    chosen = run_of(copy, "lstm", 1)
+    outside = tmp_path / "outside"
+    chosen.rename(outside)  # someone's results folder whose run is a link to a model elsewhere
+    chosen.symlink_to(outside)
+    code, out, err = run_cli(capsys, "predict", copy, "--where", "cell=lstm", "--seed", "1", "--text", "SA")
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert f"{chosen}: the run" in err and "is a symbolic link; links inside a results folder are not followed" in err
+    code, out, err = run_cli(capsys, "evaluate", copy, "--seed", "1", "--where", "cell=lstm", "--metrics",
+                             "cross_entropy")
+    assert code != 0 and "symbolic link" in out + err and "Traceback" not in err
+    assert not (outside / "metrics.json").read_text().count("cross_entropy")  # nothing written through the link

@@ -140,7 +140,7 @@ def test_a_classifier_gains_a_metric_and_no_decoder(tmp_path, capsys):
     seqkeras.run(no_keep, out=tmp_path, backend=process_backend())
     code, out, err = run_cli(capsys, "evaluate", tmp_path / "reeval-none", "--metrics", "cross_entropy")
     assert code == 1 and "trained with train.keep_model: false" in out
-    assert "nothing was evaluated: no run there kept its model" in err
+    assert "nothing was evaluated: no run selected there has a kept model" in err
 
 
 @pytest.mark.parametrize("arguments, message", [

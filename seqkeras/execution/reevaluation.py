@@ -99,6 +99,9 @@ def reevaluate(folders: list[Path], additions: Additions, *, runs: dict[Path, li
         only = (runs or {}).get(folder)
         if only is not None:
             run_folders = [run_folder for run_folder in run_folders if run_folder.name in only]
+        for refused, why in files.refused_subfolders(folder, RECORD):  # said with its reason, never read
+            if only is None or refused.name in only:
+                outcome.without_model[refused.name] = f"its folder {why}"
         echo(f"{folder}: {len(run_folders)} run folder(s)")
         for index, run_folder in enumerate(run_folders, start=1):
             started = time.perf_counter()

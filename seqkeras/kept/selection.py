@@ -18,6 +18,7 @@ candidate on a line of its own, so that the user can narrow it. `evaluate` takes
 from __future__ import annotations
 
 import math
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -146,6 +147,10 @@ def selected(path: Path, wanted: Selection) -> pd.DataFrame:
     for run_id in chosen["run_id"]:
         if not isinstance(run_id, str) or "/" in run_id or files.name_problem(run_id):
             raise SpecError(f"{path}/{RUNS_CSV} names run {shown(run_id)}, which is no folder name inside it")
+        if os.path.lexists(path / run_id) and not files.is_folder(path, run_id):  # a model is never read through it
+            what = "a symbolic link; links inside a results folder are not followed" \
+                if os.path.islink(path / run_id) else "not a folder"
+            raise SpecError(f"{path / run_id}: the run {wanted.describe() or 'selected'} chose is {what}")
     chosen.attrs["shown"] = shown_columns
     return chosen
 
