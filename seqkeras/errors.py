@@ -92,6 +92,17 @@ def shown(value: object, limit: int = 80) -> str:
     return f"{text[:limit]}… ({len(text):,} characters)"
 
 
+EXCERPT = 24  # characters of a file that is not the user's spec a message may quote
+
+
+def excerpt(value: object, limit: int = EXCERPT) -> str:
+    """A short, escaped excerpt of a value read from a file that is not the user's spec (a word-vector file, a kept
+    tokenizer): at most `limit` characters of it, as repr writes them, so a secret the file holds, a terminal
+    escape or a line break never reaches a message, runs.csv or a report whole."""
+    text = value if isinstance(value, str) else repr(value)
+    return f"{text[:limit]!r}…" if len(text) > limit else repr(text)
+
+
 # --------------------------------------------------------------------------- pydantic validation errors
 
 # What a field expected, in words, for pydantic's (strict) type errors.

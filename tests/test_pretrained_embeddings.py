@@ -54,6 +54,9 @@ def test_a_word_listed_twice_keeps_its_first_vector(tmp_path):
     ("good 1 2\nbad 1 x\n", "line 2: 'x' is not a number"),
     ("good 1 2\n\nbad 1 2\n", "line 2: an empty line"),
     ("good 1 nan\n", "line 1: a number that is not finite"),
+    ("good 1 1e39\n", "line 1: a number that is not finite in float32"),  # 1e39 is finite only in float64
+    # Another file's text (a secret, an escape) is quoted as a short escaped excerpt, never whole.
+    ("ssh-rsa:AAAAB3NzaC1yc2EAAAADAQABAAABgQC7\x1b[31m\n", "a word with no numbers ('ssh-rsa:AAAAB3NzaC1yc2EA'…)"),
     ("good\n", "line 1: a word with no numbers ('good')"),
     ("3 0\ngood\n", "line 1: the header gives a dimension of 0"),
     ("", "holds no vectors"),

@@ -22,14 +22,13 @@ encoder-decoder's two vocabularies, asked for together first, read it once.
 
 from __future__ import annotations
 
-import math
 import os
 from pathlib import Path
 
 import numpy as np
 from pydantic import Field
 
-from seqkeras.errors import SpecError, shown
+from seqkeras.errors import SpecError, excerpt
 from seqkeras.registry import Params
 from seqkeras.tasks.base import PAD, SEQ2SEQ, UNK, SequenceData
 from seqkeras.tasks.seq2seq_data import END, START
@@ -96,9 +95,9 @@ def _read(path: str, wanted: set[str]) -> tuple[int, dict[str, np.ndarray]]:
         if dimension is None:
             dimension = len(fields) - 1
             if dimension < 1:
-                raise _line_error(path, number, f"a word with no numbers ({shown(fields[0])})")
+                raise _line_error(path, number, f"a word with no numbers ({excerpt(fields[0])})")
         if len(fields) != dimension + 1:
-            raise _line_error(path, number, f"{len(fields) - 1} numbers after the word {shown(fields[0])}; the "
+            raise _line_error(path, number, f"{len(fields) - 1} numbers after the word {excerpt(fields[0])}; the "
                                             f"file's vectors have {dimension}")
         word = fields[0]
         if word in wanted and word not in found:
@@ -113,10 +112,11 @@ def _numbers(path: str, number: int, fields: list[str]) -> np.ndarray:
         values = [float(field) for field in fields]
     except ValueError:
         bad = next(field for field in fields if not _is_number(field))
-        raise _line_error(path, number, f"{shown(bad)} is not a number") from None
-    if not all(math.isfinite(value) for value in values):
-        raise _line_error(path, number, "a number that is not finite (inf or nan)")
-    return np.asarray(values, dtype="float32")
+        raise _line_error(path, number, f"{excerpt(bad)} is not a number") from None
+    vector = np.asarray(values, dtype="float32")  # checked as it will be used: 1e39 is inf in float32
+    if not np.isfinite(vector).all():
+        raise _line_error(path, number, "a number that is not finite in float32 (inf, nan, or beyond ±3.4e38)")
+    return vector
 
 
 def _is_number(text: str) -> bool:

@@ -4,8 +4,15 @@
 the artifacts beside it in `<out>/mlflow-artifacts/`; `--track mlflow=URI` names any
 other store. `check_store` checks it when the tracker is made: a scheme MLflow knows,
 a folder that exists or can be made and can be written, and for SQLite a database
-that opens and is created and migrated. A bad one is a SpecError
-(`--track mlflow=URI: why`).
+that opens and is created and migrated; for a tracking server (`http(s)://`), one
+that answers MLflow's API within seconds (`reach_server`). A bad one is a SpecError
+(`--track mlflow=URI: why`), the URI shown without its password (`shown_uri`).
+
+The results root may hold someone else's files: a store's files below it (`mlflow.db`,
+its lock and journals, `mlflow-artifacts/`, an explicit store inside the root) are made
+from the root resolved once (`results_root`) and must be real files and folders, no
+link in their path below the root (`StoreGuard`): checked when the tracker is made, and
+again under the store's lock before each use, so nothing is written through a link.
 
 Several processes may log to one SQLite (or folder) store: the store is created and
 migrated once, and each record logged, under an inter-process lock on a file beside
@@ -20,11 +27,15 @@ import contextlib
 import importlib.util
 import logging
 import os
+import re
+import socket
 import sqlite3
 import stat
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+import urllib.request
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
@@ -48,6 +59,17 @@ FOLDER_SCHEMES = {"", "file"}
 KNOWN_SCHEMES = SERVER_SCHEMES | FOLDER_SCHEMES | {"sqlite"}
 
 SQLITE_HEADER = b"SQLite format 3\x00"
+SQLITE_COMPANIONS = ("-journal", "-wal", "-shm")  # the files SQLite writes beside a database
+
+# MLflow's HTTP settings (mlflow.environment_variables), read at each request: by default a refused connection is
+# tried 7 times with growing sleeps, minutes. Set only around the suite's own calls, and put back after. The check
+# of a tracking server tries once; the writes a few times, unless the user set them.
+PROBE_SECONDS = 10
+PROBE_HTTP = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0", "MLFLOW_HTTP_REQUEST_TIMEOUT": str(PROBE_SECONDS)}
+WRITE_HTTP = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "3", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1"}
+
+# The password of a URI in a text: `scheme://user:password@`, up to the last @ before a space or a quote.
+URI_PASSWORD = re.compile(r"(?P<head>\b[A-Za-z][A-Za-z0-9+.-]*://[^/?#@\s:'\"]*):[^\s'\"]*@")
 
 # MLflow's logger of its database sessions, and the starts of the messages it logs there for an error it then
 # raises (a session's: an ERROR and its traceback) or tries again (an engine's: a WARNING).
@@ -61,17 +83,194 @@ def missing() -> str | None:
     return None
 
 
+def hidden_credentials(text: str) -> str:
+    """`text` with the password of every URI in it (`scheme://user:password@host`) replaced by ***."""
+    return URI_PASSWORD.sub(r"\g<head>:***@", text)
+
+
+def shown_uri(uri: str) -> str:
+    """A tracking URI as it may be shown or written anywhere (messages, progress lines, records):
+    `http://user:password@host:5000` → `http://user:***@host:5000`."""
+    return hidden_credentials(uri)
+
+
+def results_root(out_root: Path) -> Path:
+    """The results root the store's paths are made from: resolved once (the root the user named may be a link), and
+    only this path used afterwards, so that a link re-pointed meanwhile cannot move the store."""
+    return Path(os.path.realpath(out_root))
+
+
+def below(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def in_results_root(path: Path, out_root: Path, root: Path) -> Path | None:
+    """`path` (absolute) as a path under the resolved root `root` when it is inside the results root, named through
+    the root as the user named it or as resolved; None when it is outside (a store the user chose there)."""
+    for base in (root, Path(os.path.abspath(out_root))):
+        if below(path, base):
+            return root / path.relative_to(base)
+    return None
+
+
+def linked_part(root: Path, path: Path) -> str:
+    """'' when no part of `path` below `root` is a symbolic link and each folder above `path` that exists is a
+    folder (what does not exist yet is made by the store, as a real folder); else why not."""
+    current = root
+    for part in path.relative_to(root).parts:
+        current = current / part
+        try:
+            mode = os.lstat(current).st_mode
+        except FileNotFoundError:
+            return ""
+        except OSError as error:
+            return f"{current} cannot be checked ({error.strerror or error})"
+        if stat.S_ISLNK(mode):
+            return f"{current} is a symbolic link"
+        if current != path and not stat.S_ISDIR(mode):
+            return f"{current} is not a folder"
+    return ""
+
+
+def plain_file_problem(path: Path) -> str:
+    """'' when `path` does not exist or is a regular file with no other name (no symbolic or hard link); else why."""
+    try:
+        status = os.lstat(path)
+    except FileNotFoundError:
+        return ""
+    except OSError as error:
+        return f"{path} cannot be checked ({error.strerror or error})"
+    if stat.S_ISLNK(status.st_mode):
+        return f"{path} is a symbolic link"
+    if stat.S_ISDIR(status.st_mode):
+        return f"{path} is a folder, not a file"
+    if not stat.S_ISREG(status.st_mode):
+        return f"{path} is not a regular file"
+    if status.st_nlink > 1:
+        return f"{path} is a hard link: the file has {status.st_nlink} names"
+    return ""
+
+
+@dataclass(frozen=True)
+class StoreGuard:
+    """The paths a store writes below the (resolved) results root: no link in them below the root, and each file a
+    regular file of its own. Checked when the tracker is made, then again under the store's lock before MLflow uses
+    them (the command's writes, and each worker's); picklable, as `mlflow_live.LiveTracking` that carries it."""
+
+    root: Path
+    folders: tuple[Path, ...] = ()   # below `root`: folders the store writes into (each made when missing)
+    files: tuple[Path, ...] = ()     # below `root`: files the store writes (the database, its lock and journals)
+    trees: tuple[Path, ...] = ()     # below `root`: a folder store, which holds no link anywhere
+
+    def problem(self) -> str:
+        """'' when every path is as it must be; else why not, naming the path."""
+        why = ""
+        for path in (*self.folders, *self.trees, *self.files):
+            why = linked_part(self.root, path)
+            if why:
+                break
+        for path in self.files:
+            why = why or plain_file_problem(path)
+        for tree in self.trees:
+            why = why or linked_entry(tree)
+        return f"{why}; the store writes only into real files and folders inside the results root {self.root}" \
+            if why else ""
+
+    def check(self) -> None:
+        problem = self.problem()
+        if problem:
+            raise SpecError(problem)
+
+
+def linked_entry(folder: Path) -> str:
+    """'' when nothing below `folder` is a symbolic link or a special file; else the first one, and what it is."""
+    for current, dirs, files in os.walk(folder, followlinks=False):
+        for name in sorted(dirs + files):
+            problem = plain_file_problem(Path(current, name)) if name in files else ""
+            if problem and "hard link" not in problem:  # MLflow's folder store writes each file once: no hard links
+                return problem
+            if name in dirs and os.path.islink(os.path.join(current, name)):
+                return f"{Path(current, name)} is a symbolic link"
+    return ""
+
+
+def made_folders(guard: StoreGuard) -> str:
+    """'' once each of the guard's folders exists as a real folder, the missing parts made one by one (os.mkdir does
+    not follow a link in their place); else why not."""
+    for folder in (guard.root, *guard.folders):
+        current = guard.root if folder == guard.root else None
+        if current is not None:
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+            except OSError as error:
+                return f"the folder {folder} cannot be made ({error.strerror or error})"
+            continue
+        current = guard.root
+        for part in folder.relative_to(guard.root).parts:
+            current = current / part
+            try:
+                os.mkdir(current)
+            except FileExistsError:
+                pass
+            except OSError as error:
+                return f"the folder {current} cannot be made ({error.strerror or error})"
+            problem = linked_part(guard.root, current)
+            if problem:
+                return f"{problem}; the store writes only into real files and folders inside the results root " \
+                       f"{guard.root}"
+    return ""
+
+
+@contextlib.contextmanager
+def http_settings(values: Mapping[str, str], *, over_users: bool) -> Iterator[None]:
+    """MLflow's HTTP settings `values` (environment variables) while the block runs, put back as they were after;
+    over_users: also where the user set one (else the user's is kept)."""
+    saved = {name: os.environ.get(name) for name in values}
+    for name, value in values.items():
+        if over_users or saved[name] is None:
+            os.environ[name] = value
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def reach_server(uri: str) -> str:
+    """'' when the host of an http(s):// store takes a connection within seconds (tried directly unless a proxy is
+    set for it); else why not. Before any MLflow call: MLflow would try a refused connection for minutes."""
+    try:
+        parts = urlsplit(uri)
+        host, port = parts.hostname, parts.port or (443 if parts.scheme.lower() == "https" else 80)
+    except ValueError as error:
+        return f"the URI names no host and port ({error})"
+    if not host:
+        return "the URI names no host"
+    proxies = urllib.request.getproxies()
+    if (parts.scheme.lower() in proxies or "all" in proxies) and not urllib.request.proxy_bypass(host):
+        return ""  # requests connects through the proxy: MLflow's own call below tells
+    try:
+        with socket.create_connection((host, port), timeout=PROBE_SECONDS):
+            return ""
+    except OSError as error:
+        return f"nothing answers at {host}:{port} ({error.strerror or error})"
+
+
 def parse_track(option: str, out_root: Path) -> str:
-    """`mlflow` → the default SQLite store in `out_root`; `mlflow=URI` → URI. Anything else is a SpecError."""
+    """`mlflow` → the default SQLite store in `out_root` (resolved once; `mlflow.db` itself is not: a link there is
+    refused by `check_store`); `mlflow=URI` → URI. Anything else is a SpecError."""
     name, _, uri = option.partition("=")
     if name != "mlflow":
-        raise SpecError(f"--track {option!r}: the tracker is mlflow (--track mlflow, or --track mlflow=URI)")
+        raise SpecError(f"--track {shown_uri(option)!r}: the tracker is mlflow (--track mlflow, or --track mlflow=URI)")
     if _ and not uri:
         raise SpecError("--track mlflow=: give the tracking URI after '=', or leave '=' out for the default store")
     reason = missing()
     if reason:
         raise SpecError(reason)
-    return uri or f"sqlite:///{(out_root / STORE_FILE).resolve()}"
+    return uri or f"sqlite:///{results_root(out_root) / STORE_FILE}"
 
 
 def uri_scheme(uri: str) -> str:
@@ -159,9 +358,10 @@ def few_engine_retries() -> Iterator[None]:
 
 
 def first_line(error: BaseException) -> str:
-    """An error's first line, at most 300 characters: one line of a message, however long the error."""
+    """An error's first line, at most 300 characters: one line of a message, however long the error, without the
+    password of a URI in it (MLflow's errors name the server's URL as given, `http://user:password@host/...`)."""
     text = str(error).strip()
-    return text.splitlines()[0][:300] if text else type(error).__name__
+    return hidden_credentials(text.splitlines()[0])[:300] if text else type(error).__name__
 
 
 class HandledHere(logging.Filter):
