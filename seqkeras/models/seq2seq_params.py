@@ -17,10 +17,15 @@ from seqkeras.models.pretrained_embedding import PretrainedEmbeddingParams
 from seqkeras.models.transformer import TransformerParams
 
 
+MAX_OUTPUT_LENGTH = 10_000
+
+
 def output_length_field():
     """Both encoder-decoders' `max_output_length` field."""
-    return Field(None, ge=1, description="Most tokens a decoder generates (the end token included); "
-                 "default: 1.5 × the longest training target + 2.")
+    # Bounded, because a decoder allocates its slots (and the Transformer its position table and caches) for this
+    # many tokens up front: 10**9 passed once and allocated 32 GB. 10,000 tokens is far above any sentence.
+    return Field(None, ge=1, le=MAX_OUTPUT_LENGTH, description="Most tokens a decoder generates (the end token "
+                 f"included; at most {MAX_OUTPUT_LENGTH:,}); default: 1.5 × the longest training target + 2.")
 
 
 def output_limit(params, data) -> int:

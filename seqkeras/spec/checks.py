@@ -124,6 +124,32 @@ def check_validation_metrics(task: ResolvedComponent, model: ResolvedComponent |
             raise SpecError(f"{key} monitors {watching.monitor!r}, a score of the validation data by the task's "
                             f"metric: train.validation_metrics.metrics must list "
                             f"{watching.monitor.removeprefix('val_')!r}", path=f"train.{key}.monitor")
+    if model is None:
+        return
+    history = history_values(task, model, train)
+    for key in ("early_stopping", "reduce_on_plateau"):
+        watching = getattr(train, key)
+        if watching and watching.monitor not in history and history:
+            raise SpecError(f"{key} monitors {shown(watching.monitor)}, which this run never computes: model kind "
+                            f"{model.name!r} on task {task.name!r} records {', '.join(history)} in its training "
+                            "history", path=f"train.{key}.monitor")
+
+
+def history_values(task: ResolvedComponent, model: ResolvedComponent, train: TrainSpec) -> list[str]:
+    """What the run's training history will hold, each epoch (or evaluation): the loss, the accuracy where the model
+    reports it, the same on validation data where there is some, and the validation_metrics' scores. Empty for a
+    kind estimated by counting (no history)."""
+    abilities = model.component.abilities_for(model.params)
+    if abilities.estimated:
+        return []
+    values = ["loss"]
+    if task.component.problem != "regression" and not abilities.own_loss:
+        values.append("accuracy")
+    if has_validation_data(task, train):
+        values += [f"val_{name}" for name in values]
+        if train.validation_metrics is not None:
+            values += [f"val_{name}" for name in train.validation_metrics.metrics]
+    return values
 
 
 def check_class_weights(task: ResolvedComponent, model: ResolvedComponent | None, train: TrainSpec) -> None:
