@@ -161,16 +161,22 @@ def evaluate(folder: str | Path, *, decoders: list[Any] = (), metrics: list[str]
     return load(path)
 
 
-def export_model(run_folder: str | Path, format: str, output: str | Path, *, overwrite: bool = False):
+def export_model(run_folder: str | Path, format: str, output: str | Path, *, overwrite: bool = False,
+                 where: Mapping[str, Any] | None = None, seed: int | None = None, best: str | None = None):
     """`seqkeras export-model`'s twin: a run's kept model exported for serving as `format` ("onnx", "savedmodel")
-    into the folder `output`, beside its preprocessing (kept/export.py). On the TensorFlow backend, which it
-    selects (a process that imported Keras on another backend is refused). Returns `kept.export.Exported`: the
-    folder, its graphs, and whether it replaced what the folder held (only with `overwrite`)."""
+    into the folder `output`, beside its preprocessing (kept/export.py). `run_folder` is a run's folder, or an
+    experiment's results folder whose run `where`, `seed` and `best` select, as `load_model`'s do. On the
+    TensorFlow backend, which it selects (a process that imported Keras on another backend is refused). Returns
+    `kept.export.Exported`: the folder, its graphs, and whether it replaced what the folder held (only with
+    `overwrite`)."""
     from seqkeras.kept.export import export_model as export
+    from seqkeras.kept.selection import chosen_run, selection
 
+    folder = Path(checked_path(run_folder, "run_folder", "a run folder's path (str or Path)"))
+    if where is not None or seed is not None or best is not None or (folder / "runs.csv").exists():
+        folder = chosen_run(folder, selection(where, seed, best, names=("where", "seed", "best")))
     select_backend("tensorflow", load=True)
-    return export(checked_path(run_folder, "run_folder", "a run folder's path (str or Path)"), format,
-                  checked_path(output, "output"), overwrite=bool(overwrite))
+    return export(folder, format, checked_path(output, "output"), overwrite=bool(overwrite))
 
 
 def saved_claims(spec: Mapping[str, Any], source: Path, warn=print_warning) -> list[ExpectSpec]:

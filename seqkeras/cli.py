@@ -345,7 +345,10 @@ def add_selection_options(parser: argparse.ArgumentParser, one_run: bool) -> Non
 
 
 def export_model_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run_folder", metavar="RUN", help="a training run's folder: `results/<name>/<run_id>`")
+    parser.add_argument("run_folder", metavar="RUN",
+                        help="a training run's folder, `results/<name>/<run_id>`, or an experiment's results folder, "
+                             "`results/<name>`, with `--where`, `--seed` or `--best` choosing one of its runs")
+    add_selection_options(parser, one_run=True)
     parser.add_argument("--format", choices=["onnx", "savedmodel"], required=True,
                         help="onnx: `model.onnx` (ONNX Runtime and other ONNX servers; needs the `export` extra); "
                              "savedmodel: a TensorFlow SavedModel folder `model/` (TensorFlow Serving). An "
@@ -561,10 +564,15 @@ def command_predict(args) -> int:
 
 
 def command_export_model(args) -> int:
+    from seqkeras.kept.selection import chosen_run, selection
+
+    wanted = selection(args.where, args.seed, args.best)
+    # Said on stderr, as predict says it.
+    run_folder = chosen_run(Path(args.run_folder), wanted, echo=lambda line: print(line, file=sys.stderr))
     select_backend("tensorflow", load=True)  # Keras's SavedModel export, and its dynamic-shape ONNX export
     from seqkeras.api import export_model
 
-    exported = export_model(args.run_folder, args.format, args.output, overwrite=args.overwrite)
+    exported = export_model(run_folder, args.format, args.output, overwrite=args.overwrite)
     if exported.replaced:
         print(f"replaced what {exported.folder} held", file=sys.stderr)
     print(f"wrote {exported.folder}: {', '.join(exported.graphs)}, with its preprocessing (export.json says how "

@@ -155,3 +155,22 @@ def test_overwrite_never_replaces_the_current_folder_nor_the_results_it_exports(
                                  "--overwrite")
     assert code == 2 and printed == "" and err.count("\n") == 1 and "never removed or replaced" in err, err
     assert sorted(path.relative_to(tmp_path) for path in tmp_path.rglob("*")) == before
+
+
+def test_export_selects_a_run_as_predict_does(trained_runs, tmp_path, capsys):
+    from tests.conftest import TINY_TRAINING_SPEC
+
+    experiment = trained_runs.experiment(TINY_TRAINING_SPEC)
+    (lstm_1,) = experiment.glob("cell=lstm_seed=1_*")
+    code, printed, err = run_cli(capsys, "export-model", experiment, "--where", "cell=lstm", "--seed", "1",
+                                 "--format", "onnx", "--output", tmp_path / "served")
+    assert code == 0, err
+    assert err.strip() == f"run: {lstm_1} (model.cell=lstm, seed=1)"
+    manifest = json.loads((tmp_path / "served" / "export.json").read_text())
+    assert json.loads((tmp_path / "served" / "preprocessing.json").read_text()) == \
+        json.loads((lstm_1 / "preprocessing.json").read_text()) and manifest["graphs"]
+    code, printed, err = run_cli(capsys, "export-model", experiment, "--where", "cell=lstm", "--format", "onnx",
+                                 "--output", tmp_path / "other")
+    assert code == 2 and "2 finished runs with cell=lstm" in err and not (tmp_path / "other").exists()
+    exported = seqkeras.export_model(experiment, "onnx", tmp_path / "api", where={"model.cell": "lstm"}, seed=1)
+    assert exported.folder == tmp_path / "api" and (tmp_path / "api" / "model.onnx").is_file()
