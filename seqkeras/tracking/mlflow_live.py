@@ -25,14 +25,14 @@ import os
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from seqkeras.results.folder import print_warning
 from seqkeras.tracking.mlflow_models import save_keras_model, upload_model
 from seqkeras.tracking.mlflow_records import final_metrics, history_metrics, is_number, metric_name
-from seqkeras.tracking.mlflow_store import first_line, open_client, store_write
+from seqkeras.tracking.mlflow_store import StoreGuard, first_line, open_client, store_write
 from seqkeras.tracking.mlflow_runs import (
     close_run, experiment_id, log_metrics, log_params, opening_tags, record_key, record_name_problem, started_ms,
     upload_run_files,
@@ -42,9 +42,9 @@ from seqkeras.tracking.mlflow_runs import (
 _CLIENTS: dict[str, Any] = {}  # one MlflowClient per store and process: a worker logs many runs
 
 
-def client_for(uri: str, lock: Path | None = None):
+def client_for(uri: str, lock: Path | None = None, guard: StoreGuard | None = None):
     if uri not in _CLIENTS:
-        _CLIENTS[uri] = open_client(uri, lock)
+        _CLIENTS[uri] = open_client(uri, lock, guard)
     return _CLIENTS[uri]
 
 
@@ -52,16 +52,17 @@ def client_for(uri: str, lock: Path | None = None):
 class LiveTracking:
     """Where the runs of one experiment are logged while they run; picklable, for worker processes."""
 
-    uri: str
+    uri: str = field(repr=False)  # may hold a password (mlflow_store.shown_uri)
     lock: Path | None       # the store's inter-process lock (a SQLite or folder store), None for a server
     artifacts: Path         # a SQLite store's artifact root
     experiment: str         # the MLflow experiment: the seqkeras experiment's folder name
+    guard: StoreGuard | None = None  # the store's paths below the results root, checked again before each use
 
     def prepare(self) -> None:
         """Import MLflow and connect, once per process, before the run's clock starts: seconds in a fresh worker,
         which are not the run's. A store that cannot be reached is said when the run opens."""
         with contextlib.suppress(Exception):
-            client_for(self.uri, self.lock)
+            client_for(self.uri, self.lock, self.guard)
 
     def open(self, record: dict[str, Any], run_folder: Path, *,
              warn: Callable[[str], None] = print_warning) -> LiveRun | None:
@@ -74,7 +75,7 @@ class LiveTracking:
             return None
         live = LiveRun(self, run_folder, label, warn)
         try:
-            store_write(self.lock, lambda: live.start(record))
+            store_write(self.lock, lambda: live.start(record), self.guard)
         except Exception as error:  # the command logs it after the fact
             live.failed(error)
             live.discard()
@@ -146,7 +147,7 @@ class LiveRun:
         if self.broken:
             return False
         try:
-            store_write(self.target.lock, write)
+            store_write(self.target.lock, write, self.target.guard)
         except Exception as error:  # tracking never fails a run
             self.failed(error)
             return False
@@ -162,4 +163,4 @@ class LiveRun:
         if self.client is None or self.run_id is None:
             return
         with contextlib.suppress(Exception):
-            store_write(self.target.lock, lambda: self.client.delete_run(self.run_id))
+            store_write(self.target.lock, lambda: self.client.delete_run(self.run_id), self.target.guard)

@@ -23,6 +23,7 @@ from typing import Any
 from seqkeras.errors import SpecError, shown
 from seqkeras.results.files import FILE_LIMIT, read_bytes, regular_files, single_name_problem
 from seqkeras.tracking.mlflow_records import spec_params
+from seqkeras.tracking.mlflow_store import artifact_location_problem
 
 SKIPPED_FILES = {".lock", ".resume"}
 DIGEST_TAG = "seqkeras.record_digest"
@@ -30,16 +31,26 @@ FOLDER_TAG = "seqkeras.folder_digest"  # which run folder a live MLflow run belo
 
 
 def experiment_id(client, name: str, uri: str, artifacts: Path) -> str:
-    """The MLflow experiment `name`, made when missing (a SQLite store's artifacts go into `artifacts/<name>`)."""
+    """The MLflow experiment `name`, made when missing (a SQLite store's artifacts go into `artifacts/<name>`).
+
+    A SpecError when its runs' files would go where the store must not write (`artifact_location_problem`: a link
+    below the results root, or, for a store inside the root, which may be someone else's, a place outside it)."""
     found = client.get_experiment_by_name(name)
     if found is None:
         location = (artifacts / name).as_uri() if uri.startswith("sqlite:") else None
+        problem = artifact_location_problem(uri, location, artifacts) if location else ""
+        if problem:
+            raise SpecError(f"the MLflow experiment {name!r}: {problem}")
         try:
             client.create_experiment(name, artifact_location=location)
         except Exception:  # made meanwhile by another process (a server store has no lock of ours)
             if client.get_experiment_by_name(name) is None:
                 raise
         found = client.get_experiment_by_name(name)
+    if uri.startswith("sqlite:"):
+        problem = artifact_location_problem(uri, found.artifact_location, artifacts)
+        if problem:
+            raise SpecError(f"the MLflow experiment {name!r}: {problem}")
     return found.experiment_id
 
 

@@ -35,7 +35,7 @@ import tempfile
 import time
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
@@ -60,6 +60,7 @@ KNOWN_SCHEMES = SERVER_SCHEMES | FOLDER_SCHEMES | {"sqlite"}
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 SQLITE_COMPANIONS = ("-journal", "-wal", "-shm")  # the files SQLite writes beside a database
+MLFLOW_FOLDERS = ("models", "traces")  # in an experiment's artifact folder (SqlAlchemyStore.MODELS_FOLDER_NAME, …)
 
 # MLflow's HTTP settings (mlflow.environment_variables), read at each request: by default a refused connection is
 # tried 7 times with growing sleeps, minutes. Set only around the suite's own calls, and put back after. The check
@@ -101,7 +102,12 @@ def results_root(out_root: Path) -> Path:
 
 
 def below(path: Path, root: Path) -> bool:
+    """Whether the absolute `path` is `root` or inside it, by their text (no link followed)."""
     return path == root or root in path.parents
+
+
+def outside_the_rule(why: str, root: Path) -> str:
+    return f"{why}; the store writes only into real files and folders inside the results root {root}"
 
 
 def in_results_root(path: Path, out_root: Path, root: Path) -> Path | None:
@@ -162,8 +168,9 @@ class StoreGuard:
     files: tuple[Path, ...] = ()     # below `root`: files the store writes (the database, its lock and journals)
     trees: tuple[Path, ...] = ()     # below `root`: a folder store, which holds no link anywhere
 
-    def problem(self) -> str:
-        """'' when every path is as it must be; else why not, naming the path."""
+    def problem(self, *, walk: bool = True) -> str:
+        """'' when every path is as it must be; else why not, naming the path. walk: also every entry of the trees
+        (when the tracker is made; a write checks their own paths only, a walk of a whole store each epoch is not)."""
         why = ""
         for path in (*self.folders, *self.trees, *self.files):
             why = linked_part(self.root, path)
@@ -171,13 +178,13 @@ class StoreGuard:
                 break
         for path in self.files:
             why = why or plain_file_problem(path)
-        for tree in self.trees:
+        for tree in self.trees if walk else ():
             why = why or linked_entry(tree)
-        return f"{why}; the store writes only into real files and folders inside the results root {self.root}" \
-            if why else ""
+        return outside_the_rule(why, self.root) if why else ""
 
     def check(self) -> None:
-        problem = self.problem()
+        """`problem` as a SpecError, before a write (no walk of the trees)."""
+        problem = self.problem(walk=False)
         if problem:
             raise SpecError(problem)
 
@@ -186,25 +193,26 @@ def linked_entry(folder: Path) -> str:
     """'' when nothing below `folder` is a symbolic link or a special file; else the first one, and what it is."""
     for current, dirs, files in os.walk(folder, followlinks=False):
         for name in sorted(dirs + files):
-            problem = plain_file_problem(Path(current, name)) if name in files else ""
-            if problem and "hard link" not in problem:  # MLflow's folder store writes each file once: no hard links
-                return problem
-            if name in dirs and os.path.islink(os.path.join(current, name)):
-                return f"{Path(current, name)} is a symbolic link"
+            path = Path(current, name)
+            try:
+                mode = os.lstat(path).st_mode
+            except OSError:  # gone meanwhile
+                continue
+            if stat.S_ISLNK(mode):
+                return f"{path} is a symbolic link"
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                return f"{path} is not a regular file"
     return ""
 
 
 def made_folders(guard: StoreGuard) -> str:
-    """'' once each of the guard's folders exists as a real folder, the missing parts made one by one (os.mkdir does
-    not follow a link in their place); else why not."""
-    for folder in (guard.root, *guard.folders):
-        current = guard.root if folder == guard.root else None
-        if current is not None:
-            try:
-                folder.mkdir(parents=True, exist_ok=True)
-            except OSError as error:
-                return f"the folder {folder} cannot be made ({error.strerror or error})"
-            continue
+    """'' once the root and each of the guard's folders (a folder store too) exist as real folders, their missing
+    parts made one by one below the root (os.mkdir makes a folder, never follows a link in its place); else why."""
+    try:
+        guard.root.mkdir(parents=True, exist_ok=True)  # resolved: the root the user named, no link left in it
+    except OSError as error:
+        return f"the folder {guard.root} cannot be made ({error.strerror or error})"
+    for folder in (*guard.folders, *guard.trees):
         current = guard.root
         for part in folder.relative_to(guard.root).parts:
             current = current / part
@@ -214,10 +222,9 @@ def made_folders(guard: StoreGuard) -> str:
                 pass
             except OSError as error:
                 return f"the folder {current} cannot be made ({error.strerror or error})"
-            problem = linked_part(guard.root, current)
-            if problem:
-                return f"{problem}; the store writes only into real files and folders inside the results root " \
-                       f"{guard.root}"
+        problem = linked_part(guard.root, folder)
+        if problem:
+            return outside_the_rule(problem, guard.root)
     return ""
 
 
@@ -382,10 +389,12 @@ def _quiet_mlflow() -> None:
         database_logger.addFilter(HandledHere())
 
 
-def check_sqlite(database: Path) -> str:
-    """'' when `database` can be opened for writing as an SQLite file (created if need be); else why not."""
+def check_sqlite(database: Path, *, follow: bool = True) -> str:
+    """'' when `database` can be opened for writing as an SQLite file (created if need be); else why not.
+    follow: False for a database inside the results root, whose header is read without following a link (a link
+    that leads nowhere, which a store outside the root may be, is a file SQLite creates)."""
 
-    if os.path.lexists(database):
+    if os.path.exists(database) if follow else os.path.lexists(database):
         mode = os.lstat(database).st_mode
         if stat.S_ISDIR(mode):
             return f"{database} is a folder, not a database file"
@@ -394,7 +403,8 @@ def check_sqlite(database: Path) -> str:
         if not os.access(database, os.R_OK | os.W_OK):
             return f"{database} is read-only"
         try:
-            with open(database, "rb") as handle:
+            fd = os.open(database, os.O_RDONLY | os.O_NONBLOCK | (0 if follow else getattr(os, "O_NOFOLLOW", 0)))
+            with os.fdopen(fd, "rb") as handle:
                 header = handle.read(16)
         except OSError as error:
             return f"{database} cannot be read ({error.strerror or error})"
@@ -414,38 +424,83 @@ def check_sqlite(database: Path) -> str:
     return ""
 
 
-def check_store(uri: str, out_root: Path) -> tuple[Path | None, Any]:
-    """Check the store before anything trains; returns (its lock file or None, an MlflowClient on it).
+@dataclass(frozen=True)
+class CheckedStore:
+    """A store `check_store` checked, and what the tracker uses of it."""
 
-    A bad store is a SpecError `--track mlflow=URI: why`. An SQLite store is created and
-    migrated here, once, under its lock (two sweeps starting together on a new store
-    would otherwise both run MLflow's migrations and break it)."""
+    uri: str = field(repr=False)  # what MLflow is given (a store inside the results root: by its path below the
+                                  # resolved root); may hold a password
+    lock: Path | None       # the store's inter-process lock (an SQLite or folder store); None for a server
+    guard: StoreGuard       # its paths below the results root, checked again before each use
+    artifacts: Path         # <resolved results root>/mlflow-artifacts: an SQLite store's artifact root
+    client: Any             # an MlflowClient on it
+
+
+def with_sqlite_path(uri: str, database: Path) -> str:
+    """`uri` (sqlite:///…, its driver and query kept) naming `database` instead."""
+    scheme, _, rest = uri.partition("://")
+    query = rest.partition("?")[2]
+    return f"{scheme}:///{database}" + (f"?{query}" if query else "")
+
+
+def check_store(uri: str, out_root: Path) -> CheckedStore:
+    """Check the store before anything trains, and make an MlflowClient on it.
+
+    A bad store is a SpecError `--track mlflow=URI: why` (the URI without its password). A
+    store inside the results root (the default `mlflow.db`, an explicit one there) is used by
+    its path below the root resolved once, and refused when a part of that path is a link or
+    its files are not regular files; the artifacts' folder, always in the root, too. One the
+    user named outside the root is the user's choice. An SQLite store is created and
+    migrated here, once, under its lock (two sweeps starting together on a new store would
+    otherwise both run MLflow's migrations and break it). A tracking server must take a
+    connection and answer MLflow's API at once, tried once (not MLflow's minutes of retries)."""
 
     def refused(why: str) -> SpecError:
-        return SpecError(f"--track mlflow={uri}: {why}")
+        return SpecError(f"--track mlflow={shown_uri(uri)}: {hidden_credentials(why)}")
 
     scheme = uri_scheme(uri)
     if scheme not in KNOWN_SCHEMES and scheme not in plugin_schemes():
         known = ", ".join(f"{s}://" for s in sorted(KNOWN_SCHEMES - FOLDER_SCHEMES - {"databricks"}))
         raise refused(f"unknown store scheme {scheme!r}; MLflow stores are a folder path, file://, {known} "
                       "or databricks")
-    lock: Path | None = None
-    database: Path | None = None
+    root = results_root(out_root)
+    artifacts = root / ARTIFACTS_FOLDER
+    used, lock, database, inside = uri, None, None, False
+    guard = StoreGuard(root)
     try:
         if scheme == "sqlite":
             database = sqlite_path(uri)
-            problem = writable_folder(database.parent) or writable_folder(out_root.absolute() / ARTIFACTS_FOLDER)
+            placed = in_results_root(database, out_root, root)
+            inside = placed is not None
+            if placed is not None:
+                database, used = placed, with_sqlite_path(uri, placed)
+            lock = database.with_name(database.name + LOCK_SUFFIX)
+            files = (database, lock, *(database.with_name(database.name + end) for end in SQLITE_COMPANIONS))
+            guard = StoreGuard(root, folders=(artifacts, *((database.parent,) if inside else ())),
+                               files=files if inside else ())
+            problem = (guard.problem() or made_folders(guard) or writable_folder(database.parent)
+                       or writable_folder(artifacts))
             if problem:
                 raise refused(problem)
-            lock = database.with_name(database.name + LOCK_SUFFIX)
         elif scheme in FOLDER_SCHEMES:
             folder = folder_path(uri)
+            placed = in_results_root(folder, out_root, root)
+            if placed is not None:
+                folder, used = placed, (str(placed) if scheme == "" else placed.as_uri())
+                guard = StoreGuard(root, trees=(folder,), files=(folder / FOLDER_STORE_LOCK,))
+            problem = guard.problem()
+            if problem:
+                raise refused(problem)
             if os.path.lexists(folder) and not folder.is_dir():
                 raise refused(f"{folder} is a file, not a folder for an MLflow store")
-            problem = writable_folder(folder)
+            problem = made_folders(guard) or writable_folder(folder)
             if problem:
                 raise refused(problem)
             lock = folder / FOLDER_STORE_LOCK
+        elif scheme in ("http", "https"):
+            problem = reach_server(uri)
+            if problem:
+                raise refused(problem)
     except SpecError as error:
         if error.message.startswith("--track "):
             raise
@@ -458,18 +513,59 @@ def check_store(uri: str, out_root: Path) -> tuple[Path | None, Any]:
     try:
         # A server's store (no lock of ours) is created by the server.
         with file_lock(lock, timeout=120) if lock else contextlib.nullcontext():
+            problem = guard.problem()  # again, under the lock, just before MLflow opens the store
+            if problem:
+                raise refused(problem)
             if database is not None:
-                problem = check_sqlite(database)
+                problem = check_sqlite(database, follow=not inside)
                 if problem:
                     raise refused(problem)
             # MlflowClient makes the store: MLflow connects (a database server too) and creates and migrates it.
             with few_engine_retries():
-                return lock, MlflowClient(tracking_uri=uri)
+                client = MlflowClient(tracking_uri=used)
+        if scheme in ("http", "https"):  # MLflow reaches a server only at its first call: made here, tried once
+            with http_settings(PROBE_HTTP, over_users=True):
+                client.search_experiments(max_results=1)
     except SpecError:
         raise
     except Exception as error:
         raise refused(f"the store cannot be opened: {first_line(error)}") from None
+    return CheckedStore(used, lock, guard, artifacts, client)
 
+
+def artifact_location_problem(uri: str, location: str | None, artifacts: Path) -> str:
+    """Why MLflow must not write the files of an experiment's runs at its artifact `location` ('' when it may).
+
+    Inside the results root (`artifacts.parent`), only into real folders: no link in its path, nor in the folders
+    MLflow writes new entries into (a run's folder is new, a logged model's `models/<id>/` and a trace's too).
+    Outside it, only for a store the user named outside the root: a store inside the root may be someone else's,
+    and its experiments may name any folder of this machine, or a remote one."""
+    root = artifacts.parent
+    store_inside = uri_scheme(uri) == "sqlite" and below(sqlite_path(uri), root)
+    path = local_path(location or "")
+    if path is not None and below(path, root):
+        for folder in (path, *(path / name for name in MLFLOW_FOLDERS)):
+            problem = linked_part(root, folder)
+            if problem:
+                return outside_the_rule(problem, root)
+        return ""
+    if store_inside:
+        return (f"its artifact location {shown_uri(str(location))} is not inside the results root {root}, where "
+                "the store is")
+    return ""
+
+
+def local_path(location: str) -> Path | None:
+    """The folder of a local artifact location (a path, or file:///path); None for any other (s3://, http://…)."""
+    try:
+        parts = urlsplit(location)
+    except ValueError:
+        return None
+    if parts.scheme == "" and location:
+        return Path(os.path.abspath(location))
+    if parts.scheme.lower() == "file" and parts.netloc in ("", "localhost"):
+        return Path(os.path.abspath(url2pathname(unquote(parts.path))))
+    return None
 
 
 def is_busy(error: BaseException) -> bool:
@@ -477,12 +573,16 @@ def is_busy(error: BaseException) -> bool:
     return "database is locked" in text or "database table is locked" in text or "database is busy" in text
 
 
-def store_write(lock: Path | None, write: Callable[[], None]) -> None:
+def store_write(lock: Path | None, write: Callable[[], None], guard: StoreGuard | None = None) -> None:
     """`write` to the store under its inter-process lock (None: a server's store, which has its own), tried again
-    a few times when SQLite says it is busy (a reader outside seqkeras: mlflow ui); raises what the last try did."""
+    a few times when SQLite says it is busy (a reader outside seqkeras: mlflow ui); raises what the last try did.
+    guard: the store's paths below the results root, checked again under the lock first (a SpecError)."""
     for attempt in range(BUSY_TRIES):
         try:
-            with file_lock(lock, timeout=LOCK_WAIT) if lock else contextlib.nullcontext():
+            with file_lock(lock, timeout=LOCK_WAIT) if lock else contextlib.nullcontext(), \
+                    http_settings(WRITE_HTTP, over_users=False):
+                if guard is not None:
+                    guard.check()
                 write()
             return
         except Exception as error:
@@ -492,17 +592,21 @@ def store_write(lock: Path | None, write: Callable[[], None]) -> None:
             raise
 
 
-def open_client(uri: str, lock: Path | None = None):
+def open_client(uri: str, lock: Path | None = None, guard: StoreGuard | None = None):
     """An MlflowClient on a store that `check_store` checked (in another process: a worker that logs live), made
     under the store's lock (MLflow reads the store and may write its default experiment: not while another process
-    creates it), tried again while SQLite says the store is busy."""
+    creates it), its paths below the results root checked again (`guard`), tried again while SQLite says the store
+    is busy."""
     from mlflow.tracking import MlflowClient
 
     _quiet_mlflow()
     attempt = 0
     while True:
         try:
-            with file_lock(lock, timeout=LOCK_WAIT) if lock else contextlib.nullcontext(), few_engine_retries():
+            with file_lock(lock, timeout=LOCK_WAIT) if lock else contextlib.nullcontext(), few_engine_retries(), \
+                    http_settings(WRITE_HTTP, over_users=False):
+                if guard is not None:
+                    guard.check()
                 return MlflowClient(tracking_uri=uri)
         except Exception as error:
             if not is_busy(error) or attempt + 1 == BUSY_TRIES:

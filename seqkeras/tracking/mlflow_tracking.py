@@ -15,7 +15,9 @@ the MLflow experiment named as the seqkeras experiment's folder:
 - start and end: the record's own (`started`, and `seconds` after it), not the time of logging.
 
 The store is the one `mlflow_store` names and checks when the tracker is made,
-before anything trains; each record is logged under the store's inter-process lock.
+before anything trains; each record is logged under the store's inter-process lock, its
+paths below the results root checked again first (`mlflow_store.StoreGuard`). The store's
+URI is shown without its password (`mlflow_store.shown_uri`).
 
 A record is logged once: logging it again (a rerun that reuses it, `track`, a run logged
 live) finds it by its `seqkeras.record` tag, set last, and leaves it. Names come from the folders,
@@ -40,7 +42,7 @@ from seqkeras.tracking.mlflow_runs import (
     DIGEST_TAG, FOLDER_TAG, close_run, digest, experiment_id, log_metrics, log_params, opening_tags, record_key,
     record_name_problem, started_ms, upload_run_files,
 )
-from seqkeras.tracking.mlflow_store import ARTIFACTS_FOLDER, check_store, first_line, store_write
+from seqkeras.tracking.mlflow_store import check_store, first_line, shown_uri, store_write
 
 INTERRUPTED = "interrupted"            # seqkeras.status of a live run whose process ended before the run did
 
@@ -52,18 +54,25 @@ class MlflowTracker:
     process that trains a run of that experiment needs to log it while it trains (`mlflow_live`)."""
 
     def __init__(self, uri: str, out_root: Path, *, warn: Callable[[str], None] = print_warning):
-        self.uri = uri
-        self.artifacts = (out_root / ARTIFACTS_FOLDER).resolve()
+        store = check_store(uri, out_root)
+        self.uri = store.uri  # a store inside the results root: by its path below the root, resolved once
+        self.artifacts = store.artifacts
         self.warn = warn
-        self._lock, self._client = check_store(uri, out_root)
+        self._lock, self._guard, self._client = store.lock, store.guard, store.client
         self._experiments: dict[str, str] = {}
 
+    @property
+    def shown_uri(self) -> str:
+        """The store's URI as it is shown: without its password."""
+        return shown_uri(self.uri)
+
     def describe(self) -> str:
-        return f"tracking: each run is logged to MLflow at {self.uri}"
+        return f"tracking: each run is logged to MLflow at {self.shown_uri}"
 
     def live(self, experiment_folder: Path):
         """The picklable address of this store and experiment, handed to the process that trains a run."""
-        return LiveTracking(self.uri, self._lock, self.artifacts, Path(os.path.abspath(experiment_folder)).name)
+        return LiveTracking(self.uri, self._lock, self.artifacts, Path(os.path.abspath(experiment_folder)).name,
+                            self._guard)
 
     def log(self, record: dict[str, Any], run_folder: Path, experiment_folder: Path | None = None) -> str | None:
         """Log one record (and its folder's files); None when logged or already there, else the error.
@@ -76,7 +85,7 @@ class MlflowTracker:
         if problem:
             return problem
         try:
-            store_write(self._lock, lambda: self._log(record, run_folder, experiment_name))
+            store_write(self._lock, lambda: self._log(record, run_folder, experiment_name), self._guard)
         except Exception as error:  # a tracking failure must not cost the run: it is said, not raised
             return f"{type(error).__name__}: {first_line(error)}"
         return None

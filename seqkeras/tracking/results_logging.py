@@ -47,5 +47,5 @@ def log_results(paths: list[Path], track: str) -> int:
             if problem:
                 print(f"{folder.name}/{run_id}: not logged ({problem})")
                 failed += 1
-        print(f"{folder.name}: {len(run_ids) - (failed - before)} of {len(run_ids)} run(s) in {tracker.uri}")
+        print(f"{folder.name}: {len(run_ids) - (failed - before)} of {len(run_ids)} run(s) in {tracker.shown_uri}")
     return failed
