@@ -5,10 +5,14 @@ beside this run's preprocessing.json, a vocabulary file longer than the model's 
 model has outputs. Read as they are, such files load, and a prediction then fails in the middle (an index past
 the labels, an id past the embedding). So the model's sizes, as its kind reads them off the model
 (`ModelKind.model_shape` → `registry.ModelShape`: the ids its embedding takes, its outputs, one per input or per
-token, the features a step has, the longest input it reads), are compared with what the preprocessing names, and a
-mismatch is one line naming the model file and what does not fit:
+token, the features a step has, the longest input it reads, the most output positions it writes), are compared
+with what the preprocessing names, and a mismatch is one line naming the model file and what does not fit:
 
     results/x/run/model.keras: the model has 5 outputs but preprocessing.json names 3 labels
+
+A length limit is compared with the model's own tables too: an input.max_length or output.context past a learned
+position table, an output.max_output_length past an encoder-decoder's target positions (its position table and
+key/value caches), which a decoder would otherwise reach in the middle of a prediction.
 
 (The preprocessing file is checked on its own first: `Preprocessing.inconsistency`.) The check knows no model kind:
 each kind reads its own models' shape, and a model that is not one of its kind's is refused by it.
@@ -20,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from seqkeras.errors import SpecError
-from seqkeras.kept.preprocessing import FILE, TARGET_VOCABULARY_FILE, Preprocessing
+from seqkeras.kept.preprocessing import FILE, TARGET_VOCABULARY_FILE, Preprocessing, named
 from seqkeras.registry import Abilities, ModelKind, ModelShape
 
 # What each ability of a kind (`registry.Abilities`) has the kept model call: a model from another kind's run lacks
@@ -55,28 +59,33 @@ def misfit(shape: ModelShape, preprocessing: Preprocessing) -> str:
         if shape.vocabulary is None:
             return f"the model reads real-valued features, but {FILE} says its input is text ({rule.split})"
         if shape.vocabulary != len(preprocessing.vocabulary):
-            return (f"the model takes {shape.vocabulary} token ids but {rule.vocabulary} has "
+            return (f"the model takes {shape.vocabulary} token ids but {named(rule.vocabulary)} has "
                     f"{len(preprocessing.vocabulary)} tokens")
     per_token = output.kind in ("tags", "next_token", "target")
     if shape.per_token != per_token:
         given, expected = ("one output per token", "one per input") if shape.per_token else \
             ("one output per input", "one per token")
         return f"the model gives {given}, but {FILE} says it is a {problem} model, which gives {expected}"
-    expected, named = {
+    expected, said = {
         "label": (len(output.labels or ()), f"{FILE} names {len(output.labels or ())} labels"),
         "tags": (len(output.labels or ()), f"{FILE} names {len(output.labels or ())} tags (output.labels)"),
-        "next_token": (len(preprocessing.vocabulary), f"{rule.vocabulary} has {len(preprocessing.vocabulary)} tokens"),
-        "target": (len(preprocessing.outputs or ()), f"{output.vocabulary or TARGET_VOCABULARY_FILE} has "
+        "next_token": (len(preprocessing.vocabulary),
+                       f"{named(rule.vocabulary)} has {len(preprocessing.vocabulary)} tokens"),
+        "target": (len(preprocessing.outputs or ()), f"{named(output.vocabulary or TARGET_VOCABULARY_FILE)} has "
                    f"{len(preprocessing.outputs or ())} tokens"),
         "value": (1, f"{FILE} says it gives one value"),
     }[output.kind]
     if shape.outputs != expected:
-        return f"the model has {shape.outputs} outputs but {named}"
+        return f"the model has {shape.outputs} outputs but {said}"
     if shape.positions is not None:
         for name, length in (("input.max_length", rule.max_length), ("output.context", output.context)):
             if length is not None and length > shape.positions:
                 return (f"the model reads at most {shape.positions} tokens (its position table) but {FILE}'s "
                         f"{name} is {length}")
+    if shape.output_positions is not None and output.max_output_length is not None \
+            and output.max_output_length > shape.output_positions:
+        return (f"the model writes at most {shape.output_positions} output positions (its target position table and "
+                f"caches) but {FILE}'s output.max_output_length is {output.max_output_length}")
     return ""
 
 
@@ -92,5 +101,10 @@ def missing_ability(abilities: Abilities, model: Any, model_path: Path, kind: st
 
 
 def one_line(error: BaseException) -> str:
+    """An error's first line, at most 200 characters, its control characters escaped as repr writes them: a loader's
+    error may quote the file it read (someone else's)."""
     text = str(error).strip()
-    return text.splitlines()[0][:200] if text else type(error).__name__
+    if not text:
+        return type(error).__name__
+    line = text.splitlines()[0][:200]
+    return line if line.isprintable() else repr(line)[1:-1]

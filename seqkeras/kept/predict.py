@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ValidationError
 
-from seqkeras.decoding.decoders import GreedyChoice, decoder_label, parse_decoder, seeded
+from seqkeras.decoding.decoders import MAX_RUN_SEED, GreedyChoice, decoder_label, parse_decoder, seeded
 from seqkeras.errors import SpecError, shown, translate_validation_error
 from seqkeras.evaluation.generation import generate, text_of
 from seqkeras.evaluation.settings import GenerateSpec
@@ -144,7 +144,7 @@ def predict(kept, texts, decoder: Any = None, length: int | None = None) -> pd.D
         return pd.DataFrame({"input": texts, "tokens": [" ".join(t) for t in encoded.tokens], "tags": tags,
                              "unknown": unknown})
     choice = GreedyChoice() if decoder is None else parse_decoder(decoder)
-    seed = int(kept.spec.get("seed", 0))
+    seed = run_seed(kept)
     if problem == SEQ2SEQ:
         outputs, log_probs = seq2seq(kept, encoded.ids, seeded(choice, seed))
     else:
@@ -164,6 +164,16 @@ def within_positions(kept, texts: list[str], lengths: list[int]) -> None:
                             f"most {positions} (its position table: the run's longest input, or model.max_length)")
 
 
+def run_seed(kept) -> int:
+    """The run's seed, from its spec.yaml (a file of someone else's folder, maybe): the whole number, within
+    every backend's seeds (`MAX_RUN_SEED`), that a run's spec allows; else a SpecError naming the file."""
+    seed = kept.spec.get("seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_RUN_SEED:
+        raise SpecError(f"{kept.folder / 'spec.yaml'}: seed is {shown(seed, 24)}, not a run's seed (a whole number "
+                        f"from 0 to {MAX_RUN_SEED:,})")
+    return seed
+
+
 def seq2seq(kept, sources: np.ndarray, choice: BaseModel) -> tuple[list[str], np.ndarray]:
     tokens, log_probs = decoded_ids(kept, sources, choice)
     texts = [kept.preprocessing.detokenize(kept.preprocessing.tokens_of(ids)) for ids in tokens]
@@ -178,6 +188,9 @@ def decoded_ids(kept, sources: np.ndarray, choice: BaseModel) -> tuple[list[list
     target = kept.preprocessing.outputs
     rule = kept.preprocessing.document.output
     max_length = rule.max_output_length or 2 * sources.shape[1] + 2
+    positions = kept.shape.output_positions if kept.shape is not None else None
+    if rule.max_output_length is None and positions is not None:  # recorded, it was checked when the model loaded
+        max_length = min(max_length, positions)
     tokens, log_probs, _ = decode_sources(kept.model, sources, target.index[rule.start], target.index[rule.end],
                                           choice, max_length)
     return tokens, log_probs
@@ -197,7 +210,7 @@ def attention_maps(kept, texts, decoder: Any = None) -> list[pd.DataFrame]:
     within_positions(kept, texts, [len(tokens) for tokens in encoded.tokens])
     rule = kept.preprocessing.document.output
     start, end = kept.preprocessing.outputs.index[rule.start], kept.preprocessing.outputs.index[rule.end]
-    tokens, _ = decoded_ids(kept, encoded.ids, seeded(choice, int(kept.spec.get("seed", 0))))
+    tokens, _ = decoded_ids(kept, encoded.ids, seeded(choice, run_seed(kept)))
     maps = []
     for row, ids in enumerate(tokens):
         ids = [int(i) for i in ids if int(i) != end]
@@ -215,9 +228,15 @@ def attention_maps(kept, texts, decoder: Any = None) -> list[pd.DataFrame]:
 def continuation(kept, prompts: list[str], choice: BaseModel, seed: int,
                  length: int | None) -> tuple[list[str], list[float]]:
     if length is None:
-        generate_spec = (kept.spec.get("evaluate") or {}).get("generate") or {}
-        length = int(generate_spec.get("length", DEFAULT_LENGTH)) if isinstance(generate_spec, dict) \
-            else DEFAULT_LENGTH
+        evaluate = kept.spec.get("evaluate")
+        generate_spec = (evaluate.get("generate") if isinstance(evaluate, dict) else None) or {}
+        length = generate_spec.get("length", DEFAULT_LENGTH) if isinstance(generate_spec, dict) else DEFAULT_LENGTH
+        try:  # spec.yaml's (a file of someone else's folder, maybe): a length as a spec's, or refused naming it
+            GenerateSpec(length=length)
+        except ValidationError as error:
+            raise translate_validation_error(error, GenerateSpec, {"length": length},
+                                             path_prefix="evaluate.generate").located(
+                file=str(kept.folder / "spec.yaml")) from None
     raw = {"prompts": prompts, "length": length}
     try:
         spec = GenerateSpec(**raw)

@@ -28,10 +28,14 @@ sentence_pairs' and lm_corpus's words) or `features` (regression: real-valued fe
 per step, input.features of them; no text). input.tokenizer, written only at the levels
 whose learnt model is more than its vocabulary (bpe: `bpe.json`, its merges;
 sentencepiece_*: `sentencepiece.model`, SentencePiece's model proto), names that file of
-the run folder. Read back, it is checked as a spec is (tasks.subword_models): a file
-that is missing, a link, outside the folder, over TOKENIZER_LIMIT, not UTF-8 or not
-JSON (bpe.json), not a model of its level, or not of the vocabulary file's pieces is
-refused in one line naming it.
+the run folder, and input.tokenizer_sha256 its SHA-256 as the run kept it (recorded since
+the field was added: a folder kept before has none, and loads). Read back, it is checked as a spec is
+(tasks.subword_models): a file that is missing, a link, outside the folder, over
+TOKENIZER_LIMIT, not UTF-8 or not JSON (bpe.json), not a model of its level, or not of the
+vocabulary file's pieces is refused in one line naming it; so is one that would cut words
+into other pieces than the run's (tasks.tokenizer_checks: the model type input.split
+records, merges that make vocabulary.json's pieces in their order, SentencePiece's
+normalization and piece types as the suite trains them, and the recorded SHA-256).
 input.lowercase: `none`, `ascii` (A–Z only, as TextVectorization's `lower`) or
 `unicode` (Python's str.lower). input.strip_punctuation removes TextVectorization's
 ASCII punctuation before splitting. input.max_length keeps that many tokens per text.
@@ -44,7 +48,10 @@ output.labels by tag id, `<pad>` first), `next_token` (language models: the inpu
 vocabulary; output.context is the window the model was trained on, output.end the
 marker after each unit), `target` (seq2seq: output.vocabulary, with output.start and
 output.end; output.max_output_length, what the run's decoders allowed) or `value`
-(regression). output.join puts tokens back together into a text; output.continuation, when
+(regression). Each length (input.max_length, input.features, output.context,
+output.max_output_length) is read as the int32 the model's ids, shapes and decoding loops
+hold: from 1 to 2,147,483,647 (INT32_MAX); kept.consistency then compares them with the
+model's own tables. output.join puts tokens back together into a text; output.continuation, when
 set, is the mark by which the subword level of input.split says where words meet (`##`,
 WordPiece's, continues the word before; `▁` starts one): the pieces are first joined into
 the words they spell (`runn ##ing`, `▁runn ing` → `running`; tasks.subwords.join_pieces,
@@ -64,14 +71,15 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from seqkeras.errors import SpecError, translate_validation_error
+from seqkeras.errors import SpecError, excerpt, shown, translate_validation_error
 from seqkeras.registry import KERAS_NATIVE
 from seqkeras.tasks import subwords
 from seqkeras.tasks.base import (
     CLASSIFICATION, LANGUAGE_MODELING, REGRESSION, SEQ2SEQ, TAGGING, UNK, Problem, SequenceData, Vocabulary,
 )
-from seqkeras.tasks.input_rules import SUBWORD_SPLITS, VOCABULARY_FILE, DeclaresInputRule, InputRule
+from seqkeras.tasks.input_rules import SUBWORD_SPLITS, VOCABULARY_FILE, DeclaresInputRule, FileName, InputRule
 from seqkeras.tasks.seq2seq_data import END, START
+from seqkeras.tasks.tokenizer_checks import check_digest, sha256
 
 FORMAT = 1
 FILE = "preprocessing.json"
@@ -80,6 +88,10 @@ TARGET_VOCABULARY_FILE = "target_vocabulary.json"
 # The largest learnt subword model file read back: a 1,000,000-piece vocabulary's (the most a task learns) takes
 # some 30 MB as SentencePiece's proto or as bpe.json's merges.
 TOKENIZER_LIMIT = 64 << 20
+# The largest length preprocessing.json may hold: lengths become int32 (ids, shapes, a decoder's step count).
+INT32_MAX = 2**31 - 1
+# A file name that messages show as it is; any other (someone else's file may name anything) is quoted, cut short.
+PLAIN_NAME = re.compile(r"[A-Za-z0-9_.-]{1,60}")
 
 # What each problem's model outputs (output.kind), as `of_run` writes it.
 OUTPUT_OF_PROBLEM = {CLASSIFICATION: "label", TAGGING: "tags", LANGUAGE_MODELING: "next_token", SEQ2SEQ: "target",
@@ -98,7 +110,7 @@ class _Strict(BaseModel):
 class OutputRule(_Strict):
     kind: Literal["label", "tags", "next_token", "target", "value"]
     labels: list[str] | None = None
-    vocabulary: str | None = None
+    vocabulary: FileName | None = None
     join: str = " "
     start: str | None = None
     end: str | None = None
@@ -112,7 +124,7 @@ class Document(_Strict):
     task: str
     problem: Problem
     model_kind: str
-    model_file: str  # the file its model kind keeps its models in (ModelKind.model_file)
+    model_file: FileName  # the file its model kind keeps its models in (ModelKind.model_file)
     backend: str
     input: InputRule
     output: OutputRule
@@ -163,6 +175,8 @@ class Preprocessing:
         # The pieces a language model or a seq2seq decoder writes are shown as the words they spell.
         continuation = subwords.SCHEMES[inputs.split].mark if inputs.split in SUBWORD_SPLITS else None
         learnt = data.subwords
+        if inputs.tokenizer is not None and learnt is not None:  # the learnt model's file, recorded by its digest
+            inputs = inputs.model_copy(update={"tokenizer_sha256": sha256(learnt.input.saved())})
         if data.problem in (CLASSIFICATION, TAGGING):
             kind = "label" if data.problem == CLASSIFICATION else "tags"
             outputs = OutputRule(kind=kind, labels=list(data.labels.tokens), join=joined)
@@ -185,8 +199,9 @@ class Preprocessing:
 
     def to_json(self) -> str:
         raw = self.document.model_dump(mode="json")
-        if raw["input"]["tokenizer"] is None:  # a field added later: the files of the other levels stay as they were
-            del raw["input"]["tokenizer"]
+        for key in ("tokenizer", "tokenizer_sha256"):  # fields added later: the other levels' files stay as they were
+            if raw["input"][key] is None:
+                del raw["input"][key]
         return json.dumps(raw, indent=2, ensure_ascii=False) + "\n"
 
     def tokenizer_files(self) -> dict[str, bytes]:
@@ -233,8 +248,10 @@ class Preprocessing:
             if read_file is None:
                 raise SpecError(f"{where}: input.tokenizer names {name}, but there is no run folder to read it from")
             data = read_file(name, TOKENIZER_LIMIT)  # a name that leaves the folder or crosses a link is refused
-            preprocessing.subword_model = subwords.read_model(document.input.split, data, vocabulary,
-                                                              str(Path(where).parent / name))
+            path = str(Path(where).parent / name)
+            preprocessing.subword_model = subwords.read_model(document.input.split, data, vocabulary, path)
+            # Last: the checks above say what disagrees; a digest only that something does.
+            check_digest(data, document.input.tokenizer_sha256, path, f"{FILE}'s input.tokenizer_sha256")
         return preprocessing
 
     def inconsistency(self) -> str:
@@ -250,7 +267,10 @@ class Preprocessing:
         for name, value in (("input.max_length", rule.max_length), ("input.features", rule.features),
                             ("output.context", output.context), ("output.max_output_length", output.max_output_length)):
             if value is not None and value < 1:
-                return f"{name} is {value}, not a length (1 or more)"
+                return f"{name} is {shown(value, 24)}, not a length (1 or more)"
+            if value is not None and value > INT32_MAX:
+                return (f"{name} is {shown(value, 24)}, past the largest int32 ({INT32_MAX:,}), which lengths are "
+                        "read as")
         if (rule.split == "features") != (document.problem == REGRESSION):
             return (f"input.split is {rule.split!r}: a {document.problem} model reads "
                     f"{'real-valued features' if document.problem == REGRESSION else 'text'}")
@@ -271,9 +291,9 @@ class Preprocessing:
                 if token is None:
                     return f"output.{name} is missing: a seq2seq model's decoder needs its {name} token"
                 if token not in self.outputs.index:
-                    return f"{target} has no {name} token {token!r} (output.{name})"
+                    return f"{named(target)} has no {name} token {excerpt(token)} (output.{name})"
         if output.kind == "next_token" and output.end is not None and output.end not in self.vocabulary.index:
-            return f"{rule.vocabulary} has no end token {output.end!r} (output.end)"
+            return f"{named(rule.vocabulary)} has no end token {excerpt(output.end)} (output.end)"
         return ""
 
     def _subword_inconsistency(self) -> str:
@@ -285,10 +305,13 @@ class Preprocessing:
             return (f"input.tokenizer names no file, but input.split {rule.split!r} reads its learnt model from one "
                     f"({expected})")
         if rule.tokenizer is not None and expected is None:
-            return f"input.tokenizer names {rule.tokenizer!r}, but input.split {rule.split!r} keeps no model file"
+            return (f"input.tokenizer names {excerpt(rule.tokenizer)}, but input.split {rule.split!r} keeps no model "
+                    "file")
+        if rule.tokenizer_sha256 is not None and rule.tokenizer is None:
+            return "input.tokenizer_sha256 is set, but input.tokenizer names no file it would be the digest of"
         mark = subwords.SCHEMES[rule.split].mark if rule.split in SUBWORD_SPLITS else None
         if output.continuation is not None and output.continuation != mark:
-            return f"output.continuation is {output.continuation!r}, but input.split {rule.split!r} marks " + (
+            return f"output.continuation is {excerpt(output.continuation)}, but input.split {rule.split!r} marks " + (
                 f"its pieces with {mark!r}" if mark else "no pieces")
         return ""
 
@@ -388,3 +411,7 @@ class Preprocessing:
         return text
 
 
+def named(name: str | None) -> str:
+    """A file name read from preprocessing.json, as a message shows it: as it is when plain, else quoted and cut
+    short (`excerpt`); None (a kind that reads no vocabulary) as None."""
+    return name if isinstance(name, str) and PLAIN_NAME.fullmatch(name) else excerpt(name)

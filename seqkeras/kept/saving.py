@@ -42,9 +42,9 @@ from pydantic import ValidationError
 
 from seqkeras import catalog
 from seqkeras.backends import layer_classes, serializable
-from seqkeras.errors import SpecError, translate_validation_error
+from seqkeras.errors import SpecError, excerpt, translate_validation_error
 from seqkeras.kept import plain_keras
-from seqkeras.kept.consistency import checked_shape, missing_ability
+from seqkeras.kept.consistency import checked_shape, missing_ability, one_line
 from seqkeras.kept.preprocessing import FILE, KERAS_FILE, TARGET_VOCABULARY_FILE, Encoded, Preprocessing
 from seqkeras.models.seq2seq_params import output_limit
 from seqkeras.registry import Abilities, ModelFile, ModelKind, ModelShape
@@ -316,7 +316,7 @@ def load_model(folder: str | Path, *, where: dict[str, Any] | None = None, seed:
         raise SpecError(f"{folder / SPEC_FILE} is not a run's resolved spec (a mapping)")
     document = preprocessing.document
     if document.model_kind not in catalog.MODELS:
-        raise SpecError(f"{folder / FILE}: model_kind {document.model_kind!r} is not a model kind of this "
+        raise SpecError(f"{folder / FILE}: model_kind {excerpt(document.model_kind)} is not a model kind of this "
                         f"seqkeras ({', '.join(catalog.MODELS.names())})")
     kind = catalog.MODELS.get(document.model_kind)
     if kind.problem != document.problem:
@@ -324,7 +324,7 @@ def load_model(folder: str | Path, *, where: dict[str, Any] | None = None, seed:
                         f"is {document.problem}")
     stored = kind.model_file
     if document.model_file != stored.name:
-        raise SpecError(f"{folder / FILE}: model_file is {document.model_file!r}, but model kind "
+        raise SpecError(f"{folder / FILE}: model_file is {excerpt(document.model_file)}, but model kind "
                         f"{document.model_kind!r} keeps its models in {stored.name}")
     if not files.present(folder, stored.name):
         raise SpecError(f"{folder / stored.name} is missing (preprocessing.json names it)")
@@ -356,7 +356,7 @@ def read_model(folder: Path, stored: ModelFile) -> Any:
         except RefusedModelFile as refused:
             raise SpecError(f"{folder / stored.name} is refused: {refused}") from None
         except Exception as error:  # zipfile, JSON, h5py and Keras raise many types for a damaged or foreign file
-            first = str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
+            first = one_line(error) if str(error).strip() else ""  # escaped: Keras quotes the config it could not read
             raise SpecError(f"{folder / stored.name} cannot be loaded as {stored.holds} ({type(error).__name__}: "
                             f"{first})") from None
 

@@ -32,7 +32,7 @@ from typing import BinaryIO
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from seqkeras.errors import SpecError, listed, shown
+from seqkeras.errors import SpecError, excerpt, listed, shown
 from seqkeras.user_files import MISSING, open_regular_file, size_in_words
 from seqkeras.tasks.base import SequenceData, named_files
 from seqkeras.tasks.data_checks import TagCensus, check_classes, check_split, check_tags
@@ -426,7 +426,7 @@ def build_text_classification(params: TextClassificationParams, seed: int) -> Se
     label_names = sorted({label for _, label in train + test + validation})
     if len(label_names) < 2:
         raise SpecError(
-            f"{params.path}: every example has the class {label_names[0]!r}; classification needs at least 2",
+            f"{params.path}: every example has the class {excerpt(label_names[0])}; classification needs at least 2",
             path="task.label_column",
         )
     data = text_classification_data(train, test, label_names, params, validation)

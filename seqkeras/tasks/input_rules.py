@@ -11,9 +11,9 @@ Plain pydantic, no Keras and nothing of seqkeras.kept: every task module imports
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Annotated, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 if TYPE_CHECKING:
     from seqkeras.tasks.base import SequenceData
@@ -21,6 +21,9 @@ if TYPE_CHECKING:
 VOCABULARY_FILE = "vocabulary.json"  # the run folder's input vocabulary, which a kept model's ids index
 # The subword levels (tasks.subwords), each a split of its own: a kept model cuts words into that level's pieces.
 SUBWORD_SPLITS = ("wordpiece", "bpe", "sentencepiece_unigram", "sentencepiece_bpe")
+# The name of a file of the run folder, as preprocessing.json names one: a file name's length at most, on one line
+# (where it is read, results.files refuses one that leaves the folder or crosses a link).
+FileName = Annotated[str, StringConstraints(max_length=255, pattern=r"^[^\x00-\x1f\x7f]*$")]
 
 
 class InputRule(BaseModel):
@@ -29,7 +32,7 @@ class InputRule(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    vocabulary: str | None = VOCABULARY_FILE
+    vocabulary: FileName | None = VOCABULARY_FILE
     split: Literal[("whitespace", "characters", "pattern", *SUBWORD_SPLITS, "features")]
     lowercase: Literal["none", "ascii", "unicode"] = "none"
     strip_punctuation: bool = False
@@ -38,7 +41,10 @@ class InputRule(BaseModel):
     features: int | None = None
     # Added with the bpe and sentencepiece levels: the run folder's file of the learnt subword model. Last, and
     # written only when set (kept.preprocessing), so the files of the other levels stay byte for byte what they were.
-    tokenizer: str | None = None
+    tokenizer: FileName | None = None
+    # Added after them: the hex SHA-256 of that file as the run kept it (tasks.tokenizer_checks), written only when
+    # set; a folder kept before has none.
+    tokenizer_sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")
 
 
 class DeclaresInputRule(Protocol):

@@ -32,7 +32,9 @@ file): `sentencepiece.model`, SentencePiece's model proto as it wrote it, or `bp
 they were learnt (`{"format": 1, "level": "bpe", "word_start": "▁", "merges": [["▁", "t"], ...]}`; the ids are
 vocabulary.json's). The file may be someone else's: `read_model` refuses one that does not parse, is not of its
 level or does not fit vocabulary.json, in one line naming it (kept.preprocessing reads its bytes through
-results.files: inside the folder, no link, bounded).
+results.files: inside the folder, no link, bounded). Fitting means cutting words into the run's pieces: the
+model type its level records, merges that make vocabulary.json's pieces in their order, SentencePiece's
+normalization and piece types as the suite trains them (tasks.tokenizer_checks, which says why these suffice).
 """
 
 from __future__ import annotations
@@ -46,8 +48,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from seqkeras.errors import SpecError
+from seqkeras.errors import SpecError, excerpt
 from seqkeras.tasks.base import PAD, UNK, Vocabulary
+from seqkeras.tasks.tokenizer_checks import check_merges, check_sentencepiece
 
 WORD_START = "\u2581"  # ▁: SentencePiece's mark of a piece that starts a word, and the bpe level's
 SENTENCEPIECE_TYPES = {"sentencepiece_unigram": "unigram", "sentencepiece_bpe": "bpe"}
@@ -109,7 +112,8 @@ class SentencePieceModel:
     @classmethod
     def read(cls, level: str, data: bytes, vocabulary: Vocabulary, where: str) -> SentencePieceModel:
         """The model of a run folder's file (`where` names it), refused unless it is a SentencePiece model whose
-        pieces are vocabulary.json's, `<pad>` and `<unk>` first."""
+        pieces are vocabulary.json's, `<pad>` and `<unk>` first, of the level's model type and segmenting as the
+        suite's training makes it segment (tasks.tokenizer_checks)."""
         try:
             model = cls(level, data)
         except Exception as error:  # the C++ parser's RuntimeError (or OSError) for a damaged or foreign file
@@ -119,6 +123,7 @@ class SentencePieceModel:
             raise SpecError(f"{where}: its <pad> and <unk> are ids {model.processor.pad_id()} and "
                             f"{model.processor.unk_id()}, not 0 and 1 as the suite's vocabularies hold them")
         check_pieces(model.vocabulary, vocabulary, where)
+        check_sentencepiece(level, data, vocabulary, where)
         return model
 
     def pieces(self, texts: Sequence[str]) -> list[list[str]]:
@@ -173,7 +178,8 @@ class BpeModel:
     @classmethod
     def read(cls, data: bytes, vocabulary: Vocabulary, where: str) -> BpeModel:
         """The model of a run folder's bpe.json (`where` names it), refused unless each merge joins two pieces of
-        vocabulary.json into a third, `<pad>` and `<unk>` first."""
+        vocabulary.json into a third, `<pad>` and `<unk>` first, and the merges make vocabulary.json's pieces of more
+        than one character in the order of their ids (tasks.tokenizer_checks)."""
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as error:
@@ -192,12 +198,16 @@ class BpeModel:
         for number, (left, right) in enumerate(merges, start=1):
             missing = [piece for piece in (left, right, left + right) if piece not in vocabulary.index]
             if missing:
-                raise SpecError(f"{where}: merge {number} ({left!r} + {right!r}) makes or uses {missing[0]!r}, "
-                                "which the run's vocabulary.json lacks: the two files are not of one run")
+                raise SpecError(f"{where}: merge {number} ({excerpt(left)} + {excerpt(right)}) makes or uses "
+                                f"{excerpt(missing[0])}, which the run's vocabulary.json lacks: the two files are not "
+                                "of one run")
+        check_merges(merges, vocabulary, where)
         try:
             return cls(vocabulary, merges)
         except Exception as error:  # the Rust model's own refusal, should a file pass the checks above
-            raise SpecError(f"{where} is not a byte-pair encoding ({type(error).__name__}: {error})") from None
+            first = (str(error).strip().splitlines() or [""])[0]
+            raise SpecError(f"{where} is not a byte-pair encoding ({type(error).__name__}: {excerpt(first)})") \
+                from None
 
     def pieces(self, texts: Sequence[str]) -> list[list[str]]:
         return [encoding.tokens for encoding in self.tokenizer.encode_batch([spaced(text) for text in texts])]
@@ -223,5 +233,5 @@ def check_pieces(pieces: Vocabulary, vocabulary: Vocabulary, where: str) -> None
         raise SpecError(f"{where} holds {len(pieces)} pieces, but the run's vocabulary.json {len(vocabulary)}: the "
                         "two files are not of one run")
     index = next(i for i, (a, b) in enumerate(zip(pieces.tokens, vocabulary.tokens)) if a != b)
-    raise SpecError(f"{where}: piece {index} is {pieces.tokens[index]!r}, but the run's vocabulary.json has "
-                    f"{vocabulary.tokens[index]!r}: the two files are not of one run")
+    raise SpecError(f"{where}: piece {index} is {excerpt(pieces.tokens[index])}, but the run's vocabulary.json has "
+                    f"{excerpt(vocabulary.tokens[index])}: the two files are not of one run")
