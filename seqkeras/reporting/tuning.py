@@ -13,7 +13,9 @@ tuning/best.csv. From them:
   value of the last epoch it trained), each point's best trial a star. The axis
   is logarithmic for a log_uniform key and categorical for a choice key (the
   kind is experiment.yaml's `tune.search`; without it numbers get a linear axis
-  and text a categorical one).
+  and text a categorical one). Only the first MAX_CHARTS keys are charted: a
+  study of hundreds of keys would take minutes, and a note says so (the table
+  still shows every key's best value).
 
 The two files may be someone else's: they are read through `results.files`
 (regular files inside the folder, bounded), and one that is missing, cannot be
@@ -49,6 +51,7 @@ PAGE = "tuning.md"
 TRIALS = "tuning/trials.csv"
 BEST = "tuning/best.csv"
 CHART_PREFIX = "tuning_"
+MAX_CHARTS = 12  # tuned keys charted, in the files' order; a study of more says so in a note
 VALUE_PREFIX, BEST_PREFIX = "value.", "best."  # trials.csv's value.<key>, best.csv's best.<key>
 COMPLETE, PRUNED, FAIL = "complete", "pruned", "fail"
 # The columns execution.tuning writes besides the matrix columns and the tuned keys'.
@@ -154,16 +157,25 @@ def read_found(folder: Path, tune: Any, warn: Warn, *, expected: bool) -> Found:
         else _matrix_columns(best, BEST_COLUMNS, BEST_PREFIX)
     objective, direction = _objective(best, tune)
     if trials is not None:
-        trials = trials.assign(point=_point_labels(trials, matrix),
+        trials = _with_columns(trials, point=_point_labels(trials, matrix),
                                objective=pd.to_numeric(trials["objective"], errors="coerce"),
                                state=trials["state"].astype(str).str.strip())
     if best is not None:
-        best = best.assign(point=_point_labels(best, matrix))
+        best = _with_columns(best, point=_point_labels(best, matrix))
     elif trials is not None:
         best = _best_from_trials(trials, keys, matrix, objective, direction)
         if best is not None:
             notes.append(f"The best setting of each point is computed from {TRIALS}, {BEST} being unreadable.")
     return Found(trials, best, matrix, keys, {k: kinds[k] for k in keys if k in kinds}, objective, direction, notes)
+
+
+def _with_columns(frame: pd.DataFrame, **columns: Any) -> pd.DataFrame:
+    """`frame` with `columns` added (or replaced, in their place), built as one frame at once.
+
+    A frame read from a wide CSV (a study of hundreds of tuned keys) holds a block per column (pandas 3 keeps
+    each text column in a block of its own), so adding columns one at a time, as `assign` and `frame[c] = …` do,
+    fragments it further: pandas warns (PerformanceWarning), and every later selection walks each block."""
+    return pd.DataFrame({**{column: frame[column] for column in frame.columns}, **columns}, index=frame.index)
 
 
 def _read_csv(folder: Path, name: str, warn: Warn, notes: list[str], expected: bool) -> pd.DataFrame | None:
@@ -297,13 +309,17 @@ def chart_file(key: str) -> str:
 
 
 def draw_charts(found: Found, into: Path, warn: Warn, taken: set[str] = frozenset()) -> list[dict[str, str]]:
-    """Each tuned key's chart into `into`; one that cannot be drawn is a warning and left out."""
+    """Each tuned key's chart into `into` (the first MAX_CHARTS keys, a note saying so when there are more); one
+    that cannot be drawn is a warning and left out."""
     if found.trials is None or found.trials["objective"].notna().sum() == 0:
         return []
+    keys = [key for key in found.keys if f"{VALUE_PREFIX}{key}" in found.trials]
+    if len(keys) > MAX_CHARTS:  # a chart takes a fraction of a second: hundreds of keys would take minutes
+        found.notes.append(f"Charts of the first {MAX_CHARTS} of the {len(keys)} tuned keys only; every key's best "
+                           f"value is in the table, every trial's in {TRIALS}.")
+        keys = keys[:MAX_CHARTS]
     charts, used = [], set(taken)
-    for key in found.keys:
-        if f"{VALUE_PREFIX}{key}" not in found.trials:
-            continue
+    for key in keys:
         name, number = chart_file(key), 2
         while name in used:
             name, number = chart_file(key).removesuffix(".png") + f"_{number}.png", number + 1
@@ -323,8 +339,9 @@ def draw_key_chart(found: Found, key: str) -> "Figure":
     point's best a star; a failed trial has no objective and is counted in the title, not drawn."""
     from matplotlib.lines import Line2D
 
-    trials = found.trials
     column = f"{VALUE_PREFIX}{key}"
+    # Only the columns the chart reads: a study of hundreds of keys makes every selection of the whole frame slow.
+    trials = found.trials[["point", "trial", "state", "objective", column]]
     drawn = trials[trials["objective"].notna() & trials[column].notna()
                    & trials["state"].isin([COMPLETE, PRUNED])]
     kind = found.kinds.get(key)

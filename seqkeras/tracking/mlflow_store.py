@@ -365,10 +365,14 @@ def few_engine_retries() -> Iterator[None]:
 
 
 def first_line(error: BaseException) -> str:
-    """An error's first line, at most 300 characters: one line of a message, however long the error, without the
-    password of a URI in it (MLflow's errors name the server's URL as given, `http://user:password@host/...`)."""
+    """An error's first line, without the password of a URI in it (MLflow's errors name the server's URL as given,
+    `http://user:password@host/...`): the suite's own SpecError whole (it names paths, which a cut would break), any
+    other error's at most 300 characters, however long the error."""
     text = str(error).strip()
-    return hidden_credentials(text.splitlines()[0])[:300] if text else type(error).__name__
+    if not text:
+        return type(error).__name__
+    line = hidden_credentials(text.splitlines()[0])
+    return line if isinstance(error, SpecError) else line[:300]
 
 
 class HandledHere(logging.Filter):
