@@ -133,3 +133,32 @@ def test_every_kind_trained_on_each_backend_loads_on_each_backend_with_plain_ker
                 assert result["warnings"] == [], (trained_on, loaded_on, case_id, result["warnings"])
                 np.testing.assert_allclose(result["predictions"], entry["predictions"], rtol=1e-5, atol=1e-5,
                                            err_msg=f"{case_id}: trained on {trained_on}, loaded on {loaded_on}")
+
+
+def test_a_classifier_trained_with_a_schedule_loads_with_keras_alone(tmp_path):
+    """A schedule without a warmup is Keras's own; one with a warmup (none of Keras's) is kept as the rate it reached,
+    with the optimizer's step and moments: no `seqkeras>` name, no warning, the same predictions."""
+    spec = {"version": 1, "name": "schedules",
+            "task": {"name": "delayed_recall", "lag": 3, "n_train": 48, "n_test": 16},
+            "model": {"kind": "classifier", "cell": "gru", "units": 4, "embedding_dim": 4},
+            "train": {"epochs": 1, "batch_size": 16, "verbose": 0,
+                      "optimizer": {"schedule": {"decay": "cosine", "final_learning_rate": 1e-4}}},
+            "matrix": {"train.optimizer.schedule.decay": ["cosine", "exponential"],
+                       "train.optimizer.schedule.warmup_steps": [0, 5]},
+            "seeds": [0]}
+    seqkeras.run(spec, out=tmp_path / "results")
+    models, expected = [], {}
+    for folder in sorted((tmp_path / "results" / "schedules").glob("decay=*")):
+        kept = seqkeras.load_model(folder)
+        model_file = str(folder / "model.keras")
+        assert_plain_keras(model_file)
+        assert suite_names(model_file) == set(), suite_names(model_file)
+        x = first_test_inputs(kept)
+        expected[model_file] = predictions(kept.model, x)
+        models.append({"file": model_file, "inputs": str(save_inputs(x, tmp_path / f"{folder.name}.npz")),
+                       "keras_alone": True})
+    assert len(models) == 4
+    loaded = load_in_fresh_process("tensorflow", models, tmp_path, import_seqkeras=False)
+    for model_file, result in loaded["models"].items():
+        assert not result["seqkeras_imported"] and result["warnings"] == [], (model_file, result["warnings"])
+        np.testing.assert_allclose(result["predictions"], expected[model_file], rtol=1e-5, atol=1e-5)

@@ -17,7 +17,7 @@ import pytest
 import seqkeras
 from seqkeras.errors import SpecError
 from seqkeras.spec.loader import build_experiment
-from seqkeras.training.schedules import WarmupDecay
+from seqkeras.training.schedules import WarmupDecay, keras_schedule
 
 PEAK, FINAL, WARMUP, DECAY = 0.1, 0.01, 4, 10
 
@@ -39,6 +39,17 @@ def test_each_schedule_warms_up_linearly_then_follows_its_formula(decay):
                     "exponential": PEAK * 0.5 ** (after / DECAY)}[decay]
         assert rate(schedule, WARMUP + after) == pytest.approx(expected, rel=1e-5)
     assert WarmupDecay.from_config(schedule.get_config()).get_config() == schedule.get_config()
+
+
+@pytest.mark.parametrize("decay", ["constant", "linear", "cosine", "exponential"])
+def test_without_a_warmup_a_schedule_is_keras_own_with_the_same_rates(decay):
+    suites = WarmupDecay(PEAK, decay, 0, DECAY, FINAL, decay_rate=0.5)
+    keras_own = keras_schedule(suites)
+    assert type(keras_own).__module__.startswith("keras.") or isinstance(keras_own, float)
+    for step in (0, 1, 3, 5, 9, 10, 11, 40):
+        own = keras_own if isinstance(keras_own, float) else rate(keras_own, step)
+        assert own == pytest.approx(rate(suites, step), rel=1e-6, abs=1e-9), step
+    assert keras_schedule(WarmupDecay(PEAK, decay, WARMUP, DECAY, FINAL)) is None  # Keras has no such warmup
 
 
 def spec(train: dict) -> dict:

@@ -12,6 +12,10 @@ optimizer's module), whatever its backend. So, while a model is written (`writte
   on every backend) and the suite's loss and accuracy by the Keras functions they compute
   (`backends.losses.KERAS_EQUIVALENTS`: what the suite compiles with on TensorFlow).
 
+- a learning-rate schedule is Keras's own where one computes the same rates (training.schedules.keras_schedule:
+  every schedule without a warmup); one with a warmup, which Keras has not, is written as the rate it reached at
+  the last step (the run's spec.yaml keeps the schedule): the kept optimizer is for going on from there.
+
 What has no Keras equivalent (a CRF, attention, an encoder-decoder, an initializer) stays the suite's,
 registered under `seqkeras>` (`backends.serializable`): `import seqkeras` is all a process needs to load it.
 On torch, `kept.saving` gives a model read back its fused layers again (`layer_classes.fused`).
@@ -28,6 +32,7 @@ from seqkeras.backends import layer_classes
 from seqkeras.backends.losses import KERAS_EQUIVALENTS
 
 PUBLIC_OPTIMIZERS = "keras.optimizers"
+SUITES = "seqkeras>"  # the package of the suite's registered classes (backends.serializable)
 BACKEND_MODULES = "keras.src.backend."  # where each backend's subclasses of Keras's optimizers live
 
 
@@ -43,20 +48,53 @@ def _plain_compile_config(model):
     if not getattr(model, "compiled", False):
         yield
         return
-    config = plain_compile_config(model.get_compile_config())
+    config = plain_compile_config(model.get_compile_config(), reached_rate(model.optimizer))
     # An instance attribute over Keras's method (which saving calls), set and removed with object's own
     # __setattr__: Keras's and torch.nn.Module's would track it.
     object.__setattr__(model, "get_compile_config", lambda: config)
     try:
-        yield
+        with _rate_as_variable(model.optimizer, config):
+            yield
     finally:
         object.__delattr__(model, "get_compile_config")
 
 
-def plain_compile_config(config: dict[str, Any]) -> dict[str, Any]:
-    """A serialized compile config with Keras's public optimizer class and Keras's own loss and metrics."""
+@contextlib.contextmanager
+def _rate_as_variable(optimizer, config: dict[str, Any]):
+    """While the model is written, an optimizer whose schedule the config now writes as a rate holds that rate as
+    Keras's optimizer built from the config will: a `learning_rate` variable right after `iterations` (Keras's
+    BaseOptimizer tracks them in that order), so that the file's optimizer variables are the ones it loads, with no
+    "Skipping variable loading" and the step count and moments kept."""
+    written = (config.get("optimizer") or {}).get("config", {}) if isinstance(config.get("optimizer"), dict) else {}
+    rate = written.get("learning_rate")
+    variables = getattr(optimizer, "_variables", None)
+    if not isinstance(rate, float) or not isinstance(optimizer.get_config().get("learning_rate"), dict) \
+            or not isinstance(variables, list) or not variables or variables[0] is not optimizer.iterations:
+        yield
+        return
+    variable = keras.Variable(rate, name="learning_rate", dtype=keras.backend.floatx(), trainable=False)
+    variables.insert(1, variable)
+    try:
+        yield
+    finally:  # by identity: a Keras variable's == compares values
+        del variables[next(index for index, each in enumerate(variables) if each is variable)]
+
+
+def reached_rate(optimizer) -> float | None:
+    """The learning rate `optimizer` gives at its present step (Keras evaluates its schedule there)."""
+    return None if optimizer is None else float(keras.ops.convert_to_numpy(optimizer.learning_rate))
+
+
+def plain_compile_config(config: dict[str, Any], rate: float | None = None) -> dict[str, Any]:
+    """A serialized compile config with Keras's public optimizer class and Keras's own loss and metrics; `rate`
+    (the optimizer's present learning rate) in place of a schedule of the suite's."""
     plain = dict(config)
     plain["optimizer"] = public_optimizer(config.get("optimizer"))
+    optimizer = plain["optimizer"]
+    if rate is not None and isinstance(optimizer, dict) and isinstance(optimizer.get("config"), dict):
+        schedule = optimizer["config"].get("learning_rate")
+        if isinstance(schedule, dict) and str(schedule.get("registered_name", "")).startswith(SUITES):
+            plain["optimizer"] = {**optimizer, "config": {**optimizer["config"], "learning_rate": rate}}
     plain["loss"] = keras_equivalent(config.get("loss"))
     for key in ("metrics", "weighted_metrics"):
         if isinstance(config.get(key), list):

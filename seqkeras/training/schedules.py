@@ -65,13 +65,32 @@ class WarmupDecay(keras.optimizers.schedules.LearningRateSchedule):
 
 
 def learning_rate(peak: float, schedule: ScheduleSpec | None, total_steps: int):
-    """The optimizer's learning rate: `peak` itself without a schedule, else its WarmupDecay. `total_steps`: the
-    run's optimizer steps (epochs × batches per epoch), whose part after the warmup is the default decay_steps."""
+    """The optimizer's learning rate: `peak` itself without a schedule; a schedule without a warmup as Keras's own
+    class that computes the same rates (`keras_schedule`), so that a kept model names nothing of the suite; else its
+    WarmupDecay. `total_steps`: the run's optimizer steps (epochs × batches per epoch), whose part after the warmup
+    is the default decay_steps."""
     if schedule is None:
         return peak
     decay_steps = schedule.decay_steps or max(1, total_steps - schedule.warmup_steps)
-    return WarmupDecay(peak, schedule.decay, schedule.warmup_steps, decay_steps, schedule.final_learning_rate,
-                       schedule.decay_rate)
+    suites = WarmupDecay(peak, schedule.decay, schedule.warmup_steps, decay_steps, schedule.final_learning_rate,
+                         schedule.decay_rate)
+    return keras_schedule(suites) or suites
+
+
+def keras_schedule(schedule: WarmupDecay):
+    """Keras's own schedule (or a constant rate) that gives `schedule`'s rate at every step, or None where Keras has
+    none: a warmup (Keras's CosineDecay warms up from its step 0, the suite's first step already moves)."""
+    if schedule.warmup_steps:
+        return None
+    peak, final, steps = schedule.learning_rate, schedule.final_learning_rate, schedule.decay_steps
+    schedules = keras.optimizers.schedules
+    if schedule.decay == "linear":  # (peak − final)·(1 − min(t, T)/T) + final
+        return schedules.PolynomialDecay(peak, steps, end_learning_rate=final, power=1.0)
+    if schedule.decay == "cosine":  # peak·((1 − α)·½(1 + cos(π·min(t, T)/T)) + α), α = final / peak
+        return schedules.CosineDecay(peak, steps, alpha=final / peak)
+    if schedule.decay == "exponential":  # peak·rate^(t/T)
+        return schedules.ExponentialDecay(peak, steps, schedule.decay_rate)
+    return peak
 
 
 class PlateauReducer:
