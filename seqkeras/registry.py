@@ -40,6 +40,18 @@ from pydantic_core import PydanticCustomError
 from seqkeras.errors import SpecError, unknown_choice
 
 
+# Parts of a history value's name that improve upwards: accuracies, decoded scores, F1, precision and recall (as the
+# metric catalog's directions, which training and tuning may not import; tests/test_validation_metrics.py checks
+# they agree). Early stopping, reduce-on-plateau and a study's default direction all read it.
+HIGHER_IS_BETTER = ("acc", "bleu", "chrf", "exact_match", "f1", "precision", "recall")
+
+
+def higher_is_better(name: str) -> bool:
+    """Losses, cross-entropy and perplexity improve downwards, accuracies and the task's scores (val_bleu,
+    val_macro_f1) upwards (as Keras's mode="auto")."""
+    return any(part in name for part in HIGHER_IS_BETTER)
+
+
 class Params(BaseModel):
     """Base of every component's parameters: strict, immutable, no unknown keys."""
 

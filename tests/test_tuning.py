@@ -17,6 +17,9 @@ import textwrap
 import optuna
 import pandas as pd
 import pytest
+import yaml
+
+import seqkeras
 
 from seqkeras.cli import main
 from seqkeras.errors import SpecError
@@ -79,12 +82,32 @@ def with_tune(tune: str, train: str = "{epochs: 1, validation_split: 0.2}", extr
     ("{search: {model.units: {integer: [4, 8]}}, trials: 2, objective: accuracy}", "tune.objective",
      "never by the test set"),
     ("{search: {model.units: {integer: [4, 8]}}, trials: 2, objective: val_bleu}", "tune.objective",
-     "it measures val_loss, val_accuracy"),
+     "it measures val_loss, val_accuracy on validation data (and, listed in train.validation_metrics, "
+     "val_macro_f1"),
+    ("{search: {model.units: {integer: [4, 8]}}, trials: 2, objective: val_macro_f1}", "tune.objective",
+     "train.validation_metrics.metrics must list 'macro_f1'"),
 ])
 def test_a_bad_tune_section_is_one_message_naming_the_key(write_spec, tune, path, words):
     error = refused(write_spec, with_tune(tune))
     assert error.path == path, str(error)
     assert words in str(error)
+
+
+def test_a_study_is_judged_by_the_validation_score_it_compares_on(tmp_path):
+    """tune.objective val_macro_f1: each trial's objective is its best epoch's macro-F1 on the validation data."""
+    spec = yaml.safe_load(textwrap.dedent(with_tune(
+        "{search: {train.optimizer.learning_rate: {log_uniform: [1.0e-3, 1.0e-1]}}, trials: 2, startup_trials: 1, "
+        "warmup_epochs: 0, objective: val_macro_f1}",
+        "{epochs: 2, batch_size: 16, verbose: 0, validation_split: 0.25, "
+        "validation_metrics: {metrics: [macro_f1]}}")))
+    results = seqkeras.run(spec, out=tmp_path)
+    tuning = tmp_path / "t" / "tuning"
+    trials = pd.read_csv(tuning / "trials.csv")
+    assert trials["state"].tolist() == ["complete", "complete"]
+    for row in trials.itertuples():
+        history = pd.read_csv(tuning / row.run_id / "history.csv")
+        assert row.objective == pytest.approx(history["val_macro_f1"].max())  # higher is better: its best epoch
+    assert (results.runs["status"] == "ok").all()
 
 
 def test_tuning_needs_validation_data_and_is_not_a_matrix_key(write_spec):

@@ -464,12 +464,17 @@ def check_objective(objective: str, run) -> None:
     if abilities.estimated:
         raise SpecError(f"model kind {run.model.name!r}{where} is estimated by counting, in one pass: it has no "
                         "training history to tune on", path="tune")
-    measured = ["val_loss"]
-    if run.task.component.problem != "regression" and not abilities.own_loss:
-        measured.append("val_accuracy")
+    measured = [name for name in history_values(run.task, run.model, run.train) if name.startswith("val_")] or \
+        [f"val_{name}" for name in history_values(run.task, run.model, run.train)]
+    scorable = [f"val_{name}" for name in validation_metric_names(run.model)]
+    if objective in scorable and objective not in measured:
+        raise SpecError(f"{shown(objective)} is a score of the validation data by the task's metric{where}: "
+                        f"train.validation_metrics.metrics must list {objective.removeprefix('val_')!r} for each "
+                        "trial to measure it", path="tune.objective")
     if objective not in measured:
         raise SpecError(f"{shown(objective)} is not in the training history of model kind {run.model.name!r} on "
-                        f"task {run.task.name!r}{where}: it measures {', '.join(measured)} on validation data",
+                        f"task {run.task.name!r}{where}: it measures {', '.join(measured)} on validation data"
+                        + (f" (and, listed in train.validation_metrics, {', '.join(scorable)})" if scorable else ""),
                         path="tune.objective")
     if run.train.validation_split == 0 and not validation_key(run.task.params):
         own = (", or the task's task.validation_path or task.validation_share"

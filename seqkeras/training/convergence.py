@@ -15,20 +15,10 @@ from typing import Any
 
 import pandas as pd
 
+from seqkeras.registry import higher_is_better
 from seqkeras.training.settings import TrainSpec
 
 BUDGET, EARLY_STOPPING, STOPPED = "budget", "early_stopping", "stopped"  # what ended its training
-
-
-# Parts of a name that improve upwards: accuracies, decoded scores, F1, precision and recall (as the metric catalog's
-# directions, which training may not import).
-HIGHER_IS_BETTER = ("acc", "bleu", "chrf", "exact_match", "f1", "precision", "recall")
-
-
-def higher_is_better(monitor: str) -> bool:
-    """Losses improve downwards, accuracies and the task's scores (val_bleu, val_macro_f1) upwards (as Keras's
-    mode="auto")."""
-    return any(part in monitor for part in HIGHER_IS_BETTER)
 
 
 def evaluated(value: float) -> bool:

@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from seqkeras.errors import SpecError, shown
-from seqkeras.registry import Params
+from seqkeras.registry import Params, higher_is_better
 
 # The objective is read from the training history: what each epoch measured on the validation data.
 VALIDATION_PREFIX = "val_"
@@ -83,10 +83,12 @@ class TuneSpec(Params):
     objective: str = Field(
         "val_loss",
         description="What a trial is judged by: a value of the training history measured on validation data "
-        "(val_loss, val_accuracy), its best epoch. Never a test metric.",
+        "(val_loss, val_accuracy, or a score train.validation_metrics lists: val_bleu, val_chrf, val_macro_f1, "
+        "val_entity_f1, ...), its best epoch. Never a test metric.",
     )
     direction: Literal["minimize", "maximize"] | None = Field(
-        None, description="Default: minimize for a loss, maximize otherwise.")
+        None, description="Default: maximize an accuracy or a task's score (val_bleu, val_macro_f1), minimize "
+        "a loss, a cross-entropy or a perplexity.")
     sampler: Literal["tpe", "random"] = Field(
         "tpe", description="tpe: Optuna's Tree-structured Parzen Estimator (after startup_trials random ones); "
         "random: independent draws.")
@@ -120,7 +122,7 @@ class TuneSpec(Params):
     def goal(self) -> Literal["minimize", "maximize"]:
         if self.direction:
             return self.direction
-        return "minimize" if self.objective.endswith("loss") else "maximize"
+        return "maximize" if higher_is_better(self.objective) else "minimize"
 
     def study_document(self) -> dict[str, Any]:
         """What a study is of: changing any of these starts a new study. The budget is not in it (raising it
