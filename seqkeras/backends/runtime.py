@@ -13,11 +13,15 @@ import gc
 import importlib.util
 import os
 import sys
+import typing
+from typing import Literal
 
 from seqkeras.backends.torch.memory import reuse_freed_memory
 from seqkeras.errors import SpecError
 
-BACKEND_PACKAGES = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch"}
+# The backends the suite runs on (a spec's `backend:` and --backend take these, besides auto), each with its package.
+Backend = Literal["tensorflow", "torch", "jax"]
+BACKEND_PACKAGES: dict[str, str] = {name: name for name in typing.get_args(Backend)}
 
 # TensorFlow's C++ log lines at run time ("E0000 … oneDNN supports DT_BOOL only on platforms with
 # AVX-512", "failed call to cuInit") are notices, not errors of the run, and 2 lets ERROR-level ones

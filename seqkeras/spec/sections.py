@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from seqkeras.backends.runtime import Backend
 from seqkeras.decoding.decoders import MAX_RUN_SEED, DecoderChoice
 from seqkeras.evaluation.settings import GenerateSpec
 from seqkeras.registry import Params
@@ -228,7 +229,7 @@ class ExperimentSpec(Params):
     plots: list[PlotSpec] = Field(
         default_factory=list, description="Figures drawn from runs.csv into the results folder."
     )
-    backend: Literal["tensorflow", "torch", "jax"] | None = Field(
+    backend: Backend | None = Field(
         None,
         description="The Keras backend this experiment is computed on, e.g. where its committed results were made "
         "(where its committed results were computed): `run` takes it under the default --backend auto "
