@@ -50,8 +50,6 @@ class SequenceCRFTagger(CRFTagger):
     Its encoder takes token ids and masks id 0 (`Embedding(mask_zero=True)`).
     """
 
-    has_own_loss = True
-
     def predict_batch(self, data):  # predict_step (CRFTagger's) calls it on every backend
         x, _, _ = keras.utils.unpack_x_y_sample_weight(data)
         return crf_marginals(self.crf, self(x, training=False), self._mask(x))

@@ -264,7 +264,7 @@ def lm_on_suite_loss():
 
 
 @pytest.mark.parametrize(("make", "reason"), [
-    (crf_tagger, "the model computes its own loss"),
+    (crf_tagger, "the model has its own training step, loss or metrics"),
     (two_outputs, "the model has not one output"),
     (lm_on_keras_loss, "the model is not compiled with the suite's loss"),
 ], ids=["crf", "two outputs", "keras's loss"])

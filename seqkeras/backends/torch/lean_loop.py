@@ -50,10 +50,9 @@ def unsupported(model: keras.Model) -> str | None:
         # Input) has none yet, and Keras's fit builds it from the first batch.
         (lambda: not model.built, "the model is not built yet"),
         (lambda: not model.trainable_weights, "the model has no trainable weights"),
-        (lambda: getattr(model, "has_own_loss", False), "the model computes its own loss"),
         (lambda: any(getattr(type(model), name) is not getattr(keras.Model, name)
                      for name in ("train_step", "test_step", "compute_loss", "compute_metrics")),
-         "the model has its own training step, loss or metrics"),
+         "the model has its own training step, loss or metrics"),  # a CRF tagger's likelihood (Abilities.own_loss)
         (lambda: isinstance(model, Functional) and len(model.outputs) != 1, "the model has not one output"),
         (lambda: model.loss is None or model.loss is not suite_function(SUITE_LOSS),
          "the model is not compiled with the suite's loss"),
