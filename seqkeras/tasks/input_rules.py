@@ -20,7 +20,9 @@ if TYPE_CHECKING:
 
 VOCABULARY_FILE = "vocabulary.json"  # the run folder's input vocabulary, which a kept model's ids index
 # The subword levels (tasks.subwords), each a split of its own: a kept model cuts words into that level's pieces.
-SUBWORD_SPLITS = ("wordpiece", "bpe", "sentencepiece_unigram", "sentencepiece_bpe")
+# The sentencepiece package's levels, each with the model type it trains (its `model_type`).
+SENTENCEPIECE_TYPES = {"sentencepiece_unigram": "unigram", "sentencepiece_bpe": "bpe"}
+SUBWORD_SPLITS = ("wordpiece", "bpe", *SENTENCEPIECE_TYPES)
 # The name of a file of the run folder, as preprocessing.json names one: a file name's length at most, on one line
 # (where it is read, results.files refuses one that leaves the folder or crosses a link).
 FileName = Annotated[str, StringConstraints(max_length=255, pattern=r"^[^\x00-\x1f\x7f]*$")]

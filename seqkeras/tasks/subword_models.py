@@ -50,10 +50,10 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from seqkeras.errors import SpecError, excerpt
 from seqkeras.tasks.base import PAD, UNK, Vocabulary
+from seqkeras.tasks.input_rules import SENTENCEPIECE_TYPES
 from seqkeras.tasks.tokenizer_checks import check_merges, check_sentencepiece
 
 WORD_START = "\u2581"  # ▁: SentencePiece's mark of a piece that starts a word, and the bpe level's
-SENTENCEPIECE_TYPES = {"sentencepiece_unigram": "unigram", "sentencepiece_bpe": "bpe"}
 SENTENCEPIECE_FILE, BPE_FILE = "sentencepiece.model", "bpe.json"
 # SentencePiece skips a training line longer than this many bytes (its default); a word that long is kept.
 SENTENCEPIECE_LINE_BYTES = 4192

@@ -60,7 +60,7 @@ from pydantic import Field, model_validator
 from seqkeras.errors import SpecError
 from seqkeras.registry import Params
 from seqkeras.tasks.base import PAD, UNK, Vocabulary, pad
-from seqkeras.tasks.input_rules import SUBWORD_SPLITS
+from seqkeras.tasks.input_rules import SENTENCEPIECE_TYPES, SUBWORD_SPLITS
 from seqkeras.tasks.limits import check_padded_size, check_vocabulary_entries
 from seqkeras.tasks.subword_models import (
     BPE_FILE, SENTENCEPIECE_FILE, WORD_START, BpeModel, SentencePieceModel,
@@ -68,7 +68,7 @@ from seqkeras.tasks.subword_models import (
 
 SUBWORD_LEVELS = SUBWORD_SPLITS  # each subword level is a split of a kept model's input rule of its own
 Level = Literal[("word", "char", *SUBWORD_LEVELS)]
-LEVELS_SAID = "level wordpiece, bpe, sentencepiece_unigram or sentencepiece_bpe"
+LEVELS_SAID = f"level {', '.join(SUBWORD_LEVELS[:-1])} or {SUBWORD_LEVELS[-1]}"
 
 DEFAULT_VOCABULARY_SIZE = 1000
 # Fewer pieces than this cannot hold <pad>, <unk> and a Latin alphabet alone and as ##suffixes: below it
@@ -183,7 +183,7 @@ SCHEMES: dict[str, Scheme] = {
     "bpe": Scheme(BpeModel.learn, join_word_starts, WORD_START, BPE_FILE, BpeModel.read),
     **{level: Scheme(partial(SentencePieceModel.learn, level), join_word_starts, WORD_START, SENTENCEPIECE_FILE,
                      partial(SentencePieceModel.read, level))
-       for level in ("sentencepiece_unigram", "sentencepiece_bpe")},
+       for level in SENTENCEPIECE_TYPES},
 }
 assert set(SCHEMES) == set(SUBWORD_LEVELS)
 

@@ -55,6 +55,7 @@ from collections.abc import Iterator, Sequence
 
 from seqkeras.errors import SpecError, excerpt
 from seqkeras.tasks.base import PAD, UNK, Vocabulary
+from seqkeras.tasks.input_rules import SENTENCEPIECE_TYPES
 
 # The pieces a task reserves (tasks.subwords.MARKERS and <unk>): first in every subword vocabulary, made by no merge.
 RESERVED = frozenset({PAD, UNK, "<s>", "</s>"})
@@ -66,7 +67,7 @@ MODEL_TYPE = 3  # TrainerSpec.model_type
 NORMAL, UNKNOWN, CONTROL = 1, 2, 3
 PIECE_TYPES = {1: "normal", 2: "unknown", 3: "control", 4: "user-defined", 5: "unused", 6: "byte"}
 MODEL_TYPES = {1: "UNIGRAM", 2: "BPE", 3: "WORD", 4: "CHAR"}
-LEVEL_MODEL_TYPES = {"sentencepiece_unigram": 1, "sentencepiece_bpe": 2}
+LEVEL_MODEL_TYPES = {level: {"unigram": 1, "bpe": 2}[kind] for level, kind in SENTENCEPIECE_TYPES.items()}
 # (field, name, the value the suite trains with, the proto's default): the settings SentencePiece's encoder reads,
 # besides the model type (the level's: LEVEL_MODEL_TYPES).
 TRAINER_SETTINGS = (
