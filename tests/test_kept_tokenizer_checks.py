@@ -25,6 +25,7 @@ from seqkeras.errors import SpecError, excerpt
 from seqkeras.kept.preprocessing import FILE
 from seqkeras.tasks.base import Vocabulary
 from seqkeras.tasks.subword_models import BpeModel
+from seqkeras.tasks.tokenizer_checks import read_varint
 from tests.helpers import run_cli
 from tests.model_kind_specs import CASES
 from tests.test_subword_levels import pair_runs  # noqa: F401  (its fixture, which `level_runs` asks for)
@@ -115,17 +116,6 @@ def appended_to_piece(proto: bytes, index: int, extra: bytes) -> bytes:
             at += length
         out += proto[start:at]
     return bytes(out)
-
-
-def read_varint(data: bytes, at: int) -> tuple[int, int]:
-    value, shift = 0, 0
-    while True:
-        byte = data[at]
-        at += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, at
-        shift += 7
 
 
 def vocabulary(folder: Path) -> list[str]:

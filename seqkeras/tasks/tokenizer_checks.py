@@ -147,7 +147,8 @@ def check_merges(merges: Sequence[tuple[str, str]], vocabulary: Vocabulary, wher
 # --------------------------------------------------------------------------- sentencepiece.model
 
 
-def _varint(data: memoryview, at: int) -> tuple[int, int]:
+def read_varint(data: bytes | memoryview, at: int) -> tuple[int, int]:
+    """The varint at `at` of a protobuf's bytes and the position after it (a ValueError past the end)."""
     value, shift = 0, 0
     while True:
         if at >= len(data) or shift > 63:
@@ -166,15 +167,15 @@ def proto_fields(data: bytes | memoryview) -> Iterator[tuple[int, int | bytes | 
     data = memoryview(data)
     at = 0
     while at < len(data):
-        key, at = _varint(data, at)
+        key, at = read_varint(data, at)
         field, wire = key >> 3, key & 7
         if wire == 0:
-            value, at = _varint(data, at)
+            value, at = read_varint(data, at)
         elif wire in (1, 5):
             width = 8 if wire == 1 else 4
             value, at = data[at : at + width], at + width
         elif wire == 2:
-            length, at = _varint(data, at)
+            length, at = read_varint(data, at)
             value, at = data[at : at + length], at + length
         else:
             raise ValueError(f"wire type {wire}")
