@@ -9,6 +9,7 @@ TensorFlow test process.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -104,8 +105,146 @@ def test_an_encoder_decoder_exports_its_encoder_and_one_decoder_step(case_id, tr
     np.testing.assert_allclose(served["log_probabilities"].numpy(), expected, atol=1e-4)
 
 
-@pytest.mark.parametrize("case_id, why", [("ngram", "not a Keras graph"), ("tagger-crf", "Viterbi"),
-                                          ("transformer_seq2seq", "key/value caches")])
+def onnx_interface(path) -> dict:
+    """An ONNX graph's inputs and outputs as a server sees them: name → dimensions (sizes, or their names)."""
+    import onnx
+
+    graph = onnx.load(str(path)).graph
+    return {value.name: [dimension.dim_param or dimension.dim_value for dimension in value.type.tensor_type.shape.dim]
+            for value in [*graph.input, *graph.output]}
+
+
+def greedy_onnx_loop(folder, source: np.ndarray, steps: int):
+    """export.json's loop driven with ONNX Runtime, greedily, for `steps` steps: (the tokens chosen [rows, steps],
+    each step's log-probabilities [steps, rows, vocabulary], what the loop carries after the last step)."""
+    manifest = json.loads((folder / "export.json").read_text())
+    loop = manifest["loop"]
+    vocabulary = json.loads((folder / manifest["preprocessing"]).read_text())["output"]["vocabulary"]
+    tokens = json.loads((folder / vocabulary).read_text())
+    encoder = onnxruntime.InferenceSession(str(folder / loop["encoder"]), providers=["CPUExecutionProvider"])
+    step = onnxruntime.InferenceSession(str(folder / loop["step"]), providers=["CPUExecutionProvider"])
+    carried = dict(zip([output.name for output in encoder.get_outputs()], encoder.run(None, {"source": source})))
+    assert set(carried) == set(loop["memory"]) | set(loop["states"])
+    token = np.full(len(source), tokens.index(loop["start"]), dtype="int32")
+    chosen, log_probabilities = [], []
+    for _ in range(steps):
+        outputs = dict(zip([output.name for output in step.get_outputs()],
+                           step.run(None, {item.name: {"token": token, **carried}[item.name]
+                                           for item in step.get_inputs()})))
+        carried |= {name: outputs[replaced_by] for name, replaced_by in loop["states"].items()}
+        token = outputs["log_probabilities"].argmax(axis=-1).astype("int32")
+        chosen.append(token)
+        log_probabilities.append(outputs["log_probabilities"])
+    return np.stack(chosen, axis=1), np.stack(log_probabilities), carried
+
+
+# Two blocks, pre-LN (each block's self-attention reads its input normalized), sine positions.
+PRE_LN = dataclasses.replace(CASE["transformer_seq2seq"], id="transformer_seq2seq-pre-ln",
+                             model={**CASE["transformer_seq2seq"].model, "layers": 2, "normalize_first": True,
+                                    "positions": "sine"},
+                             evaluate={"decoders": [{"name": "greedy"}]})
+
+
+@pytest.mark.parametrize("case", [CASE["transformer_seq2seq"], PRE_LN], ids=lambda case: case.id)
+def test_a_transformer_encoder_decoder_exports_its_encoder_and_a_step_carrying_its_key_value_caches(case,
+                                                                                                    trained_runs,
+                                                                                                    tmp_path):
+    folder = trained_runs.run_folder(case)
+    kept = seqkeras.load_model(folder)
+    texts = ["a b c", "b a", "c"]
+    source = kept.encode(texts).ids.astype("int32")
+    seqkeras.export_model(folder, "onnx", tmp_path / "onnx")
+    manifest = json.loads((tmp_path / "onnx" / "export.json").read_text())
+    loop, config = manifest["loop"], kept.model.config
+    layers, positions = config["layers"], config["target_positions"]
+    assert (loop["encoder"], loop["step"]) == ("encoder.onnx", "decoder_step.onnx")
+    assert set(loop["memory"]) == {"mask"} | {f"layer{n}_cross_cache" for n in range(layers)}
+    assert loop["states"] == {"index": "next_index"} | {f"layer{n}_self_cache": f"next_layer{n}_self_cache"
+                                                        for n in range(layers)}
+    assert loop["max_steps"] == positions > loop["max_output_length"]
+    # Real names, and every dimension a size or a name: the caches' positions are the model's target positions.
+    heads, width = config["num_heads"], config["embedding_dim"] // config["num_heads"]
+    assert onnx_interface(tmp_path / "onnx" / "encoder.onnx") == {
+        "source": ["batch", "source_length"], "mask": ["batch", "source_length"], "index": ["batch"],
+        **{f"layer{n}_cross_cache": ["batch", 2, "source_length", heads, width] for n in range(layers)},
+        **{f"layer{n}_self_cache": ["batch", 2, positions, heads, width] for n in range(layers)}}
+    step_interface = onnx_interface(tmp_path / "onnx" / "decoder_step.onnx")
+    assert step_interface["log_probabilities"] == ["batch", config["target_vocabulary_size"]]
+    assert step_interface["token"] == ["batch"] and step_interface["next_index"] == ["batch"]
+    assert step_interface["next_layer0_self_cache"] == step_interface["layer0_self_cache"]
+    assert manifest["graphs"]["decoder_step.onnx"]["inputs"]["layer0_self_cache"]["shape"] == \
+        [None, 2, positions, heads, width]
+
+    # The exported loop, greedy, against the model's own step model (its log-probabilities at every step) ...
+    start, end = (kept.preprocessing.outputs.index[token] for token in ("<s>", "</s>"))
+    chosen, served, carried = greedy_onnx_loop(tmp_path / "onnx", source, loop["max_output_length"])
+    step_model = kept.model.step_model(source, start, end)
+    state = step_model.start(len(source))
+    tokens = np.full(len(source), start, dtype="int32")
+    for step, log_probabilities in enumerate(served):
+        expected, state = step_model.step(tokens, state)
+        np.testing.assert_allclose(log_probabilities, expected, atol=1e-4)
+        tokens = chosen[:, step]
+    for n in range(layers):  # the caches the loop carries are the model's own
+        own = np.asarray(state["carry"]["self_caches"][n])[: len(source)]
+        np.testing.assert_allclose(carried[f"layer{n}_self_cache"], own, atol=1e-4)
+    np.testing.assert_array_equal(carried["index"], np.full(len(source), len(served)))
+    # ... and against what the kept model decodes (greedy): the same outputs, the same log-probabilities.
+    predicted = kept.predict(texts)
+    words = kept.preprocessing.outputs.tokens
+    for row, (output, log_prob) in enumerate(zip(predicted["output"], predicted["log_prob"])):
+        written = list(chosen[row])
+        length = written.index(end) + 1 if end in written else len(written)
+        assert "".join(words[token] for token in written[:length] if token != end) == output
+        assert served[np.arange(length), row, written[:length]].sum() == pytest.approx(log_prob, abs=1e-4)
+
+
+def test_a_transformer_encoder_decoder_exports_as_savedmodels_that_give_its_step(trained_runs, tmp_path):
+    import tensorflow as tf
+
+    folder = trained_runs.run_folder(CASE["transformer_seq2seq"])
+    kept = seqkeras.load_model(folder)
+    source = kept.encode(["a b c", "b a"]).ids.astype("int32")
+    start = kept.preprocessing.outputs.index["<s>"]
+    step_model = kept.model.step_model(source, start, kept.preprocessing.outputs.index["</s>"])
+    state = step_model.start(len(source))
+    tokens = np.full(len(source), start, dtype="int32")
+    first, state = step_model.step(tokens, state)
+    second, _ = step_model.step(first.argmax(axis=-1).astype("int32"), state)
+
+    exported = seqkeras.export_model(folder, "savedmodel", tmp_path / "savedmodel")
+    assert exported.graphs == ["encoder", "decoder_step"]
+    loop = json.loads((tmp_path / "savedmodel" / "export.json").read_text())["loop"]
+    encoder = tf.saved_model.load(str(tmp_path / "savedmodel" / "encoder"))
+    step = tf.saved_model.load(str(tmp_path / "savedmodel" / "decoder_step"))
+    carried = encoder.serve({"source": tf.constant(source)})
+    served = step.serve({"token": tf.constant(tokens), **carried})
+    np.testing.assert_allclose(served["log_probabilities"].numpy(), first, atol=1e-4)
+    carried |= {name: served[replaced_by] for name, replaced_by in loop["states"].items()}
+    token = tf.constant(served["log_probabilities"].numpy().argmax(axis=-1).astype("int32"))
+    np.testing.assert_allclose(step.serve({"token": token, **carried})["log_probabilities"].numpy(), second,
+                               atol=1e-4)
+
+
+@pytest.mark.parametrize("case_id", ["classifier", "seq2seq"])
+def test_onnx_graphs_name_their_inputs_outputs_and_dimensions(case_id, trained_runs, tmp_path):
+    folder = trained_runs.run_folder(CASE[case_id])
+    exported = seqkeras.export_model(folder, "onnx", tmp_path / "onnx")
+    manifest = json.loads((tmp_path / "onnx" / "export.json").read_text())
+    for graph in exported.graphs:  # file names: model.onnx, or encoder.onnx and decoder_step.onnx
+        interface = onnx_interface(tmp_path / "onnx" / graph)
+        assert set(interface) == set(manifest["graphs"][graph]["inputs"]) | set(manifest["graphs"][graph]["outputs"])
+        assert not any(":" in name or "Identity" in name for name in interface), interface  # no TensorFlow op's
+        if manifest["problem"] != "seq2seq":
+            assert manifest["graphs"][graph]["outputs"] == {"output_0": {"dtype": "float32", "shape": [None, 2]}} \
+                or list(manifest["graphs"][graph]["outputs"]) == ["output_0"], manifest["graphs"][graph]
+        for name, dimensions in interface.items():
+            assert dimensions and all(isinstance(size, int) and size > 0 or size in ("batch", "length", "source_length")
+                                      for size in dimensions), (name, dimensions)
+            assert dimensions[0] == "batch", (name, dimensions)
+
+
+@pytest.mark.parametrize("case_id, why", [("ngram", "not a Keras graph"), ("tagger-crf", "Viterbi")])
 def test_a_kind_that_cannot_be_exported_says_why_in_one_line(case_id, why, trained_runs, tmp_path, capsys):
     folder = trained_runs.run_folder(CASE[case_id])
     capsys.readouterr()  # what training the session's run printed, if this test trained it

@@ -16,7 +16,17 @@ says what each field means), and export.json, which names the graphs, their inpu
 An encoder-decoder's loop: `encoder(source)` gives the memory (with attention) and the decoder's first states;
 then, from `output.start`, each `decoder_step(token, memory..., states...)` gives `log_probabilities` over the
 target vocabulary (and, with attention, its weights over the source) and the next states, `next_<name>` for
-the input `<name>` they replace, until `output.end` or `output.max_output_length` tokens.
+the input `<name>` they replace, until `output.end` or `output.max_output_length` tokens. export.json's `loop`
+names them: `memory` (the encoder's outputs every step reads unchanged), `states` (input → the output that
+replaces it). A recurrent decoder's states are its layers' (layer<n>_h, layer<n>_c); a Transformer's
+(`transformer_seq2seq`, kept/transformer_export.py) are each block's self-attention key/value cache,
+layer<n>_self_cache [batch, 2, positions, heads, head_dim], and the position the step writes, `index` [batch];
+its memory is the source's mask and each block's cross-attention cache (the source's keys and values), and
+`loop.max_steps` (its caches' length) bounds the steps.
+
+In an ONNX graph every dimension is a size or a name: `batch`, and `length` (a model's) or `source_length` (an
+encoder-decoder's), where tf2onnx would write unk__<n>. An encoder-decoder's inputs and outputs are named as
+above; a model's are its inputs' names, and its one output keeps tf2onnx's name (Identity:0).
 
 A kind whose model Keras's export cannot carry is refused in one line saying why (`NotExportable`): an n-gram
 model is counts, not a graph; a CRF tagger decides its tags by Viterbi decoding outside its forward pass.
@@ -40,6 +50,8 @@ from seqkeras.backends.runtime import quiet_stderr
 from seqkeras.errors import SpecError
 from seqkeras.kept.preprocessing import FILE, KERAS_FILE
 from seqkeras.kept.saving import KeptModel, load_model
+from seqkeras.kept.transformer_export import NEXT, TransformerEncoderGraph, TransformerStepGraph
+from seqkeras.models.transformer_seq2seq import TransformerSeq2SeqModel
 from seqkeras.results import files, removal
 from seqkeras.tasks.base import SEQ2SEQ
 
@@ -77,9 +89,11 @@ def export_model(run_folder: str | Path, format: str, output: str | Path, *, ove
     _check_exportable(kept)
     staging = removal.staging_beside(output)
     try:
-        graphs = _export_graphs(kept, format, staging)
+        models = _graph_models(kept)
+        graphs = _export_graphs(kept, format, staging, models)
         _copy_preprocessing(kept, staging)
-        (staging / MANIFEST).write_text(json.dumps(_manifest(kept, format, graphs), indent=1) + "\n", encoding="utf-8")
+        manifest = _manifest(kept, format, graphs, models.get("decoder_step"))
+        (staging / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
         if output.is_dir() and not output.is_symlink() and not any(output.iterdir()):
             output.rmdir()  # empty (checked): the export takes its place
         replaced = removal.swap_in(staging, output, reads=[run])
@@ -114,13 +128,25 @@ def _check_exportable(kept: KeptModel) -> None:
                             "the forward pass that Keras's export writes (use `seqkeras predict`)")
 
 
-def _export_graphs(kept: KeptModel, format: str, folder: Path) -> dict[str, dict]:
-    """Each graph exported into `folder`: its file or folder name → its inputs and outputs (name → dtype, shape)."""
-    if kept.problem == SEQ2SEQ:
-        encoder, step = EncoderGraph(kept.model), DecoderStepGraph(kept.model)
-        graphs = {"encoder": (encoder, encoder.signature()), "decoder_step": (step, step.signature())}
-    else:
+def _graph_models(kept: KeptModel) -> dict:
+    """The Keras models exported, by graph name: the model itself, or an encoder-decoder's encoder and step."""
+    if kept.problem != SEQ2SEQ:
+        return {"model": kept.model}
+    if isinstance(kept.model, TransformerSeq2SeqModel):
+        return {"encoder": TransformerEncoderGraph(kept.model), "decoder_step": TransformerStepGraph(kept.model)}
+    return {"encoder": EncoderGraph(kept.model), "decoder_step": DecoderStepGraph(kept.model)}
+
+
+def _export_graphs(kept: KeptModel, format: str, folder: Path, models: dict) -> dict[str, dict]:
+    """Each graph of `models` exported into `folder`: its file or folder name → its inputs and outputs (name →
+    dtype, shape)."""
+    if "model" in models:
         graphs = {"model": (kept.model, functional_signature(kept.model))}
+        specs, length = _specs(graphs["model"][1]), "length"
+    else:
+        graphs = {name: (model, model.signature()) for name, model in models.items()}
+        # What the encoder gives is what the step reads: one set of specs names the dimensions of both.
+        specs, length = _specs(graphs["encoder"][1]) | _specs(graphs["decoder_step"][1]), "source_length"
     written = {}
     for name, (model, signature) in graphs.items():
         target = folder / (f"{name}.onnx" if format == "onnx" else name)
@@ -134,8 +160,44 @@ def _export_graphs(kept: KeptModel, format: str, folder: Path) -> dict[str, dict
             first = str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
             raise NotExportable(f"{kept.folder}: model kind {kept.kind!r} could not be exported as {format} "
                                 f"({type(error).__name__}: {first})") from None
+        if format == "onnx":
+            named_dimensions(target, specs, length)
         written[target.name] = _interface(signature, written_outputs(target, format))
     return written
+
+
+def named_dimensions(path: Path, specs: dict, length: str) -> None:
+    """Name the dynamic dimensions of an ONNX graph's inputs and outputs, which tf2onnx calls unk__<n>: `batch` on
+    axis 0, `length` (the token sequence's: length, or source_length in an encoder-decoder's graphs) on any other.
+    A tensor named as a spec of `specs`, or next_<that name>, takes the spec's sizes where tf2onnx has none. An
+    output tf2onnx named after a TensorFlow op (`Identity:0`, a plain model's one output) is `output_<i>`, as the
+    SavedModel's signature names it."""
+    import onnx
+
+    graph = onnx.load(str(path))
+    for index, output in enumerate(graph.graph.output):
+        if ":" in output.name:
+            old, output.name = output.name, f"output_{index}"
+            for node in graph.graph.node:
+                node.output[:] = [output.name if name == old else name for name in node.output]
+                node.input[:] = [output.name if name == old else name for name in node.input]
+    for value in [*graph.graph.input, *graph.graph.output]:
+        spec = specs.get(value.name) or specs.get(value.name.removeprefix(NEXT))
+        for axis, dimension in enumerate(value.type.tensor_type.shape.dim):
+            if dimension.HasField("dim_value"):
+                continue
+            size = spec[axis] if spec is not None and axis < len(spec) else None
+            if size is not None:
+                dimension.dim_value = size
+            else:
+                dimension.dim_param = "batch" if axis == 0 else length
+    onnx.save(graph, str(path))
+
+
+def _specs(signature: list) -> dict[str, list]:
+    """A signature's input shapes by name (None where dynamic)."""
+    specs = signature[0] if isinstance(signature[0], dict) else {spec.name: spec for spec in signature}
+    return {name: list(spec.shape) for name, spec in specs.items()}
 
 
 def written_outputs(target: Path, format: str) -> list[str]:
@@ -176,17 +238,22 @@ def _copy_preprocessing(kept: KeptModel, folder: Path) -> None:
         (folder / name).write_bytes(content)
 
 
-def _manifest(kept: KeptModel, format: str, graphs: dict[str, dict]) -> dict:
+def _manifest(kept: KeptModel, format: str, graphs: dict[str, dict], step=None) -> dict:
+    """export.json; with `step` (an encoder-decoder's step graph), the loop: which of the encoder's outputs every
+    step reads unchanged (memory), which it replaces (states: input name → the output that replaces it), and, for
+    a step whose caches have a fixed length, the most steps it takes (max_steps)."""
     document = kept.preprocessing.document
     manifest = {"format": format, "model_kind": kept.kind, "problem": kept.problem, "run": str(kept.folder),
                 "preprocessing": FILE, "graphs": graphs}
-    if kept.problem == SEQ2SEQ:
-        encoder, step = graphs
-        manifest["loop"] = {"encoder": encoder, "step": step, "start": document.output.start,
+    if step is not None:
+        encoder, step_graph = graphs
+        manifest["loop"] = {"encoder": encoder, "step": step_graph, "start": document.output.start,
                             "end": document.output.end, "max_output_length": document.output.max_output_length,
-                            "memory": [name for name in graphs[encoder]["outputs"] if name in MEMORY],
+                            "memory": [name for name in graphs[encoder]["outputs"] if name in step.memory_names],
                             "states": {name: f"{NEXT}{name}" for name in graphs[encoder]["outputs"]
-                                       if name.startswith("layer")}}
+                                       if name in step.state_names}}
+        if getattr(step, "positions", None):
+            manifest["loop"]["max_steps"] = step.positions
     return manifest
 
 
@@ -200,7 +267,6 @@ MEMORY = (*PER_SOURCE_TOKEN, "vector")
 
 
 STATE_PARTS = "hc"  # a recurrent layer's states in Keras's order: h, and c for an LSTM
-NEXT = "next_"  # a step's output state: next_layer0_h is the next step's layer0_h
 
 
 def flat_states(carry: dict) -> dict:

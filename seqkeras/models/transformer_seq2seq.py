@@ -21,6 +21,9 @@ and `next_token_log_probs` advances it; beams gather rows of it.
 
 Attention maps (the run's attention.csv, `predict --attention`): the last decoder block's cross-attention,
 averaged over its heads.
+
+`seqkeras export-model` writes the same encoder and step as two graphs whose caches are named tensors
+(kept/transformer_export.py).
 """
 
 from __future__ import annotations
@@ -45,9 +48,6 @@ class TransformerSeq2SeqModel(keras.Model):
 
     # The evaluator writes attention.csv, and `predict --attention` draws maps, for a model that attends.
     attends = True
-    # What `seqkeras export-model` says instead of exporting (its decoding loop is described for recurrent states).
-    not_exportable = ("its decoding step carries key/value caches written at a moving index, which the exported "
-                      "encoder and decoder-step graphs do not describe (use `seqkeras predict`)")
 
     def __init__(
         self,
