@@ -6,6 +6,16 @@ texts (Markdown, terminal, report) and in the CLI's CSV (`csv_frame`); the frame
 `attrs` hold its `rows` and `columns` keys for a reader of the numbers. Its cells'
 digits follow one rule per table (`reporting.formatting.cell_texts`).
 
+Each cell says how many runs it holds where its table's cells differ in that,
+`0.80 (n=1)`; where they all hold the same number, `attrs["runs_per_cell"]` has it
+and the Markdown says it once below the table (`runs_note`), `n=2 runs per cell.`.
+The numbers (`statistics=True`) have an `n` column instead.
+
+Once `seqkeras evaluate` has added decoders, a run's row without a decoder key is
+its greedy row, and a value that is the run's own (best_epoch, epochs_trained,
+still_improving as a share, train_seconds, params) is read once per run, whatever
+its decoders (`reporting.spec_rows`).
+
 With a `Baseline` (`table --baseline`), each cell is also tested against its
 baseline cell over seeds (`reporting.baseline`): a mark in the texts, p_value,
 test and verdict columns in the numbers, and `attrs["baseline"]` what the title
@@ -25,9 +35,9 @@ from seqkeras.errors import SpecError, translate_validation_error
 from seqkeras.reporting import baseline as against
 from seqkeras.reporting.baseline import Baseline
 from seqkeras.reporting.expectations import Verdict
-from seqkeras.reporting.formatting import cell_numbers, cell_texts
+from seqkeras.reporting.formatting import cell_numbers, cell_texts, counted, runs_per_cell
 from seqkeras.reporting.selection import key_list, require_columns, select
-from seqkeras.reporting.spec_rows import table_views
+from seqkeras.reporting.spec_rows import default_decoder_labelled, each_run_once, reads_each_run_once, table_views
 from seqkeras.results.folder import (
     FAILED, OK, TRAINING_COLUMNS, identity_columns, is_evaluation_key, one_row_per_run, print_warning,
     run_counts, still_improving_said,
@@ -79,23 +89,42 @@ def pivot(runs: pd.DataFrame, table: TableSpec, statistics: bool = False,
         # Every run failed (or none ran yet): no metric column may exist at all; the page lists the failures.
         return pd.DataFrame()
     require_columns(runs, rows + columns + [table.value] + list(table.where) + list(table.pool))
-    chosen = select(runs, table.where)
+    chosen = select(default_decoder_labelled(runs), table.where)
     if chosen.empty:
         return pd.DataFrame()
     # Missing matrix values (a key that one kind of run lacks) become "-" so groupby keeps them.
     keys = rows + columns
-    check_pools_only_over_seeds(chosen, keys, [*table.where, *table.pool])
+    pooled = [*table.where, *table.pool]
+    if reads_each_run_once(table):  # the same in each of a run's decoders' rows: the decoder keys mix nothing
+        chosen = each_run_once(chosen, keys)
+        pooled += [column for column in chosen.columns if is_evaluation_key(column)]
+    check_pools_only_over_seeds(chosen, keys, pooled)
     frame = _labels(chosen[keys + [table.value] + _seed(chosen, keys)], keys)
+    if table.value == STILL_IMPROVING:
+        frame[table.value] = _share(frame)
     groups = frame.groupby(keys, sort=False, dropna=False)[table.value]
     tests = against.cell_tests(frame, keys, table.value, baseline, metric_direction(table.value)) \
         if baseline is not None else None
     note = against.title_note(baseline, [tests]) if tests is not None else ""
-    return _described(_pivot(groups, table, rows, columns, statistics, tests), rows, columns, note)
+    cells = groups.agg(cell_numbers)
+    frame = _pivot(groups, cells, table, rows, columns, statistics, tests)
+    return _described(frame, rows, columns, note, runs_per_cell(list(cells)))
 
 
-def _pivot(groups, table: TableSpec, rows: list[str], columns: list[str], statistics: bool,
+STILL_IMPROVING = "still_improving"
+
+
+def _share(frame: pd.DataFrame) -> pd.Series:
+    """runs.csv's still_improving as a number, 1 (true) or 0 (false): a cell's mean is the share of its runs
+    still improving as their budget ended; a run that does not record it has none."""
+    said = still_improving_said(frame)
+    return said.map({"true": 1.0, "false": 0.0}).astype(float)
+
+
+def _pivot(groups, cells: pd.Series, table: TableSpec, rows: list[str], columns: list[str], statistics: bool,
            tests: dict[tuple, against.CellTest] | None) -> pd.DataFrame:
-    """`pivot`'s frame from its cells' groups: numbers, or texts with the corner header and marks."""
+    """`pivot`'s frame from its cells' groups (and their numbers, `cells`): numbers, or texts with the corner
+    header and marks."""
     if statistics:
         numbers = _statistics(groups)
         stats = list(STATISTICS)
@@ -109,7 +138,7 @@ def _pivot(groups, table: TableSpec, rows: list[str], columns: list[str], statis
         wide = wide[[(stat, *value) for value in values for stat in stats]]
         wide.columns = [f"{_label(value)} {stat}" for value in values for stat in stats]
         return wide.reset_index()
-    grouped = _texts(groups)
+    [grouped] = _texts([cells])
     if tests is not None:
         grouped = against.marked(grouped, tests)
     if not columns:
@@ -119,10 +148,18 @@ def _pivot(groups, table: TableSpec, rows: list[str], columns: list[str], statis
     return result.fillna("").reset_index().rename(columns={rows[-1]: corner(rows, columns)})
 
 
-def _texts(groups) -> pd.Series:
-    """Each cell's "mean ± std" text, by the digits rule of one table (`formatting.cell_texts`)."""
-    cells = groups.agg(cell_numbers)
-    return pd.Series(cell_texts(list(cells)), index=cells.index, dtype=object)
+def _texts(columns: list[pd.Series]) -> list[pd.Series]:
+    """Each cell's "mean ± std" text, by the digits rule of one table (or of each of its metrics' columns,
+    `columns`: each a Series of `formatting.CellNumbers`; `formatting.cell_texts`), each with how many runs it
+    holds where the table's cells differ in that (`formatting.counted`)."""
+    every = runs_per_cell([cell for cells in columns for cell in cells])
+    texts = []
+    for cells in columns:
+        written = cell_texts(list(cells))
+        if every is None:
+            written = [counted(text, cell) for text, cell in zip(written, cells)]
+        texts.append(pd.Series(written, index=cells.index, dtype=object))
+    return texts
 
 
 def corner(rows: list[str], columns: list[str]) -> str:
@@ -131,10 +168,21 @@ def corner(rows: list[str], columns: list[str]) -> str:
     return f"{rows[-1]} \\ {' / '.join(columns)}"
 
 
-def _described(frame: pd.DataFrame, rows: list[str], columns: list[str], note: str) -> pd.DataFrame:
-    """The frame with what it is in its attrs: its row and column keys, and what a baseline adds to its title."""
-    frame.attrs.update(rows=list(rows), columns=list(columns), baseline=note)
+def _described(frame: pd.DataFrame, rows: list[str], columns: list[str], note: str,
+               per_cell: int | None = None) -> pd.DataFrame:
+    """The frame with what it is in its attrs: its row and column keys, what a baseline adds to its title, and
+    the number of runs each of its cells holds (None where they differ: each cell says its own)."""
+    frame.attrs.update(rows=list(rows), columns=list(columns), baseline=note, runs_per_cell=per_cell)
     return frame
+
+
+def runs_note(frame: pd.DataFrame) -> str:
+    """"n=2 runs per cell.": said once below a table whose cells all hold the same number of runs; "" otherwise
+    (its cells then say theirs, `0.80 (n=1)`)."""
+    count = frame.attrs.get("runs_per_cell")
+    if not count:
+        return ""
+    return f"n={count} run{'' if count == 1 else 's'} per cell."
 
 
 def titled(title: str, frame: pd.DataFrame) -> str:
@@ -215,11 +263,13 @@ def default_table(runs: pd.DataFrame, matrix_columns: list[str], pool: list[str]
     if baseline is not None:
         against.check_baseline(runs, baseline)
         against.check_key_in(baseline, keys, "the table of every run")
-    finished = runs[runs["status"] == OK]
+    finished = default_decoder_labelled(runs[runs["status"] == OK])
     if finished.empty:
         return pd.DataFrame()
     frame = _labels(finished[keys + metrics + _seed(finished, keys)], keys)
     groups = frame.groupby(keys, sort=False, dropna=False)
+    cells = [groups[metric].agg(cell_numbers) for metric in metrics]
+    per_cell = runs_per_cell([cell for column in cells for cell in column])
     tests = {metric: against.cell_tests(frame, keys, metric, baseline, metric_direction(metric))
              for metric in metrics} if baseline is not None else None
     note = against.title_note(baseline, list(tests.values())) if tests is not None else ""
@@ -230,18 +280,22 @@ def default_table(runs: pd.DataFrame, matrix_columns: list[str], pool: list[str]
             if tests is not None:
                 numbers = numbers.join(against.test_columns(numbers.index, tests[metric]))
             parts.append(numbers.rename(columns=lambda stat, m=metric: f"{m} {stat}"))
-        return _described(pd.concat(parts, axis=1).reset_index(), keys, [], note)
-    texts = pd.DataFrame({metric: _texts(groups[metric]) for metric in metrics})  # the rule per metric
+        return _described(pd.concat(parts, axis=1).reset_index(), keys, [], note, per_cell)
+    texts = pd.DataFrame(dict(zip(metrics, _texts(cells))))  # the digits rule per metric, n over the table
     if tests is not None:
         for metric in metrics:
             texts[metric] = against.marked(texts[metric], tests[metric])
-    return _described(texts.reset_index(), keys, [], note)
+    return _described(texts.reset_index(), keys, [], note, per_cell)
 
 
 def to_markdown(frame: pd.DataFrame) -> str:
+    """The table as Markdown, and below it how many runs each cell holds when they all hold the same
+    number (`runs_note`)."""
     if frame.empty:
         return "_no finished runs_"
-    return frame.to_markdown(index=False, disable_numparse=True)
+    text = frame.to_markdown(index=False, disable_numparse=True)
+    note = runs_note(frame)
+    return f"{text}\n\n{note}" if note else text
 
 
 def verdict_frame(verdicts: list[Verdict]) -> pd.DataFrame:
@@ -314,7 +368,7 @@ def summary_tables(runs: pd.DataFrame, tables: list[TableSpec], matrix_columns: 
         return [(titled("Runs (mean ± std over seeds)", frame), frame)]
     if pool:
         tables = [t.model_copy(update={"pool": [*t.pool, *pool]}) for t in tables]
-    views = table_views(runs, tables, own_decoders)
+    views = table_views(default_decoder_labelled(runs), tables, own_decoders)
     marked = [baseline] * len(views)
     if baseline is not None:
         against.check_baseline(runs, baseline)

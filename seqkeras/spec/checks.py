@@ -12,7 +12,7 @@ import json
 from seqkeras import catalog
 from seqkeras.evaluation import metric_catalog
 from seqkeras.errors import SpecError, did_you_mean, shown, unknown_choice
-from seqkeras.spec.outputs import OutputRow, matching
+from seqkeras.spec.outputs import RUN_COLUMNS, OutputRow, matching
 from seqkeras.spec.runs import ResolvedComponent, decoder_columns
 from seqkeras.spec.sections import EvaluateSpec, ExperimentSpec
 from seqkeras.tasks.base import CLASSIFICATION, REGRESSION, TAGGING
@@ -302,7 +302,7 @@ def check_outputs(spec: ExperimentSpec, rows: list[OutputRow]) -> None:
     for index, table in enumerate(spec.tables()):
         prefix = f"table[{index}]" if isinstance(spec.table, list) else "table"
         chosen = _selected(rows, table.where, f"{prefix}.where")
-        _check_metric(chosen, table.value, f"{prefix}.value", every_row=False)
+        _check_metric(chosen, table.value, f"{prefix}.value", every_row=False, in_table=True)
         _check_pooling(chosen, table, prefix)
     for index, plot in enumerate(spec.plots):
         chosen = _selected(rows, plot.where, f"plots[{index}].where")
@@ -351,10 +351,11 @@ def _selected(rows: list[OutputRow], where: dict, path: str) -> list[OutputRow]:
     return chosen
 
 
-def _check_metric(rows: list[OutputRow], metric: str, path: str, *, every_row: bool) -> None:
-    having = [row for row in rows if row.has(metric)]
+def _check_metric(rows: list[OutputRow], metric: str, path: str, *, every_row: bool, in_table: bool = False) -> None:
+    """in_table: a table's value, which may also be a number runs.csv has per run (OutputRow.columns)."""
+    having = [row for row in rows if row.has(metric, in_table=in_table)]
     if not having:
-        reported = list(dict.fromkeys(name for row in rows for name in row.metrics))
+        reported = list(dict.fromkeys(name for row in rows for name in (row.columns if in_table else row.metrics)))
         raise SpecError(
             f"the runs selected here do not report {shown(metric)}.{did_you_mean(metric, reported)} "
             f"They report: {_listed(reported)}.",
@@ -371,7 +372,11 @@ def _check_metric(rows: list[OutputRow], metric: str, path: str, *, every_row: b
 def _check_pooling(rows: list[OutputRow], table, path: str) -> None:
     """A cell averages seeds only, unless the table pools a key: refuse a table that would mix runs silently."""
     shown_keys = [*_as_list(table.rows), *_as_list(table.columns)]
-    varying = _varying_within(rows, shown_keys, {*table.where, *table.pool})
+    fixed = {*table.where, *table.pool}
+    if table.value in RUN_COLUMNS and not any(_is_decoder_key(key) for key in shown_keys):
+        # One value per run, the same in each of its decoders' rows: the table takes each run once (reporting.tables).
+        fixed |= {key for row in rows for key in row.keys if _is_decoder_key(key)}
+    varying = _varying_within(rows, shown_keys, fixed)
     if varying:
         them = "it" if len(varying) == 1 else "them"
         raise SpecError(
@@ -403,6 +408,12 @@ def _varying_within(rows: list[OutputRow], shown_keys: list[str], fixed: set[str
     ignored = {*shown_keys, *fixed, "seed"}
     return [key for key in dict.fromkeys(k for row in rows for k in row.keys) if key not in ignored and any(
         len({str(row.keys.get(key)) for row in group}) > 1 for group in groups.values())]
+
+
+def _is_decoder_key(key: str) -> bool:
+    """A key of a run's evaluation rows (`decoder`, `decoder.width`), not of the run (as results.folder's
+    is_evaluation_key, which spec/ may not import)."""
+    return key == "decoder" or key.startswith("decoder.")
 
 
 def _as_list(keys: str | list[str] | None) -> list[str]:

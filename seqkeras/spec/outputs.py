@@ -22,12 +22,24 @@ from seqkeras.evaluation.gradient_flow import METRICS as GRADIENT_FLOW_METRICS
 from seqkeras.evaluation.gradient_flow import NAME as GRADIENT_FLOW
 from seqkeras.evaluation.metric_catalog import BY_LENGTH, METRICS
 from seqkeras.evaluation.seq2seq_metrics import bucket_metric_pattern
-from seqkeras.decoding.decoders import decoder_keys
+from seqkeras.decoding.decoders import GreedyChoice, decoder_keys
 from seqkeras.spec.runs import RunSpec
 from seqkeras.tasks.base import LANGUAGE_MODELING, SEQ2SEQ
 
 TRAINING_COLUMNS = ("params", "train_seconds")  # every training run's record has them
 PROBE_COLUMNS = ("train_seconds",)
+# How a run trained over epochs went: runs.csv's columns of its record's `training` (results.folder.TRAINING_COLUMNS,
+# which spec/ may not import: a test keeps the two the same).
+EPOCH_COLUMNS = ("epochs_trained", "best_epoch", "still_improving")
+# runs.csv's columns that are one number per run, the same in each of its decoders' rows: a table of one of them
+# takes each run once, whatever decoders were evaluated (still_improving as the share of runs, 0 to 1).
+RUN_COLUMNS = (*TRAINING_COLUMNS, *EPOCH_COLUMNS)
+
+
+def default_decoder_keys() -> dict[str, Any]:
+    """The decoder keys of a run evaluated with no decoder named (greedy): those its one row gets once rows of
+    other decoders join it (`seqkeras evaluate`), and that a table gives a row of such a run still without them."""
+    return decoder_keys(GreedyChoice())
 
 
 @dataclass(frozen=True)
@@ -40,8 +52,15 @@ class OutputRow:
     # model estimated by counting have no epochs.
     trained_over_epochs: bool = False
 
-    def has(self, metric: str) -> bool:
-        return any(fnmatch.fnmatchcase(metric, name) for name in self.metrics)
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The metrics, and runs.csv's columns of how its training went (EPOCH_COLUMNS) when it trained over epochs:
+        all that a table may show of the row."""
+        return (*self.metrics, *EPOCH_COLUMNS) if self.trained_over_epochs else self.metrics
+
+    def has(self, metric: str, *, in_table: bool = False) -> bool:
+        """Whether the row reports `metric`; in_table: or has it among the `columns` a table may show."""
+        return any(fnmatch.fnmatchcase(metric, name) for name in (self.columns if in_table else self.metrics))
 
 
 def output_rows(run: RunSpec) -> list[OutputRow]:
