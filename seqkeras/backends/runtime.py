@@ -20,7 +20,7 @@ from seqkeras.backends.torch.memory import reuse_freed_memory
 from seqkeras.errors import SpecError
 
 # The backends the suite runs on (a spec's `backend:` and --backend take these, besides auto), each with its package.
-Backend = Literal["tensorflow", "torch", "jax"]
+Backend = Literal["tensorflow", "jax", "torch"]
 BACKEND_PACKAGES: dict[str, str] = {name: name for name in typing.get_args(Backend)}
 
 # TensorFlow's C++ log lines at run time ("E0000 … oneDNN supports DT_BOOL only on platforms with

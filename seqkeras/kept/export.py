@@ -120,9 +120,6 @@ def _check_exportable(kept: KeptModel) -> None:
     if kept.model_kind.model_file.name != KERAS_FILE:
         raise NotExportable(f"{where} cannot be exported: its model is {kept.model_kind.model_file.holds} "
                             f"({kept.model_kind.model_file.name}), not a Keras graph")
-    reason = getattr(kept.model, "not_exportable", None)  # the model's own word on what its export would miss
-    if reason:
-        raise NotExportable(f"{where} cannot be exported: {reason}")
     if kept.abilities.tags:
         raise NotExportable(f"{where} cannot be exported: its tags come from the CRF's Viterbi decoding, outside "
                             "the forward pass that Keras's export writes (use `seqkeras predict`)")
