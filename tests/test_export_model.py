@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -19,6 +22,7 @@ import seqkeras
 from seqkeras.kept.export import flat_states
 from tests.helpers import run_cli
 from tests.model_kind_specs import CASES
+from tests.test_subword_levels import pair_runs  # noqa: F401 (a fixture: a tiny run at each subword level)
 
 pytest.importorskip("onnxruntime", reason="the export extra is not installed (pip install -r requirements-export.txt)")
 pytest.importorskip("tf2onnx", reason="the export extra is not installed (pip install -r requirements-export.txt)")
@@ -47,7 +51,7 @@ def test_a_classifier_exports_as_onnx_that_onnx_runtime_runs_as_keras_does(train
     assert code == 0, err
     assert f"wrote {out}" in printed
     assert sorted(path.name for path in out.iterdir()) == ["export.json", "model.onnx", "preprocessing.json",
-                                                            "vocabulary.json"]
+                                                            "serve.py", "vocabulary.json"]
     manifest = json.loads((out / "export.json").read_text())
     (graph,) = manifest["graphs"].values()
     (input_name,) = graph["inputs"]
@@ -313,3 +317,57 @@ def test_export_selects_a_run_as_predict_does(trained_runs, tmp_path, capsys):
     assert code == 2 and "2 finished runs with cell=lstm" in err and not (tmp_path / "other").exists()
     exported = seqkeras.export_model(experiment, "onnx", tmp_path / "api", where={"model.cell": "lstm"}, seed=1)
     assert exported.folder == tmp_path / "api" and (tmp_path / "api" / "model.onnx").is_file()
+
+
+def served(folder, text: str, tmp_path) -> str:
+    """What the export's serve.py prints for `text`, run by this Python in isolated mode (no PYTHONPATH, no
+    script folder on sys.path) from a folder of its own; the modules it imported (-X importtime) hold no seqkeras."""
+    here = tmp_path / "elsewhere"
+    here.mkdir(exist_ok=True)
+    environment = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    done = subprocess.run([sys.executable, "-I", "-X", "importtime", str(folder / "serve.py"), text], cwd=here,
+                          env=environment, capture_output=True, text=True, encoding="utf-8", timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    imported = [line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time")]
+    assert "onnxruntime" in imported and not [name for name in imported if name.startswith("seqkeras")], imported
+    return done.stdout.rstrip("\n")
+
+
+SERVED_TEXTS = {"classifier": ["SA n1 n2 SB n3", "n1 SB zz", "SB"], "seq2seq": ["a b c", "b a zz"],
+                "transformer_seq2seq": ["a b c", "c"]}
+
+
+@pytest.mark.parametrize("case_id", list(SERVED_TEXTS))
+def test_an_onnx_export_serves_a_text_with_its_serve_py_as_the_kept_model_predicts(case_id, trained_runs,
+                                                                                   tmp_path):
+    folder = trained_runs.run_folder(CASE[case_id])
+    kept = seqkeras.load_model(folder)
+    out = tmp_path / "served"
+    seqkeras.export_model(folder, "onnx", out)
+    manifest = json.loads((out / "export.json").read_text())
+    assert manifest["serve"] == "serve.py" and "tokenizer" not in manifest  # a word-level run: its vocabulary alone
+    script = (out / "serve.py").read_text()
+    assert "import seqkeras" not in script and "from seqkeras" not in script and len(script.splitlines()) < 120
+    for text in SERVED_TEXTS[case_id]:
+        predicted = kept.predict([text])
+        column = "label" if kept.problem == "classification" else "output"
+        assert served(out, text, tmp_path) == predicted[column][0], text
+
+
+@pytest.mark.slow
+def test_a_bpe_runs_export_holds_its_tokenizer_json_and_serves_as_the_kept_model_predicts(request, tmp_path):
+    from tokenizers import Tokenizer
+
+    folder = request.getfixturevalue("pair_runs")["bpe"]  # a tiny sentence_pairs GRU encoder-decoder at level bpe
+    kept = seqkeras.load_model(folder)
+    out = tmp_path / "served"
+    seqkeras.export_model(folder, "onnx", out)
+    manifest = json.loads((out / "export.json").read_text())
+    assert manifest["tokenizer"] == {"file": "tokenizer.json", "library": "tokenizers",
+                                     "read": "tokenizers.Tokenizer.from_file('tokenizer.json').encode(text).ids"}
+    texts = ["seventy one", "forty five", "zyzzyva quokka"]  # the last: letters never trained on, <unk> pieces
+    tokenizer = Tokenizer.from_file(str(out / "tokenizer.json"))  # the library's own file: the run's pieces
+    for text, encoded in zip(texts, kept.encode(texts).ids):
+        assert tokenizer.encode(text).ids == [int(i) for i in encoded if i != 0], text
+    for text in texts:
+        assert served(out, text, tmp_path) == kept.predict([text])["output"][0], text

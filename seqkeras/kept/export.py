@@ -12,6 +12,14 @@ says what each field means), and export.json, which names the graphs, their inpu
       (| DIR/encoder/, DIR/decoder_step/)        (export.json's `loop` says how)
     DIR/preprocessing.json, DIR/vocabulary.json (, DIR/target_vocabulary.json)
     DIR/export.json
+    DIR/tokenizer.json                           a bpe run's tokenizer as the `tokenizers` package saves it
+    DIR/serve.py                                 (ONNX) an example server: python serve.py "a text"
+
+export.json's `tokenizer` names the run's subword tokenizer in its library's format, where it has one (bpe:
+tokenizer.json, the tokenizer the run splits with; sentencepiece_*: sentencepiece.model; wordpiece: keras-hub
+reads vocabulary.json), and how to read it; serve.py (kept/serving_example.py) runs an ONNX export with numpy
+and onnxruntime alone and prints what `seqkeras predict` would: a classifier's label, an encoder-decoder's
+greedy output.
 
 An encoder-decoder's loop: `encoder(source)` gives the memory (with attention) and the decoder's first states;
 then, from `output.start`, each `decoder_step(token, memory..., states...)` gives `log_probabilities` over the
@@ -50,6 +58,7 @@ from seqkeras.backends.runtime import quiet_stderr
 from seqkeras.errors import SpecError
 from seqkeras.kept.preprocessing import FILE, KERAS_FILE
 from seqkeras.kept.saving import KeptModel, load_model
+from seqkeras.kept.serving_example import tokenizer_files, write_script
 from seqkeras.kept.transformer_export import NEXT, TransformerEncoderGraph, TransformerStepGraph
 from seqkeras.models.transformer_seq2seq import TransformerSeq2SeqModel
 from seqkeras.results import files, removal
@@ -93,6 +102,11 @@ def export_model(run_folder: str | Path, format: str, output: str | Path, *, ove
         graphs = _export_graphs(kept, format, staging, models)
         _copy_preprocessing(kept, staging)
         manifest = _manifest(kept, format, graphs, models.get("decoder_step"))
+        tokenizer = tokenizer_files(kept, staging)
+        if tokenizer is not None:
+            manifest["tokenizer"] = tokenizer
+        if format == "onnx":
+            manifest["serve"] = write_script(staging)
         (staging / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
         if output.is_dir() and not output.is_symlink() and not any(output.iterdir()):
             output.rmdir()  # empty (checked): the export takes its place
