@@ -75,17 +75,20 @@ def test_a_classifier_exports_as_a_savedmodel_that_tensorflow_loads_and_calls(tr
     np.testing.assert_allclose(served.serve(tf.constant(ids)).numpy(), kept.model.predict(ids, verbose=0), atol=1e-5)
 
 
+def first_step(kept):
+    """Two sources' ids, the kept encoder-decoder's own step model on them, the start tokens and its first state."""
+    source = kept.encode(["a b c", "b a"]).ids.astype("int32")
+    start = kept.preprocessing.outputs.index["<s>"]
+    step_model = kept.model.step_model(source, start, kept.preprocessing.outputs.index["</s>"])
+    return source, step_model, np.full(len(source), start, dtype="int32"), step_model.start(len(source))
+
+
 @pytest.mark.parametrize("case_id", ["seq2seq", "seq2seq-repeat-vector"])
 def test_an_encoder_decoder_exports_its_encoder_and_one_decoder_step(case_id, trained_runs, tmp_path):
     import tensorflow as tf
 
     folder = trained_runs.run_folder(CASE[case_id])
-    kept = seqkeras.load_model(folder)
-    source = kept.encode(["a b c", "b a"]).ids.astype("int32")
-    start = kept.preprocessing.outputs.index["<s>"]
-    step_model = kept.model.step_model(source, start, kept.preprocessing.outputs.index["</s>"])
-    state = step_model.start(len(source))
-    tokens = np.full(len(source), start, dtype="int32")
+    source, step_model, tokens, state = first_step(seqkeras.load_model(folder))
     expected, state = step_model.step(tokens, state)
 
     seqkeras.export_model(folder, "onnx", tmp_path / "onnx")
@@ -207,12 +210,7 @@ def test_a_transformer_encoder_decoder_exports_as_savedmodels_that_give_its_step
     import tensorflow as tf
 
     folder = trained_runs.run_folder(CASE["transformer_seq2seq"])
-    kept = seqkeras.load_model(folder)
-    source = kept.encode(["a b c", "b a"]).ids.astype("int32")
-    start = kept.preprocessing.outputs.index["<s>"]
-    step_model = kept.model.step_model(source, start, kept.preprocessing.outputs.index["</s>"])
-    state = step_model.start(len(source))
-    tokens = np.full(len(source), start, dtype="int32")
+    source, step_model, tokens, state = first_step(seqkeras.load_model(folder))
     first, state = step_model.step(tokens, state)
     second, _ = step_model.step(first.argmax(axis=-1).astype("int32"), state)
 
