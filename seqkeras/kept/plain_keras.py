@@ -48,28 +48,35 @@ def _plain_compile_config(model):
     if not getattr(model, "compiled", False):
         yield
         return
-    config = plain_compile_config(model.get_compile_config(), reached_rate(model.optimizer))
+    original = model.get_compile_config()
+    config = plain_compile_config(original, reached_rate(model.optimizer))
+    written = _learning_rate(config)
+    rate = written if isinstance(written, float) and isinstance(_learning_rate(original), dict) else None
     # An instance attribute over Keras's method (which saving calls), set and removed with object's own
     # __setattr__: Keras's and torch.nn.Module's would track it.
     object.__setattr__(model, "get_compile_config", lambda: config)
     try:
-        with _rate_as_variable(model.optimizer, config):
+        with _rate_as_variable(model.optimizer, rate):
             yield
     finally:
         object.__delattr__(model, "get_compile_config")
 
 
+def _learning_rate(config: dict[str, Any]) -> Any:
+    """A serialized compile config's optimizer learning rate: a number, a serialized schedule, or None."""
+    optimizer = config.get("optimizer")
+    written = optimizer.get("config") if isinstance(optimizer, dict) else None
+    return written.get("learning_rate") if isinstance(written, dict) else None
+
+
 @contextlib.contextmanager
-def _rate_as_variable(optimizer, config: dict[str, Any]):
-    """While the model is written, an optimizer whose schedule the config now writes as a rate holds that rate as
-    Keras's optimizer built from the config will: a `learning_rate` variable right after `iterations` (Keras's
-    BaseOptimizer tracks them in that order), so that the file's optimizer variables are the ones it loads, with no
-    "Skipping variable loading" and the step count and moments kept."""
-    written = (config.get("optimizer") or {}).get("config", {}) if isinstance(config.get("optimizer"), dict) else {}
-    rate = written.get("learning_rate")
+def _rate_as_variable(optimizer, rate: float | None):
+    """While the model is written, an optimizer whose schedule the config writes as `rate` (None: it does not)
+    holds that rate as Keras's optimizer built from the config will: a `learning_rate` variable right after
+    `iterations` (Keras's BaseOptimizer tracks them in that order), so that the file's optimizer variables are the
+    ones it loads, with no "Skipping variable loading" and the step count and moments kept."""
     variables = getattr(optimizer, "_variables", None)
-    if not isinstance(rate, float) or not isinstance(optimizer.get_config().get("learning_rate"), dict) \
-            or not isinstance(variables, list) or not variables or variables[0] is not optimizer.iterations:
+    if rate is None or not isinstance(variables, list) or not variables or variables[0] is not optimizer.iterations:
         yield
         return
     variable = keras.Variable(rate, name="learning_rate", dtype=keras.backend.floatx(), trainable=False)
@@ -90,11 +97,10 @@ def plain_compile_config(config: dict[str, Any], rate: float | None = None) -> d
     (the optimizer's present learning rate) in place of a schedule of the suite's."""
     plain = dict(config)
     plain["optimizer"] = public_optimizer(config.get("optimizer"))
-    optimizer = plain["optimizer"]
-    if rate is not None and isinstance(optimizer, dict) and isinstance(optimizer.get("config"), dict):
-        schedule = optimizer["config"].get("learning_rate")
-        if isinstance(schedule, dict) and str(schedule.get("registered_name", "")).startswith(SUITES):
-            plain["optimizer"] = {**optimizer, "config": {**optimizer["config"], "learning_rate": rate}}
+    schedule = _learning_rate(plain)
+    if rate is not None and isinstance(schedule, dict) and str(schedule.get("registered_name", "")).startswith(SUITES):
+        optimizer = plain["optimizer"]
+        plain["optimizer"] = {**optimizer, "config": {**optimizer["config"], "learning_rate": rate}}
     plain["loss"] = keras_equivalent(config.get("loss"))
     for key in ("metrics", "weighted_metrics"):
         if isinstance(config.get(key), list):

@@ -46,9 +46,11 @@ def destination(path: str | Path) -> Path:
     return raw.absolute().parent.resolve() / raw.name
 
 
-def refusal(target: Path, *, reads: Iterable[Path] = (), what: str = "it") -> str:
+def refusal(target: Path, *, reads: Iterable[Path] = (), what: str = "it", results: bool = True) -> str:
     """Why the resolved `target` must not be removed or replaced; "" when it may be. `reads`: paths the command
-    reads (the run it exports), which the target must not hold. `what` names the target in the sentence."""
+    reads (the run it exports), which the target must not hold. `what` names the target in the sentence.
+    `results`: whether a folder holding results of the suite is refused too (not for the suite's own scratch,
+    a rerun's staging folder, which holds a run's record)."""
     target = Path(target)
     if stat.S_ISLNK(_mode(target)):
         return ""  # a link is replaced as a link: nothing it points to is touched
@@ -67,7 +69,7 @@ def refusal(target: Path, *, reads: Iterable[Path] = (), what: str = "it") -> st
             return f"{what} is {source}, which this command reads"
         if real in source.parents:
             return f"{what} holds {source}, which this command reads"
-    marked = _results_mark(real)
+    marked = _results_mark(real) if results else None
     if marked is not None:
         return f"{what} holds results of the suite ({marked})"
     return ""
@@ -146,7 +148,7 @@ def remove_tree(path: Path, *, inside: Path) -> None:
     if stat.S_ISLNK(_mode(target)) or not stat.S_ISDIR(_mode(target)):
         target.unlink(missing_ok=True)
         return
-    why = refusal(target, what=str(target))
-    if why and "results of the suite" not in why:
+    why = refusal(target, what=str(target), results=False)
+    if why:
         raise ValueError(f"refusing to remove {target}: {why}")
     shutil.rmtree(target, ignore_errors=True)

@@ -475,8 +475,9 @@ def check_objective(objective: str, run) -> None:
     if abilities.estimated:
         raise SpecError(f"model kind {run.model.name!r}{where} is estimated by counting, in one pass: it has no "
                         "training history to tune on", path="tune")
-    measured = [name for name in history_values(run.task, run.model, run.train) if name.startswith("val_")] or \
-        [f"val_{name}" for name in history_values(run.task, run.model, run.train)]
+    history = history_values(run.task, run.model, run.train)
+    # Without validation data, what it would measure there (the check below then asks for some).
+    measured = [name for name in history if name.startswith("val_")] or [f"val_{name}" for name in history]
     scorable = [f"val_{name}" for name in validation_metric_names(run.model)]
     if objective in scorable and objective not in measured:
         raise SpecError(f"{shown(objective)} is a score of the validation data by the task's metric{where}: "
