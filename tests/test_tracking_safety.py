@@ -26,7 +26,7 @@ pytest.importorskip("mlflow", reason="pip install -r requirements-tracking.txt")
 
 from seqkeras.errors import SpecError  # noqa: E402
 from seqkeras.tracking import mlflow_store  # noqa: E402
-from seqkeras.tracking.mlflow_store import check_store, parse_track, shown_uri, store_write  # noqa: E402
+from seqkeras.tracking.mlflow_store import check_store, hidden_credentials, parse_track, store_write  # noqa: E402
 from seqkeras.tracking.mlflow_tracking import MlflowTracker  # noqa: E402
 from tests.helpers import run_cli  # noqa: E402
 from tests.test_tracking_stores import fake_results, store_runs  # noqa: E402
@@ -262,7 +262,7 @@ def test_no_run_file_is_written_where_an_experiment_of_the_root_s_store_points_o
     ("sqlite:////tmp/results/mlflow.db", "sqlite:////tmp/results/mlflow.db"),
 ])
 def test_shown_uri_replaces_the_password(uri, shown):
-    assert shown_uri(uri) == shown
+    assert hidden_credentials(uri) == shown
     assert mlflow_store.hidden_credentials(f"API request to {uri}/api failed") == f"API request to {shown}/api failed"
 
 

@@ -52,7 +52,7 @@ def client_for(uri: str, lock: Path | None = None, guard: StoreGuard | None = No
 class LiveTracking:
     """Where the runs of one experiment are logged while they run; picklable, for worker processes."""
 
-    uri: str = field(repr=False)  # may hold a password (mlflow_store.shown_uri)
+    uri: str = field(repr=False)  # may hold a password (mlflow_store.hidden_credentials)
     lock: Path | None       # the store's inter-process lock (a SQLite or folder store), None for a server
     artifacts: Path         # a SQLite store's artifact root
     experiment: str         # the MLflow experiment: the seqkeras experiment's folder name

@@ -6,7 +6,7 @@ other store. `check_store` checks it when the tracker is made: a scheme MLflow k
 a folder that exists or can be made and can be written, and for SQLite a database
 that opens and is created and migrated; for a tracking server (`http(s)://`), one
 that answers MLflow's API within seconds (`reach_server`). A bad one is a SpecError
-(`--track mlflow=URI: why`), the URI shown without its password (`shown_uri`).
+(`--track mlflow=URI: why`), the URI shown without its password (`hidden_credentials`).
 
 The results root may hold someone else's files: a store's files below it (`mlflow.db`,
 its lock and journals, `mlflow-artifacts/`, an explicit store inside the root) are made
@@ -85,14 +85,9 @@ def missing() -> str | None:
 
 
 def hidden_credentials(text: str) -> str:
-    """`text` with the password of every URI in it (`scheme://user:password@host`) replaced by ***."""
+    """`text` (a tracking URI, or a message that names one) with the password of every URI in it replaced, as it
+    may be shown or written anywhere: `http://user:password@host:5000` → `http://user:***@host:5000`."""
     return URI_PASSWORD.sub(r"\g<head>:***@", text)
-
-
-def shown_uri(uri: str) -> str:
-    """A tracking URI as it may be shown or written anywhere (messages, progress lines, records):
-    `http://user:password@host:5000` → `http://user:***@host:5000`."""
-    return hidden_credentials(uri)
 
 
 def results_root(out_root: Path) -> Path:
@@ -271,7 +266,8 @@ def parse_track(option: str, out_root: Path) -> str:
     refused by `check_store`); `mlflow=URI` → URI. Anything else is a SpecError."""
     name, _, uri = option.partition("=")
     if name != "mlflow":
-        raise SpecError(f"--track {shown_uri(option)!r}: the tracker is mlflow (--track mlflow, or --track mlflow=URI)")
+        raise SpecError(f"--track {hidden_credentials(option)!r}: the tracker is mlflow (--track mlflow, or --track "
+                        "mlflow=URI)")
     if _ and not uri:
         raise SpecError("--track mlflow=: give the tracking URI after '=', or leave '=' out for the default store")
     reason = missing()
@@ -460,7 +456,7 @@ def check_store(uri: str, out_root: Path) -> CheckedStore:
     connection and answer MLflow's API at once, tried once (not MLflow's minutes of retries)."""
 
     def refused(why: str) -> SpecError:
-        return SpecError(f"--track mlflow={shown_uri(uri)}: {hidden_credentials(why)}")
+        return SpecError(f"--track mlflow={hidden_credentials(uri)}: {hidden_credentials(why)}")
 
     scheme = uri_scheme(uri)
     if scheme not in KNOWN_SCHEMES and scheme not in plugin_schemes():
@@ -554,8 +550,8 @@ def artifact_location_problem(uri: str, location: str | None, artifacts: Path) -
                 return outside_the_rule(problem, root)
         return ""
     if store_inside:
-        return (f"its artifact location {shown_uri(str(location))} is not inside the results root {root}, where "
-                "the store is")
+        return (f"its artifact location {hidden_credentials(str(location))} is not inside the results root {root}, "
+                "where the store is")
     return ""
 
 

@@ -17,7 +17,7 @@ the MLflow experiment named as the seqkeras experiment's folder:
 The store is the one `mlflow_store` names and checks when the tracker is made,
 before anything trains; each record is logged under the store's inter-process lock, its
 paths below the results root checked again first (`mlflow_store.StoreGuard`). The store's
-URI is shown without its password (`mlflow_store.shown_uri`).
+URI is shown without its password (`mlflow_store.hidden_credentials`).
 
 A record is logged once: logging it again (a rerun that reuses it, `track`, a run logged
 live) finds it by its `seqkeras.record` tag, set last, and leaves it. Names come from the folders,
@@ -42,7 +42,7 @@ from seqkeras.tracking.mlflow_runs import (
     DIGEST_TAG, FOLDER_TAG, close_run, digest, experiment_id, log_metrics, log_params, opening_tags, record_key,
     record_name_problem, started_ms, upload_run_files,
 )
-from seqkeras.tracking.mlflow_store import check_store, first_line, shown_uri, store_write
+from seqkeras.tracking.mlflow_store import check_store, first_line, hidden_credentials, store_write
 
 INTERRUPTED = "interrupted"            # seqkeras.status of a live run whose process ended before the run did
 
@@ -64,7 +64,7 @@ class MlflowTracker:
     @property
     def shown_uri(self) -> str:
         """The store's URI as it is shown: without its password."""
-        return shown_uri(self.uri)
+        return hidden_credentials(self.uri)
 
     def describe(self) -> str:
         return f"tracking: each run is logged to MLflow at {self.shown_uri}"
