@@ -123,7 +123,7 @@ def test_evaluation_decodes_through_the_compiled_search_on_jax_and_tensorflow(mo
     sources = data.x_test["source"]
     expected = decode_sources(model, sources, data.start_id, data.end_id, CHOICES["beam-3"], MAX_LENGTH)
     compiled = keras.backend.backend() in compiled_search.COMPILED_ON
-    assert compiled_search.decodes_compiled(model, CHOICES["greedy"], len(sources), MAX_LENGTH) == compiled
+    assert compiled_search.searches_compiled(CHOICES["greedy"], len(sources), MAX_LENGTH) == compiled
     if compiled:
         monkeypatch.setattr(decoders.BeamDecoder, "decode", lambda *args, **kwargs: pytest.fail("not compiled"))
     else:
@@ -131,14 +131,13 @@ def test_evaluation_decodes_through_the_compiled_search_on_jax_and_tensorflow(mo
     outputs = decode_sources(model, sources, data.start_id, data.end_id, CHOICES["beam-3"], MAX_LENGTH)
     assert outputs[0] == expected[0]
     # What the loop cannot do goes through the decoders: sampling, beams wider than MAX_COMPILED_WIDTH, searches
-    # whose history would outgrow MAX_HISTORY (a max_output_length of millions), other models.
-    assert not compiled_search.decodes_compiled(model, SampleChoice(), len(sources), MAX_LENGTH)
+    # whose history would outgrow MAX_HISTORY (a max_output_length of millions).
+    assert not compiled_search.searches_compiled(SampleChoice(), len(sources), MAX_LENGTH)
     wide = BeamChoice(width=compiled_search.MAX_COMPILED_WIDTH + 1)
-    assert not compiled_search.decodes_compiled(model, wide, len(sources), MAX_LENGTH)
+    assert not compiled_search.searches_compiled(wide, len(sources), MAX_LENGTH)
     longest = compiled_search.MAX_HISTORY // (3 * 256)
-    assert compiled_search.decodes_compiled(model, CHOICES["beam-3"], 256, longest) == compiled
-    assert not compiled_search.decodes_compiled(model, CHOICES["beam-3"], 256, longest + 1)
-    assert not compiled_search.decodes_compiled(object(), CHOICES["greedy"], len(sources), MAX_LENGTH)
+    assert compiled_search.searches_compiled(CHOICES["beam-3"], 256, longest) == compiled
+    assert not compiled_search.searches_compiled(CHOICES["beam-3"], 256, longest + 1)
 
 
 @pytest.mark.tensorflow
@@ -235,3 +234,34 @@ def test_a_transformer_language_model_past_its_window_keeps_its_step_model():
 @pytest.mark.parametrize("kind", ["lstm", "transformer"])
 def test_a_language_model_continues_a_prompt_as_the_decoders_do_on_tensorflow(kind):
     test_a_language_model_continues_a_prompt_as_the_decoders_do(kind, "beam-4-penalty")
+
+
+def test_a_new_decoder_is_one_class_and_one_line_and_decodes_every_encoder_decoder(monkeypatch):
+    """contributing.md's recipe: a `Decoder` subclass with its params, name and summary, and its line in DECODERS.
+    This one takes the most probable token as greedy does, but through keras-hub's TopKSampler(k=1), and has no
+    compiled search: evaluation drives the model's step model with it, and its outputs are greedy's."""
+    import keras_hub
+
+    from seqkeras.decoding import decoders
+    from seqkeras.decoding.decoders import Decoder, GreedyParams
+    from seqkeras.evaluation.seq2seq import decode_sources
+
+    class ModeDecoder(Decoder):
+        params_class = GreedyParams
+        name = "mode"
+        summary = "The most probable token at each step, by a top-1 sampler."
+
+        def make_sampler(self, vocab_size: int):
+            return keras_hub.samplers.TopKSampler(k=1)
+
+    monkeypatch.setitem(decoders.DECODERS, ModeDecoder.name, ModeDecoder)
+    choice = GreedyChoice().model_copy(update={"name": "mode"})
+    assert not compiled_search.searches_compiled(choice, 4, MAX_LENGTH)  # no compiled search: the step model
+    data = task_data()
+    for kind in ("none-lstm", "transformer"):
+        model = model_of(kind, data)
+        sources = data.x_test["source"]
+        greedy = decode_sources(model, sources, data.start_id, data.end_id, CHOICES["greedy"], MAX_LENGTH)
+        mode = decode_sources(model, sources, data.start_id, data.end_id, choice, MAX_LENGTH)
+        assert mode[0] == greedy[0]
+        np.testing.assert_allclose(mode[1], greedy[1], rtol=1e-5)

@@ -59,7 +59,7 @@ def shown_spec() -> dict:
 
 
 def module_name(path: str) -> str:
-    return path.removesuffix(".py").replace("/", ".")
+    return path.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
 
 
 def entries_in(code: str, names: dict) -> list:

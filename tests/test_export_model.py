@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import seqkeras
-from seqkeras.kept.export import flat_states
+from seqkeras.models.seq2seq_graphs import flat_states
 from tests.helpers import run_cli
 from tests.model_kind_specs import CASES
 from tests.test_subword_levels import pair_runs  # noqa: F401 (a fixture: a tiny run at each subword level)

@@ -21,8 +21,7 @@ long as its window so that every prompt gives the same shapes
 model, which reruns the model on a sliding window there). The function is
 compiled once per model and setting (`backends.compiled.compiled_model_function`):
 one XLA program on JAX, one tf.function graph on TensorFlow. Evaluation,
-`predict` and generation decode through it there (`decodes_compiled`,
-`searches_compiled`). On torch the same
+`predict` and generation decode through it there (`searches_compiled`). On torch the same
 function runs its operations one by one (under no_grad), and the step-model
 decoders, which drop the rows that have ended, are faster: evaluation keeps them.
 
@@ -61,7 +60,7 @@ import numpy as np
 
 from seqkeras.backends.compiled import compiled_model_function, padded
 from seqkeras.decoding.cached_step_models import CachedTransformerStepModel, RecurrentStepModel
-from seqkeras.decoding.decoders import IMPOSSIBLE_LOG_PROB
+from seqkeras.decoding.decoders import IMPOSSIBLE_LOG_PROB, build_decoder
 
 # The widest beam searched here: candidates are ranked by comparing each input's width² candidates pairwise
 # (no sort, so the order is the same on every backend), [inputs, width², width²] numbers a step: 256 inputs at
@@ -72,7 +71,7 @@ MAX_COMPILED_WIDTH = 16
 # [inputs, width, max_length] of each (the step-model decoders only as far as the outputs go): at most this many
 # token slots, 128 MB of them. A longer search (a max_output_length of thousands) goes through the decoders.
 MAX_HISTORY = 1 << 24
-# The backends on which evaluation decodes through this loop (`decodes_compiled`).
+# The backends on which evaluation decodes through this loop (`searches_compiled`).
 COMPILED_ON = ("jax", "tensorflow")
 
 
@@ -87,29 +86,20 @@ class Search:
     max_length: int
 
 
-def decodes_compiled(model, choice, rows: int, max_length: int) -> bool:
-    """Whether evaluation decodes `rows` sources with `choice` (a spec's decoder choice) on `model` here
-    (`searches_compiled`), a model whose step is a function of tensors (`encode`, `next_token_log_probs`), on JAX
-    or TensorFlow. On torch, where the loop's operations run one by one, the step-model decoders are faster
-    (`make bench`'s compiled_decoding: they drop finished rows, the loop computes every row to the end)."""
-    import keras
-
-    return (isinstance(model, keras.Model) and callable(getattr(model, "encode", None))
-            and callable(getattr(model, "next_token_log_probs", None))
-            and searches_compiled(choice, rows, max_length))
-
-
 def searches_compiled(choice, rows: int, max_length: int) -> bool:
-    """Whether `choice` is searched here for `rows` inputs and outputs of up to `max_length` tokens, on this
-    process's backend: greedy or a beam of at most MAX_COMPILED_WIDTH, on a backend of COMPILED_ON, with at most
-    MAX_HISTORY token slots."""
+    """Whether `choice` (a spec's decoder choice) is searched here for `rows` inputs and outputs of up to
+    `max_length` tokens, on this process's backend: a decoder that has a compiled search (greedy, or a beam of at
+    most MAX_COMPILED_WIDTH: `Decoder.compiled_search`), on a backend of COMPILED_ON, with at most MAX_HISTORY
+    token slots. On torch, where the loop's operations run one by one, the step-model decoders are faster
+    (`make bench`'s compiled_decoding: they drop finished rows, the loop computes every row to the end)."""
     import keras
 
     if keras.backend.backend() not in COMPILED_ON:
         return False
-    width = 1 if choice.name == "greedy" else getattr(choice, "width", 0)
-    if choice.name not in ("greedy", "beam") or width > MAX_COMPILED_WIDTH:
+    setting = build_decoder(choice.name, choice).compiled_search()  # None: the decoder searches otherwise
+    if setting is None or setting[0] > MAX_COMPILED_WIDTH:
         return False
+    width = max(1, setting[0])
     return 1 <= max_length and rows * width * max_length <= MAX_HISTORY
 
 
@@ -120,9 +110,7 @@ def search(model, sources: np.ndarray, choice, start_id: int, end_id: int,
     and lengths [N]."""
     if int(max_length) < 1:
         raise ValueError(f"max_length must be at least 1, received {max_length}")
-    check_steps = getattr(model, "check_decoding_steps", None)  # a Transformer's caches hold so many positions
-    if check_steps is not None:
-        check_steps(int(max_length))
+    model.check_decoding_steps(int(max_length))  # a Transformer's caches hold so many positions
     return _searched(model, EncoderDecoderSteps(model), np.asarray(sources, "int32"), choice, start_id, end_id,
                      max_length)
 
@@ -163,8 +151,8 @@ def _searched(owner, steps, inputs, choice, start_id: int, end_id: int, max_leng
     import keras
     from keras import ops
 
-    setting = Search(choice.width if choice.name == "beam" else 0,
-                     float(getattr(choice, "length_penalty", 0.0)), int(start_id), int(end_id), int(max_length))
+    width, penalty = build_decoder(choice.name, choice).compiled_search()
+    setting = Search(int(width), float(penalty), int(start_id), int(end_id), int(max_length))
     function = compiled_model_function(owner, ("search", type(steps).__name__, setting),
                                        lambda inputs: _search(steps, setting, inputs))
     rows = len(keras.tree.flatten(inputs)[0])

@@ -166,6 +166,12 @@ class Decoder:
         fields = ", ".join(f"{key}={value!r}" for key, value in self.params.model_dump().items())
         return f"{type(self).__name__}({fields})"
 
+    def compiled_search(self) -> tuple[int, float] | None:
+        """The setting of `compiled_search`'s loop that gives this decoder's outputs, (beam width, 0 for greedy;
+        length penalty), or None where the loop does not search as it does (sampling): then the decoder drives
+        the step model itself."""
+        return None
+
     @property
     def hypotheses_per_input(self) -> int:
         """The rows each input takes in a step of the model: one (a beam: its width)."""
@@ -258,6 +264,9 @@ class GreedyDecoder(Decoder):
         import keras_hub
 
         return keras_hub.samplers.GreedySampler()
+
+    def compiled_search(self) -> tuple[int, float] | None:
+        return 0, 0.0  # keras-hub's GreedySampler at each step, in the loop
 
 
 class SampleDecoder(Decoder):
@@ -377,6 +386,9 @@ class BeamDecoder(Decoder):
     @property
     def hypotheses_per_input(self) -> int:
         return self.params.width
+
+    def compiled_search(self) -> tuple[int, float] | None:
+        return self.params.width, self.params.length_penalty
 
     def decode(
         self, step_model: StepModel, batch_size: int = 1, max_length: int = 50, all_hypotheses: bool = True

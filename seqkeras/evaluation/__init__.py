@@ -13,5 +13,5 @@ computes the run's metrics through the registry. `metrics`, `classification`
 `settings` is the schema of `evaluate.generate`. It reads a run's spec without
 importing the spec stage.
 
-May import: errors, registry, backends, tasks, models, decoding, training, results.
+May import: errors, problems, registry, backends, tasks, models, decoding, training, results.
 """

@@ -23,7 +23,8 @@ from typing import Any
 
 from seqkeras.evaluation import classification, language_model_metrics, metrics, regression_metrics, seq2seq_metrics
 from seqkeras.registry import Metric, Registry
-from seqkeras.tasks.base import CLASSIFICATION, LANGUAGE_MODELING, REGRESSION, SEQ2SEQ, TAGGING
+from seqkeras import problems
+from seqkeras.problems import CLASSIFICATION, LANGUAGE_MODELING, REGRESSION, SEQ2SEQ, TAGGING
 from seqkeras.training.predictions import Predictions
 
 # What every metric of a problem kind takes (the first parameter of each function is annotated so):
@@ -122,28 +123,9 @@ METRICS = Registry(
     ],
 )
 
-DEFAULT_METRICS = {
-    CLASSIFICATION: ["accuracy"],
-    TAGGING: ["entity_f1", "token_accuracy", "invalid_transitions"],
-    LANGUAGE_MODELING: ["perplexity", "token_accuracy"],
-    REGRESSION: ["mse", "baseline_mse"],
-    SEQ2SEQ: ["bleu", "chrf", "exact_match", "teacher_forced_token_accuracy", "free_running_token_accuracy",
-              "mean_log_prob", "length_ratio", "seconds_per_sequence"],
-}
-
-# What a run that names no metrics is hashed with (its run id: spec.loader), in place of DEFAULT_METRICS: each
-# problem's defaults as they were when run ids began. Never edited: a metric added to (or taken from) a problem's
-# DEFAULT_METRICS is computed by the runs that name none, and listed in their spec.yaml, while their ids stay
-# what they were; otherwise every run of the problem would be a new run, its finished record never found again.
-# Only a new problem gains an entry: its first defaults.
-DEFAULTS_IN_RUN_IDS = {
-    CLASSIFICATION: ("accuracy",),
-    TAGGING: ("entity_f1", "token_accuracy", "invalid_transitions"),
-    LANGUAGE_MODELING: ("perplexity", "token_accuracy"),
-    REGRESSION: ("mse", "baseline_mse"),
-    SEQ2SEQ: ("bleu", "chrf", "exact_match", "teacher_forced_token_accuracy", "free_running_token_accuracy",
-              "mean_log_prob", "length_ratio", "seconds_per_sequence"),
-}
+# Each problem's defaults, as its module declares them (seqkeras.problems).
+DEFAULT_METRICS = {problem.name: list(problem.default_metrics) for problem in problems.ALL}
+DEFAULTS_IN_RUN_IDS = {problem.name: problem.metrics_in_run_ids for problem in problems.ALL}
 
 # Checked at import: a metric of a problem without a declared input, or a problem without defaults, is a slip
 # in the line that added it (and this module is what `seqkeras list` loads).

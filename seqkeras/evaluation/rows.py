@@ -18,7 +18,8 @@ import keras
 from seqkeras.evaluation.classification import CONFUSION_FILE, PER_CLASS_FILE, confusion_table, per_class_table
 from seqkeras.evaluation.metric_catalog import compute
 from seqkeras.results.folder import write_csv
-from seqkeras.tasks.base import CLASSIFICATION, SequenceData
+from seqkeras.problems import problem_named
+from seqkeras.tasks.base import SequenceData
 from seqkeras.training import trainer
 
 
@@ -34,7 +35,7 @@ def evaluate_predictions(model: keras.Model, data: SequenceData, run, folder: Pa
     metrics it reports: files beside the record are not part of the run's spec, so its id stays the same."""
     abilities = run.model.component.abilities_for(run.model.params)
     predictions = trainer.predict(model, data, run.train.batch_size, abilities=abilities)
-    if data.problem == CLASSIFICATION:
+    if problem_named(data.problem).confusion_tables:
         write_csv(folder / CONFUSION_FILE, confusion_table(predictions))
         write_csv(folder / PER_CLASS_FILE, per_class_table(predictions))
     return [EvaluationRow(compute(run.metrics, data.problem, predictions))]

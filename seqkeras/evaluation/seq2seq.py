@@ -164,7 +164,7 @@ def decode_sources(model: Seq2SeqModel, sources: np.ndarray, start_id: int, end_
     tokens: list[list[int]] = []
     log_probs, lengths = [], []
     inputs_per_call = max(1, min(DECODE_BATCH, DECODE_ROWS // decoder.hypotheses_per_input))
-    compiled = compiled_search.decodes_compiled(model, choice, inputs_per_call, max_length)
+    compiled = compiled_search.searches_compiled(choice, inputs_per_call, max_length)
     for start in range(0, len(sources), inputs_per_call):
         batch = sources[start : start + inputs_per_call]
         if compiled:  # greedy and beam search as one compiled loop (decoding.compiled_search)

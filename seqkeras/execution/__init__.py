@@ -9,6 +9,6 @@ an experiment's runs, rewriting runs.csv after each, then summarizes; `sweep`
 is what a command does with its spec files (validate all, plan, run all,
 rebuild). It imports the stages below it.
 
-May import: errors, version, user_files, backends, tasks, training, evaluation, results, spec, kept, tracking,
+May import: errors, problems, version, user_files, backends, tasks, training, evaluation, results, spec, kept, tracking,
 reporting, tuning.
 """

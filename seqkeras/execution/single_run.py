@@ -32,7 +32,7 @@ from seqkeras.results.folder import (
 from seqkeras.spec.checks import check_model_size
 from seqkeras.spec.runs import RunSpec
 from seqkeras.tasks import data_card, word_vectors
-from seqkeras.tasks.base import REGRESSION
+from seqkeras.problems import problem_named
 from seqkeras.training import batching, convergence
 from seqkeras.training.parameter_count import trained_parameters
 from seqkeras.training.progress import ProgressOutput
@@ -281,7 +281,7 @@ def padding_shares(data, run: RunSpec) -> dict[str, float] | None:
     for the data card: whenever the run trains on token sequences that have any (a shuffled run's card says what
     `train.batches: by_length` would leave out, a by_length run's what it left out); None for other inputs (a
     regression's real-valued steps, a plug-in task's arrays of another shape) and sequences of one length."""
-    if run.train is None or data.problem == REGRESSION or not batching.token_sequences(data.x_train):
+    if run.train is None or not problem_named(data.problem).reads_tokens or not batching.token_sequences(data.x_train):
         return None
     shares = batching.padding(data.x_train, run.train.batch_size, run.seed)
     return shares if run.train.batches == batching.BY_LENGTH or shares["shuffled"] > 0 else None

@@ -20,6 +20,6 @@ classes findable by `keras.saving.load_model` is `backends.serializable`.) It re
 results folder through results' safe readers and rebuilds a run through the spec
 and the catalog: the stages below execution.
 
-May import: errors, user_files, registry, yaml_reader, backends, tasks, models, decoding, evaluation, results,
+May import: errors, problems, user_files, registry, yaml_reader, backends, tasks, models, decoding, evaluation, results,
 catalog, spec.
 """

@@ -27,14 +27,14 @@ target vocabulary (and, with attention, its weights over the source) and the nex
 the input `<name>` they replace, until `output.end` or `output.max_output_length` tokens. export.json's `loop`
 names them: `memory` (the encoder's outputs every step reads unchanged), `states` (input → the output that
 replaces it). A recurrent decoder's states are its layers' (layer<n>_h, layer<n>_c); a Transformer's
-(`transformer_seq2seq`, kept/transformer_export.py) are each block's self-attention key/value cache,
+(`transformer_seq2seq`, models/transformer_seq2seq_graphs.py) are each block's self-attention key/value cache,
 layer<n>_self_cache [batch, 2, positions, heads, head_dim], and the position the step writes, `index` [batch];
 its memory is the source's mask and each block's cross-attention cache (the source's keys and values), and
 `loop.max_steps` (its caches' length) bounds the steps.
 
 In an ONNX graph every dimension is a size or a name: `batch`, and `length` (a model's) or `source_length` (an
 encoder-decoder's), where tf2onnx would write unk__<n>. An encoder-decoder's inputs and outputs are named as
-above; a model's are its inputs' names, and its one output keeps tf2onnx's name (Identity:0).
+above; a model's are its inputs' names, and its one output is `output_0` (not tf2onnx's Identity:0).
 
 A kind whose model Keras's export cannot carry is refused in one line saying why (`NotExportable`): an n-gram
 model is counts, not a graph; a CRF tagger decides its tags by Viterbi decoding outside its forward pass.
@@ -52,17 +52,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import keras
-from keras import ops
 
 from seqkeras.backends.runtime import quiet_stderr
 from seqkeras.errors import SpecError
 from seqkeras.kept.preprocessing import FILE, KERAS_FILE
 from seqkeras.kept.saving import KeptModel, load_model
 from seqkeras.kept.serving_example import tokenizer_files, write_script
-from seqkeras.kept.transformer_export import NEXT, TransformerEncoderGraph, TransformerStepGraph
-from seqkeras.models.transformer_seq2seq import TransformerSeq2SeqModel
+from seqkeras.decoding.protocol import NEXT
 from seqkeras.results import files, removal
-from seqkeras.tasks.base import SEQ2SEQ
 
 FORMATS = {"onnx": "onnx", "savedmodel": "tf_saved_model"}  # the command's name → Keras's export format
 MANIFEST = "export.json"
@@ -140,12 +137,11 @@ def _check_exportable(kept: KeptModel) -> None:
 
 
 def _graph_models(kept: KeptModel) -> dict:
-    """The Keras models exported, by graph name: the model itself, or an encoder-decoder's encoder and step."""
-    if kept.problem != SEQ2SEQ:
-        return {"model": kept.model}
-    if isinstance(kept.model, TransformerSeq2SeqModel):
-        return {"encoder": TransformerEncoderGraph(kept.model), "decoder_step": TransformerStepGraph(kept.model)}
-    return {"encoder": EncoderGraph(kept.model), "decoder_step": DecoderStepGraph(kept.model)}
+    """The Keras models exported, by graph name: the model itself, or an encoder-decoder's encoder and step, as the
+    model gives them (`decoding.protocol.EncoderDecoder.export_graphs`)."""
+    if kept.poses.source_to_target:
+        return kept.model.export_graphs()
+    return {"model": kept.model}
 
 
 def _export_graphs(kept: KeptModel, format: str, folder: Path, models: dict) -> dict[str, dict]:
@@ -263,93 +259,6 @@ def _manifest(kept: KeptModel, format: str, graphs: dict[str, dict], step=None) 
                             "memory": [name for name in graphs[encoder]["outputs"] if name in step.memory_names],
                             "states": {name: f"{NEXT}{name}" for name in graphs[encoder]["outputs"]
                                        if name in step.state_names}}
-        if getattr(step, "positions", None):
+        if step.positions is not None:  # the caches of a Transformer's step hold so many positions
             manifest["loop"]["max_steps"] = step.positions
     return manifest
-
-
-# --------------------------------------------------------------------------- an encoder-decoder's two graphs
-
-# What the encoder gives the decoder's every step unchanged: its outputs per source token, the source's mask,
-# the attention's keys, each with the source's length on axis 1 (`PER_SOURCE_TOKEN`); and the vector a decoder
-# that reads the encoder's final output (decoder_reads: encoder_vector) reads at every step.
-PER_SOURCE_TOKEN = ("memory", "mask", "keys")
-MEMORY = (*PER_SOURCE_TOKEN, "vector")
-
-
-STATE_PARTS = "hc"  # a recurrent layer's states in Keras's order: h, and c for an LSTM
-
-
-def flat_states(carry: dict) -> dict:
-    """The decoder's recurrent states as named tensors, layer<n>_h (and layer<n>_c for an LSTM): all of the carry
-    that the next step reads (its features and attention weights are outputs only). No name ends in _<digit>,
-    which tf2onnx would take for a tensor's output index."""
-    return {f"layer{layer}_{STATE_PARTS[part]}": tensor for layer, states in enumerate(carry["states"])
-            for part, tensor in enumerate(states)}
-
-
-def nested_states(flat: dict, layers: int) -> list:
-    """`flat_states`' inverse: per layer, its states."""
-    return [[flat[f"layer{layer}_{part}"] for part in STATE_PARTS if f"layer{layer}_{part}" in flat]
-            for layer in range(layers)]
-
-
-class _Seq2SeqGraph(keras.Model):
-    """A graph of a trained `Seq2SeqModel` (its layers, not copies) with flat, named tensors in and out: what an
-    exported graph's interface carries (`model.export` of this model, with `signature()`).
-
-    The names and shapes of the encoder's tensors are read once, here, from its output on a tiny source.
-    """
-
-    def __init__(self, seq2seq, **kwargs):
-        import tensorflow as tf
-
-        super().__init__(**kwargs)
-        self.seq2seq = seq2seq
-        encoded = seq2seq.encode(ops.convert_to_tensor([[3, 3]], dtype="int32"))
-        # Without attention the decoder reads nothing of the source's tokens: its graph has no such input.
-        memory = {name: encoded[name] for name in MEMORY
-                  if name in encoded and (seq2seq.attention is not None or name not in PER_SOURCE_TOKEN)}
-        states = flat_states(encoded["carry"])
-        self.memory_names, self.state_names = list(memory), list(states)
-        self.specs = {
-            name: tf.TensorSpec([None] + [None if axis == 1 and name in PER_SOURCE_TOKEN else int(size)
-                                          for axis, size in enumerate(tensor.shape[1:], 1)],
-                                dtype=tensor.dtype, name=name)
-            for name, tensor in (memory | states).items()
-        }
-        self.built = True  # its layers are the trained model's, built: Keras's export asks
-
-
-class EncoderGraph(_Seq2SeqGraph):
-    """source ids [batch, source length] → the memory (memory, mask, keys) and the decoder's first states."""
-
-    def call(self, inputs):
-        encoded = self.seq2seq.encode(inputs["source"])
-        return {name: encoded[name] for name in self.memory_names} | flat_states(encoded["carry"])
-
-    def signature(self) -> list:
-        import tensorflow as tf
-
-        return [{"source": tf.TensorSpec([None, None], dtype="int32", name="source")}]
-
-
-class DecoderStepGraph(_Seq2SeqGraph):
-    """The previous token [batch], the memory and the states → log_probabilities [batch, target vocabulary], the
-    next states (next_<name>) and, with attention, its weights over the source [batch, source length]."""
-
-    def call(self, inputs):
-        model = self.seq2seq
-        encoded = {name: inputs[name] for name in self.memory_names}
-        carry = {"states": nested_states({name: inputs[name] for name in self.state_names}, model.config["layers"])}
-        new = model.decoder_step(model.target_embedding(inputs["token"]), carry, encoded)
-        outputs = {"log_probabilities": ops.log_softmax(model.logits(new["features"]), axis=-1)}
-        if "weights" in new:
-            outputs["attention"] = new["weights"]
-        # The next states under names of their own: an ONNX graph's output may not share its input's name.
-        return outputs | {f"{NEXT}{name}": tensor for name, tensor in flat_states(new).items()}
-
-    def signature(self) -> list:
-        import tensorflow as tf
-
-        return [{"token": tf.TensorSpec([None], dtype="int32", name="token")} | self.specs]

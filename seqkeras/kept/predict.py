@@ -40,9 +40,6 @@ from seqkeras.evaluation.generation import generate, text_of
 from seqkeras.evaluation.settings import GenerateSpec
 from seqkeras.user_files import open_regular_file
 from seqkeras.yaml_reader import decode_utf8
-from seqkeras.tasks.base import CLASSIFICATION, LANGUAGE_MODELING, REGRESSION, SEQ2SEQ, TAGGING
-
-DECODING = (SEQ2SEQ, LANGUAGE_MODELING)
 DEFAULT_LENGTH = 30  # tokens a language model adds to a prompt (evaluate.generate's default)
 # Inputs per model call: one call per batch, not per input (Keras's `predict` costs a few milliseconds a call
 # before any arithmetic); big enough that a file of inputs is a few calls, small enough for any model's memory.
@@ -108,49 +105,73 @@ def features_of(text: str, features: int, index: int) -> np.ndarray:
 
 
 def predict(kept, texts, decoder: Any = None, length: int | None = None) -> pd.DataFrame:
-    """One row per input (module docstring). `decoder` (seq2seq, language models): a decoder as
-    `parse_decoder` reads it, greedy by default; `length`: the tokens a language model adds to each prompt."""
+    """One row per input (module docstring), the columns its problem's (`Problem.rows`). `decoder` (seq2seq,
+    language models): a decoder as `parse_decoder` reads it, greedy by default; `length`: the tokens a language
+    model adds to each prompt."""
     texts = checked_texts(texts)
-    problem = kept.problem
-    if decoder is not None and problem not in DECODING:
-        raise SpecError(f"a decoder is for seq2seq and language models; this is a {problem} model "
+    problem = kept.poses
+    if decoder is not None and not problem.decodes:
+        raise SpecError(f"a decoder is for seq2seq and language models; this is a {problem.name} model "
                         f"({kept.kind}): leave the decoder out")
-    if length is not None and problem != LANGUAGE_MODELING:
-        raise SpecError(f"a length is for language models; this is a {problem} model ({kept.kind})")
-    if problem == REGRESSION:
-        return regression(kept, texts)
-    encoded = kept.encode(texts)
-    unknown = [len(words) for words in encoded.unknown]
-    for index, tokens in enumerate(encoded.tokens):
-        if not tokens:
-            raise SpecError(f"input {index + 1} ({shown(texts[index])}) has no tokens once standardized as the "
-                            "task did: give a text with words in it")
-    lengths = [len(tokens) for tokens in encoded.tokens]
-    if problem in (CLASSIFICATION, TAGGING, SEQ2SEQ):
-        within_positions(kept, texts, lengths)
-    if problem == CLASSIFICATION:
-        probabilities = np.stack(per_input(kept.model.predict_on_batch, encoded.ids, lengths))
-        best = probabilities.argmax(-1)
-        return pd.DataFrame({"input": texts, "label": kept.preprocessing.labels_of(best),
-                             "probability": probabilities[np.arange(len(texts)), best].astype(float),
-                             "unknown": unknown})
-    if problem == TAGGING:
-        if kept.abilities.tags:  # a CRF: the Viterbi path, as the trainer decides
-            ids = per_input(kept.model.predict_tags, encoded.ids, lengths)
-        else:
-            ids = [row.argmax(-1) for row in per_input(kept.model.predict_on_batch, encoded.ids, lengths)]
-        tags = [" ".join(kept.preprocessing.labels_of(ids[row][: len(tokens)]))
-                for row, tokens in enumerate(encoded.tokens)]
-        return pd.DataFrame({"input": texts, "tokens": [" ".join(t) for t in encoded.tokens], "tags": tags,
-                             "unknown": unknown})
-    choice = GreedyChoice() if decoder is None else parse_decoder(decoder)
-    seed = run_seed(kept)
-    if problem == SEQ2SEQ:
-        outputs, log_probs = seq2seq(kept, encoded.ids, seeded(choice, seed))
-    else:
-        outputs, log_probs = continuation(kept, texts, choice, seed, length)
-    return pd.DataFrame({"input": texts, "decoder": decoder_label(choice), "output": outputs,
-                         "log_prob": np.asarray(log_probs, dtype=float), "unknown": unknown})
+    if length is not None and not problem.continues_prompts:
+        raise SpecError(f"a length is for language models; this is a {problem.name} model ({kept.kind})")
+    return pd.DataFrame(problem.rows(KeptPredicting(kept, texts, decoder, length)))
+
+
+class KeptPredicting:
+    """`problems.Predicting` of a kept model: each answer computed when its problem's rows first ask for it."""
+
+    def __init__(self, kept, texts: list[str], decoder: Any, length: int | None):
+        self.kept, self.texts, self.length = kept, texts, length
+        self.choice = GreedyChoice() if decoder is None else parse_decoder(decoder)
+        self._encoded = None
+
+    def encoded(self):
+        if self._encoded is None:
+            encoded = self.kept.encode(self.texts)
+            for index, tokens in enumerate(encoded.tokens):
+                if not tokens:
+                    raise SpecError(f"input {index + 1} ({shown(self.texts[index])}) has no tokens once "
+                                    "standardized as the task did: give a text with words in it")
+            self._encoded = encoded
+        return self._encoded
+
+    def unknown(self) -> list[int]:
+        return [len(words) for words in self.encoded().unknown]
+
+    def tokens(self) -> list[list[str]]:
+        return self.encoded().tokens
+
+    def lengths(self) -> list[int]:
+        """Each input's tokens, once checked against the positions the model reads."""
+        lengths = [len(tokens) for tokens in self.encoded().tokens]
+        within_positions(self.kept, self.texts, lengths)
+        return lengths
+
+    def outputs(self) -> list[np.ndarray]:
+        return per_input(self.kept.model.predict_on_batch, self.encoded().ids, self.lengths())
+
+    def decided_ids(self) -> list[np.ndarray]:
+        if self.kept.abilities.tags:  # a CRF: the Viterbi path, as the trainer decides
+            return per_input(self.kept.model.predict_tags, self.encoded().ids, self.lengths())
+        return [row.argmax(-1) for row in self.outputs()]
+
+    def labels_of(self, ids) -> list[str]:
+        return self.kept.preprocessing.labels_of(ids)
+
+    def decoder_label(self) -> str:
+        return decoder_label(self.choice)
+
+    def decoded(self) -> tuple[list[str], np.ndarray]:
+        self.lengths()
+        return seq2seq(self.kept, self.encoded().ids, seeded(self.choice, run_seed(self.kept)))
+
+    def continued(self) -> tuple[list[str], list[float]]:
+        self.encoded()  # a prompt without tokens is refused before generating
+        return continuation(self.kept, self.texts, self.choice, run_seed(self.kept), self.length)
+
+    def values(self) -> np.ndarray:
+        return regression_values(self.kept, self.texts)
 
 
 def within_positions(kept, texts: list[str], lengths: list[int]) -> None:
@@ -202,9 +223,10 @@ def attention_maps(kept, texts, decoder: Any = None) -> list[pd.DataFrame]:
     weight), the decoder teacher-forced on the output it chose, so each output token's row is the attention that
     produced it."""
     texts = checked_texts(texts)
-    if kept.problem != SEQ2SEQ or not getattr(kept.model, "attends", False):
+    encoder_decoder = kept.poses.source_to_target  # its model is a decoding.protocol.EncoderDecoder
+    if not encoder_decoder or not kept.model.attends:
         raise SpecError(f"an attention map needs an encoder-decoder with attention; this is a {kept.problem} model "
-                        f"({kept.kind}{', attention: none' if kept.problem == SEQ2SEQ else ''})")
+                        f"({kept.kind}{', attention: none' if encoder_decoder else ''})")
     choice = GreedyChoice() if decoder is None else parse_decoder(decoder)
     encoded = kept.encode(texts)
     within_positions(kept, texts, [len(tokens) for tokens in encoded.tokens])
@@ -249,7 +271,7 @@ def continuation(kept, prompts: list[str], choice: BaseModel, seed: int,
     return [text_of(kept.preprocessing, sample.tokens) for sample in samples], [s.log_prob for s in samples]
 
 
-def regression(kept, texts: list[str]) -> pd.DataFrame:
+def regression_values(kept, texts: list[str]) -> np.ndarray:
     features = kept.preprocessing.document.input.features or 1
     steps = [features_of(text, features, index) for index, text in enumerate(texts)]
     # A regressor reads every step (no padding mask: padding would be read as steps), so a batch holds inputs of
@@ -261,7 +283,7 @@ def regression(kept, texts: list[str]) -> pd.DataFrame:
             chunk = same[start : start + PREDICT_BATCH]
             predicted = np.asarray(kept.model.predict_on_batch(np.stack([steps[i] for i in chunk])))
             values[chunk] = predicted.reshape(len(chunk), -1)[:, 0]
-    return pd.DataFrame({"input": texts, "value": values.astype(float)})
+    return values
 
 
 # --------------------------------------------------------------------------- batches

@@ -16,7 +16,7 @@ into words, so that a model is usable without rebuilding its task's data:
 `input` is the rule the run's task declares (its Params' `input_rule(data)`, an
 `InputRule` of seqkeras.tasks.input_rules): this module knows no task. `output`
 follows from the problem the data poses (classification, tagging, ...: the problem
-decides what a model's outputs are), and `problem` is one of tasks.base.PROBLEMS.
+decides what a model's outputs are: its `output_fields`), and `problem` is one of seqkeras.problems.PROBLEMS.
 
 input.split: `whitespace` (runs of ASCII whitespace, as Keras's TextVectorization and
 the synthetic tasks split), `characters`, `pattern` (every match of input.pattern, a
@@ -74,9 +74,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from seqkeras.errors import SpecError, excerpt, shown, translate_validation_error
 from seqkeras.registry import KERAS_NATIVE
 from seqkeras.tasks import subwords
-from seqkeras.tasks.base import (
-    CLASSIFICATION, LANGUAGE_MODELING, REGRESSION, SEQ2SEQ, TAGGING, UNK, Problem, SequenceData, Vocabulary,
-)
+from seqkeras.problems import ProblemName, problem_named
+from seqkeras.tasks.base import UNK, SequenceData, Vocabulary
 from seqkeras.tasks.input_rules import SUBWORD_SPLITS, VOCABULARY_FILE, DeclaresInputRule, FileName, InputRule
 from seqkeras.tasks.seq2seq_data import END, START
 from seqkeras.tasks.tokenizer_checks import check_digest, sha256
@@ -92,10 +91,6 @@ TOKENIZER_LIMIT = 64 << 20
 INT32_MAX = 2**31 - 1
 # A file name that messages show as it is; any other (someone else's file may name anything) is quoted, cut short.
 PLAIN_NAME = re.compile(r"[A-Za-z0-9_.-]{1,60}")
-
-# What each problem's model outputs (output.kind), as `of_run` writes it.
-OUTPUT_OF_PROBLEM = {CLASSIFICATION: "label", TAGGING: "tags", LANGUAGE_MODELING: "next_token", SEQ2SEQ: "target",
-                     REGRESSION: "value"}
 
 # TextVectorization's whitespace split, `lower` and `strip_punctuation`, in one place (tasks.subwords).
 ASCII_WHITESPACE = subwords.ASCII_WHITESPACE
@@ -122,7 +117,7 @@ class OutputRule(_Strict):
 class Document(_Strict):
     format: Literal[1]
     task: str
-    problem: Problem
+    problem: ProblemName
     model_kind: str
     model_file: FileName  # the file its model kind keeps its models in (ModelKind.model_file)
     backend: str
@@ -177,24 +172,17 @@ class Preprocessing:
         learnt = data.subwords
         if inputs.tokenizer is not None and learnt is not None:  # the learnt model's file, recorded by its digest
             inputs = inputs.model_copy(update={"tokenizer_sha256": sha256(learnt.input.saved())})
-        if data.problem in (CLASSIFICATION, TAGGING):
-            kind = "label" if data.problem == CLASSIFICATION else "tags"
-            outputs = OutputRule(kind=kind, labels=list(data.labels.tokens), join=joined)
-        elif data.problem == LANGUAGE_MODELING:
-            outputs = OutputRule(kind="next_token", vocabulary=VOCABULARY_FILE, join=joined,
-                                 end=getattr(data, "end_token", None), context=int(data.x_train.shape[1]),
-                                 continuation=continuation)
-        elif data.problem == SEQ2SEQ:
+        problem = problem_named(data.problem)
+        outputs = {"kind": problem.output_kind, "join": joined, **problem.output_fields(data)}
+        if problem.decodes:  # its outputs are pieces of a vocabulary, shown as the words they spell
             shared = learnt is not None and learnt.shared  # one vocabulary file for both sides
-            outputs = OutputRule(kind="target", vocabulary=VOCABULARY_FILE if shared else TARGET_VOCABULARY_FILE,
-                                 join=joined, start=START, end=END, max_output_length=max_output_length,
-                                 continuation=continuation)
-        else:
-            outputs = OutputRule(kind="value")
+            outputs.update(vocabulary=TARGET_VOCABULARY_FILE if problem.source_to_target and not shared
+                           else VOCABULARY_FILE, continuation=continuation, max_output_length=max_output_length)
+        outputs = OutputRule(**outputs)
         document = Document(format=FORMAT, task=task, problem=data.problem, model_kind=model_kind,
                             model_file=model_file, backend=backend,
                             input=inputs, output=outputs)
-        labels = data.labels if data.problem in (CLASSIFICATION, TAGGING, SEQ2SEQ) else None
+        labels = data.labels if problem.labelled or problem.source_to_target else None
         return cls(document, data.vocabulary, labels, learnt.input if learnt is not None else None)
 
     def to_json(self) -> str:
@@ -261,7 +249,8 @@ class Preprocessing:
         refused when loaded rather than failing in the middle of a prediction; the model is checked against it
         after (`kept.consistency`)."""
         document, rule, output = self.document, self.document.input, self.document.output
-        expected = OUTPUT_OF_PROBLEM[document.problem]
+        problem = problem_named(document.problem)
+        expected = problem.output_kind
         if output.kind != expected:
             return f"output.kind is {output.kind!r}, but a {document.problem} model's outputs are {expected!r}"
         for name, value in (("input.max_length", rule.max_length), ("input.features", rule.features),
@@ -271,9 +260,9 @@ class Preprocessing:
             if value is not None and value > INT32_MAX:
                 return (f"{name} is {shown(value, 24)}, past the largest int32 ({INT32_MAX:,}), which lengths are "
                         "read as")
-        if (rule.split == "features") != (document.problem == REGRESSION):
+        if (rule.split == "features") == problem.reads_tokens:
             return (f"input.split is {rule.split!r}: a {document.problem} model reads "
-                    f"{'real-valued features' if document.problem == REGRESSION else 'text'}")
+                    f"{'text' if problem.reads_tokens else 'real-valued features'}")
         if rule.split == "features":
             return ""
         problem = self._subword_inconsistency()

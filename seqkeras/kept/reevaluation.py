@@ -34,13 +34,11 @@ import pandas as pd
 from seqkeras.decoding.decoders import GreedyChoice, decoder_keys, decoder_label, parse_decoder
 from seqkeras.errors import SpecError, shown, unknown_choice
 from seqkeras.evaluation.metric_catalog import METRICS, applying_to
-from seqkeras.kept.predict import DECODING
 from seqkeras.kept.preprocessing import FILE as PREPROCESSING_FILE
 from seqkeras.results import files
 from seqkeras.results.folder import OK, write_atomic, write_json
 from seqkeras.results.record import read_record
 from seqkeras.results.removal import remove_tree
-from seqkeras.tasks.base import LANGUAGE_MODELING
 from seqkeras.yaml_reader import parse_yaml
 
 RECORD = "metrics.json"
@@ -170,22 +168,23 @@ def evaluation_plan(kept, record: dict[str, Any], additions: Additions) -> Plan:
     if foreign:
         why.append(f"metric{'s' if len(foreign) > 1 else ''} {', '.join(foreign)} "
                    f"{'do' if len(foreign) > 1 else 'does'} not apply to {kept.problem}")
-    generates = kept.problem != LANGUAGE_MODELING or own or evaluate.get("generate") is not None
+    problem = kept.poses
+    generates = not problem.continues_prompts or own or evaluate.get("generate") is not None
     new_decoders = []
-    if additions.decoders and kept.problem not in DECODING:
+    if additions.decoders and not problem.decodes:
         why.append(f"decoders do not apply to {kept.problem}")
     elif additions.decoders and not generates:
         why.append("decoders continue prompts, and this run's spec has no evaluate.generate (no prompts recorded)")
     elif additions.decoders:
         recorded = {row["keys"].get(DECODER) for row in rows} | {decoder_label(choice) for choice in own}
-        if implicit_greedy and kept.problem in DECODING and generates:
+        if implicit_greedy and problem.decodes and generates:
             recorded.add(decoder_label(GreedyChoice()))
         new_decoders = [choice for choice in additions.decoders if decoder_label(choice) not in recorded]
     # A new metric is computed for each decoder the record has; a new decoder gets every metric. No decoder
     # named: the evaluator's own (greedy, its row unkeyed as the record's is).
     decoders = ((own or [GreedyChoice()]) if new_metrics else []) + new_decoders if new_decoders else own
     metrics = list(dict.fromkeys(recorded_metrics + new_metrics))
-    return Plan(decoders, metrics, new_decoders, new_metrics, implicit_greedy and kept.problem in DECODING,
+    return Plan(decoders, metrics, new_decoders, new_metrics, implicit_greedy and problem.decodes,
                 "; ".join(why))
 
 

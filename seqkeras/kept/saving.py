@@ -52,7 +52,8 @@ from seqkeras.results import files
 from seqkeras.results.folder import write_atomic
 from seqkeras.spec.sections import SECTIONS_WITH_COMPONENTS
 from seqkeras.yaml_reader import parse_yaml
-from seqkeras.tasks.base import SEQ2SEQ, SequenceData
+from seqkeras.problems import Problem, problem_named
+from seqkeras.tasks.base import SequenceData
 
 MODEL_LIMIT = 8 << 30  # 8 GiB: a large model, far below what would exhaust a workstation's memory
 SPEC_FILE = "spec.yaml"
@@ -112,7 +113,7 @@ def cached_attribute_skipsets():
 
 def max_output_length(run, data: SequenceData) -> int | None:
     """The longest output the run's seq2seq decoders were allowed (evaluation.seq2seq's rule)."""
-    if data.problem != SEQ2SEQ:
+    if not problem_named(data.problem).source_to_target:
         return None
     return output_limit(run.model.params, data)
 
@@ -123,7 +124,7 @@ def keep(model, data: SequenceData, run, folder: Path) -> None:
     preprocessing = Preprocessing.of_run(run.task.name, run.task.params, data, run.model.name,
                                          backend=keras.backend.backend(),
                                          max_output_length=max_output_length(run, data), model_file=stored.name)
-    if data.problem == SEQ2SEQ:
+    if problem_named(data.problem).source_to_target:
         write_atomic(folder / TARGET_VOCABULARY_FILE, data.target_vocabulary.to_json())
     write_atomic(folder / stored.name, stored.saver()(model))
     for name, content in preprocessing.tokenizer_files().items():  # a learnt subword model (bpe, sentencepiece)
@@ -188,6 +189,11 @@ class KeptModel:
     @property
     def problem(self) -> str:
         return self.preprocessing.problem
+
+    @property
+    def poses(self) -> Problem:
+        """The problem its model answers (`seqkeras.problems`): what its predictions are."""
+        return problem_named(self.problem)
 
     @property
     def kind(self) -> str:

@@ -6,5 +6,5 @@ and the lesson's probes share. Parameter classes import no Keras (spec
 validation reads them); builders import Keras when called. Never training or
 later stages.
 
-May import: errors, registry, backends, layers, tasks.
+May import: errors, registry, backends, layers, tasks, decoding.
 """

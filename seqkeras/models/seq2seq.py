@@ -45,6 +45,7 @@ from seqkeras.backends.serializable import keras_serializable
 from seqkeras.layers.attention import BahdanauAttention, LuongAttention
 from seqkeras.layers.one_hot import token_inputs
 from seqkeras.models.pretrained_embedding import start_from_file
+from seqkeras.models.seq2seq_graphs import DecoderStepGraph, EncoderGraph
 from seqkeras.tasks import word_vectors
 from seqkeras.models.seq2seq_params import Seq2SeqParams
 from seqkeras.registry import ModelShape
@@ -295,6 +296,13 @@ class Seq2SeqModel(keras.Model):
 
     def step_model(self, source: np.ndarray, start_id: int, end_id: int) -> "Seq2SeqStepModel":
         return Seq2SeqStepModel(self, source, start_id, end_id)
+
+    def check_decoding_steps(self, steps: int) -> None:
+        """Any number: a recurrent state holds no positions (decoding.protocol.EncoderDecoder)."""
+
+    def export_graphs(self) -> dict:
+        """Its encoder and one decoder step, with named tensors (models.seq2seq_graphs)."""
+        return {"encoder": EncoderGraph(self), "decoder_step": DecoderStepGraph(self)}
 
 
 class Seq2SeqStepModel:

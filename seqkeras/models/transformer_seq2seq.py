@@ -23,7 +23,7 @@ Attention maps (the run's attention.csv, `predict --attention`): the last decode
 averaged over its heads.
 
 `seqkeras export-model` writes the same encoder and step as two graphs whose caches are named tensors
-(kept/transformer_export.py).
+(models/transformer_seq2seq_graphs.py).
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from seqkeras.backends.serializable import keras_serializable
 from seqkeras.models.seq2seq import Seq2SeqStepModel, blocked_logits, built, never_written
 from seqkeras.models.transformer import keras_hub, token_embedding
 from seqkeras.models.seq2seq_params import TransformerSeq2SeqParams, output_limit
+from seqkeras.models.transformer_seq2seq_graphs import TransformerEncoderGraph, TransformerStepGraph
 from seqkeras.registry import ModelShape
 from seqkeras.tasks.seq2seq_data import Seq2SeqData
 
@@ -244,6 +245,10 @@ class TransformerSeq2SeqModel(keras.Model):
 
     def step_model(self, source: np.ndarray, start_id: int, end_id: int) -> "CachedStepModel":
         return CachedStepModel(self, source, start_id, end_id)
+
+    def export_graphs(self) -> dict:
+        """Its encoder and one decoder step carrying the key/value caches (models.transformer_seq2seq_graphs)."""
+        return {"encoder": TransformerEncoderGraph(self), "decoder_step": TransformerStepGraph(self)}
 
 
 class CachedStepModel(Seq2SeqStepModel):

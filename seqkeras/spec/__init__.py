@@ -11,6 +11,6 @@ and `reference` describe the same registries for editors and for docs. The
 `train` and `evaluate.generate` sections are the schemas of those stages
 (`training.settings`, `evaluation.settings`), composed here.
 
-May import: errors, registry, user_files, yaml_reader, backends, catalog, tasks, models, decoding, training,
+May import: errors, problems, registry, user_files, yaml_reader, backends, catalog, tasks, models, decoding, training,
 evaluation, tuning.
 """

@@ -15,7 +15,7 @@ from seqkeras.errors import SpecError, did_you_mean, shown, unknown_choice
 from seqkeras.spec.outputs import RUN_COLUMNS, OutputRow, matching
 from seqkeras.spec.runs import ResolvedComponent, decoder_columns
 from seqkeras.spec.sections import EvaluateSpec, ExperimentSpec
-from seqkeras.tasks.base import CLASSIFICATION, REGRESSION, TAGGING
+from seqkeras.problems import problem_named
 from seqkeras.tasks.validation import validation_key
 from seqkeras.training.batching import BY_LENGTH
 from seqkeras.training.settings import TrainSpec
@@ -143,7 +143,7 @@ def history_values(task: ResolvedComponent, model: ResolvedComponent, train: Tra
     if abilities.estimated:
         return []
     values = ["loss"]
-    if task.component.problem != "regression" and not abilities.own_loss:
+    if problem_named(task.component.problem).reports_accuracy and not abilities.own_loss:
         values.append("accuracy")
     if has_validation_data(task, train):
         values += [f"val_{name}" for name in values]
@@ -158,7 +158,7 @@ def check_class_weights(task: ResolvedComponent, model: ResolvedComponent | None
     if train.class_weights is None:
         return
     problem = task.component.problem
-    if problem not in (CLASSIFICATION, TAGGING):
+    if not problem_named(problem).labelled:
         raise SpecError(f"class weights weigh labels, which a {problem} task has not: classification and tagging "
                         "tasks only", path="train.class_weights")
     if model is not None and model.component.abilities_for(model.params).own_loss:
@@ -168,7 +168,7 @@ def check_class_weights(task: ResolvedComponent, model: ResolvedComponent | None
 
 def check_batches(task: ResolvedComponent, train: TrainSpec) -> None:
     """Batches by length cut token sequences at their padding: a regression task's real-valued steps have none."""
-    if train.batches == BY_LENGTH and task.component.problem == REGRESSION:
+    if train.batches == BY_LENGTH and not problem_named(task.component.problem).reads_tokens:
         raise SpecError("batches by_length cut token sequences to their longest, and a regression task's inputs are "
                         "real-valued steps without padding: shuffled only", path="train.batches")
 

@@ -35,7 +35,7 @@ from seqkeras.spec.runs import Experiment, ResolvedComponent, RunSpec, make_run_
 from seqkeras.spec.outputs import output_rows
 from seqkeras.spec.selection import parse_only, select_runs, without_set_away
 from seqkeras.spec.sections import SECTIONS_WITH_COMPONENTS, EvaluateSpec, ExperimentSpec
-from seqkeras.tasks.base import CLASSIFICATION, LANGUAGE_MODELING
+from seqkeras.problems import problem_named
 from seqkeras.training import batching
 from seqkeras.training.settings import TrainSpec
 from seqkeras.yaml_reader import load_spec_yaml, parse_yaml
@@ -341,7 +341,7 @@ def concrete_batches(task: ResolvedComponent, train: TrainSpec) -> str:
     if train.batches != batching.AUTO:
         return train.batches
     component = task.component
-    return batching.BY_LENGTH if component.problem == CLASSIFICATION and component.varied_lengths \
+    return batching.BY_LENGTH if problem_named(component.problem).by_length_by_default and component.varied_lengths \
         else batching.SHUFFLED
 
 
@@ -402,7 +402,7 @@ def resolve_run(spec: ExperimentSpec, run_raw: dict[str, Any]) -> _Resolved:
         if evaluate.diagnostics:  # only when asked for: the runs of specs without it keep their ids
             resolved["evaluate"]["diagnostics"] = list(evaluate.diagnostics)
         if evaluate.generate is not None:
-            if components["task"].component.problem != LANGUAGE_MODELING:
+            if not problem_named(components["task"].component.problem).continues_prompts:
                 raise SpecError("generate applies only to language-modelling tasks", path="evaluate.generate")
             resolved["evaluate"]["generate"] = evaluate.generate.model_dump(mode="json")
     defaulted = "task" in components and not evaluate.metrics

@@ -24,7 +24,7 @@ from seqkeras.evaluation.metric_catalog import BY_LENGTH, METRICS
 from seqkeras.evaluation.seq2seq_metrics import bucket_metric_pattern
 from seqkeras.decoding.decoders import GreedyChoice, decoder_keys
 from seqkeras.spec.runs import RunSpec
-from seqkeras.tasks.base import LANGUAGE_MODELING, SEQ2SEQ
+from seqkeras.problems import problem_named
 
 TRAINING_COLUMNS = ("params", "train_seconds")  # every training run's record has them
 PROBE_COLUMNS = ("train_seconds",)
@@ -69,18 +69,18 @@ def output_rows(run: RunSpec) -> list[OutputRow]:
         declared = run.probe.component.metric_names
         names = declared(run.probe.params) if declared else []
         return [OutputRow(keys, (*names, *PROBE_COLUMNS))]
-    problem = run.task.component.problem
+    problem = problem_named(run.task.component.problem)
     names = [name for name in run.metrics if name != BY_LENGTH]
     if BY_LENGTH in run.metrics:
         names += [bucket_metric_pattern(name) for name in list(names)]
-    generates = problem == LANGUAGE_MODELING and (run.decoders or (run.resolved.get("evaluate") or {}).get("generate"))
+    generates = problem.continues_prompts and (run.decoders or (run.resolved.get("evaluate") or {}).get("generate"))
     if generates:
         names += GENERATION_METRICS
     if GRADIENT_FLOW in run.diagnostics:
         names += GRADIENT_FLOW_METRICS
     names += TRAINING_COLUMNS
     epochs = not run.model.component.abilities_for(run.model.params).estimated
-    if run.decoders and problem in (SEQ2SEQ, LANGUAGE_MODELING):
+    if run.decoders and problem.decodes:
         return [OutputRow({**keys, **decoder_keys(choice)}, tuple(names), epochs) for choice in run.decoders]
     return [OutputRow(keys, tuple(names), epochs)]
 

@@ -1,10 +1,10 @@
-"""The data every task hands to the models, the vocabulary that indexes it, and the problem kinds.
+"""The data every task hands to the models, the vocabulary that indexes it.
 
 A task is one module with its Params (what a spec may set; the files it reads
 are its `input_files()`, registry.Params; how a text becomes its tokens, its
 `input_rule(data)`, tasks.input_rules) and a `build(params, seed)` giving
-`SequenceData` (or `Seq2SeqData`) of one of the problem kinds below (`PROBLEMS`);
-its entry in the catalog (`registry.Task`) names its problem.
+`SequenceData` (or `Seq2SeqData`) of one of the problem kinds (`seqkeras.problems`, named
+by `data.problem`); its entry in the catalog (`registry.Task`) names its problem.
 """
 
 from __future__ import annotations
@@ -12,24 +12,18 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 from pydantic import Field, model_validator
 
 from seqkeras import registry
+from seqkeras.problems import (  # noqa: F401  (the names tasks declare their data's problem by)
+    CLASSIFICATION, LANGUAGE_MODELING, PROBLEMS, REGRESSION, SEQ2SEQ, TAGGING, ProblemName, problem_named)
 from seqkeras.registry import Params
 
 PAD, UNK = "<pad>", "<unk>"
 
-CLASSIFICATION = "classification"
-TAGGING = "tagging"
-LANGUAGE_MODELING = "language_modeling"
-SEQ2SEQ = "seq2seq"  # source sequence → target sequence (see seqkeras.tasks.seq2seq_data)
-REGRESSION = "regression"  # a sequence of real-valued features → one number (the adding problem)
-# Every problem kind, the one list of them: a field that holds one is annotated `Problem`.
-PROBLEMS = (CLASSIFICATION, TAGGING, LANGUAGE_MODELING, SEQ2SEQ, REGRESSION)
-Problem = Literal[PROBLEMS]
 
 
 # Each bound alone can be in range while their product is not: 5e6 examples × 1e5 steps
@@ -136,7 +130,7 @@ class SequenceData:
 
     @property
     def num_outputs(self) -> int:
-        if self.problem == REGRESSION:
+        if not problem_named(self.problem).reads_tokens:  # one number
             return 1
         return len(self.labels) if self.labels is not None else len(self.vocabulary)
 

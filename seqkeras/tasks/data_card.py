@@ -38,7 +38,8 @@ from typing import Any
 
 import numpy as np
 
-from seqkeras.tasks.base import CLASSIFICATION, REGRESSION, TAGGING, UNK, SequenceData
+from seqkeras.problems import problem_named
+from seqkeras.tasks.base import UNK, SequenceData
 
 FORMAT = 1
 # Counting duplicates holds every input row once in a set; above this many array cells it is skipped (None).
@@ -52,12 +53,13 @@ def describe(data: SequenceData) -> dict[str, Any]:
         splits.append(("validation", data.x_validation, data.y_validation))
     splits.append(("test", data.x_test, data.y_test))
     inputs = {name: _inputs(x) for name, x, _ in splits}
-    unknown = None if data.problem == REGRESSION else data.vocabulary.index.get(UNK)
+    reads_tokens = problem_named(data.problem).reads_tokens
+    unknown = data.vocabulary.index.get(UNK) if reads_tokens else None
     card: dict[str, Any] = {
         "format": FORMAT,
         "problem": data.problem,
         "splits": [_split(name, inputs[name], y, data, unknown) for name, _, y in splits],
-        "vocabulary": None if data.problem == REGRESSION else len(data.vocabulary),
+        "vocabulary": len(data.vocabulary) if reads_tokens else None,
         "test_oov_rate": _unknown_rate(inputs["test"], unknown),
         "across": {f"{other}/train": _seen_in(inputs["train"], inputs[other]) for other in inputs if other != "train"},
         "removed_before_split": dict(data.notes),
@@ -96,17 +98,18 @@ def _split(name: str, x: np.ndarray, y: np.ndarray, data: SequenceData, unknown:
         "unknown_rate": _unknown_rate(x, unknown),
         "duplicates": _duplicates(x),
     }
-    if data.problem in (CLASSIFICATION, TAGGING) and data.labels is not None:
+    if problem_named(data.problem).labelled and data.labels is not None:
         part["classes"] = _classes(np.asarray(y), data)
     return part
 
 
 def _classes(y: np.ndarray, data: SequenceData) -> dict[str, dict[str, float]]:
     """Each class (or tag: over the tokens, padding left out) with its count and share, in label order."""
-    ids = y.ravel() if data.problem == CLASSIFICATION else y[y != 0]
+    problem = problem_named(data.problem)
+    ids = problem.label_ids(y)
     counts = np.bincount(ids.astype(np.int64), minlength=len(data.labels))
     total = int(counts.sum()) or 1
-    first = 0 if data.problem == CLASSIFICATION else 1  # tag id 0 is padding
+    first = problem.first_label  # tag id 0 is padding
     return {data.labels.tokens[i]: {"count": int(counts[i]), "share": round(float(counts[i]) / total, 4)}
             for i in range(first, len(data.labels))}
 

@@ -21,12 +21,11 @@ from dataclasses import dataclass, field
 
 from pydantic import Field, model_validator
 
+from seqkeras.problems.seq2seq import END, START  # noqa: F401  (the target vocabulary reserves them)
 from seqkeras.tasks.base import PAD, SEQ2SEQ, UNK, SequenceData, SizeParams, Vocabulary, pad
 from seqkeras.tasks.input_rules import CHARACTER_TOKENS, InputRule
 from seqkeras.tasks.limits import check_vocabulary_entries
 from seqkeras.tasks.subwords import join_pieces
-
-START, END = "<s>", "</s>"
 
 Pair = tuple[list[str], list[str]]  # (source tokens, target tokens)
 

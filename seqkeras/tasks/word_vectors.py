@@ -30,7 +30,8 @@ from pydantic import Field
 
 from seqkeras.errors import SpecError, excerpt
 from seqkeras.registry import Params
-from seqkeras.tasks.base import PAD, SEQ2SEQ, UNK, SequenceData
+from seqkeras.problems import problem_named
+from seqkeras.tasks.base import PAD, UNK, SequenceData
 from seqkeras.tasks.seq2seq_data import END, START
 from seqkeras.tasks.files import utf8_pieces
 
@@ -179,7 +180,7 @@ def vocabulary_coverage(embedding: WordVectorsFile, tokens: list[str], train_ids
 def data_coverage(embedding: WordVectorsFile, data: SequenceData) -> dict[str, dict]:
     """The data card's `embedding` entry: how much of each vocabulary the file covers (`vocabulary_coverage`),
     per embedding: `tokens`, or an encoder-decoder's `source` and `target`."""
-    if data.problem == SEQ2SEQ:
+    if problem_named(data.problem).source_to_target:
         read_vectors(embedding.path, data.vocabulary.tokens + data.target_vocabulary.tokens)  # one read for both
         return {"source": vocabulary_coverage(embedding, data.vocabulary.tokens, data.x_train["source"]),
                 "target": vocabulary_coverage(embedding, data.target_vocabulary.tokens, data.y_train)}

@@ -6,5 +6,5 @@ Keras's fit and the torch backend's lean loop. `settings` is the schema of the
 `train:` section, `predictions` what a trained model predicted, the input of
 every metric, and `progress` what a run says while it trains. Never the spec, evaluation, execution or reporting.
 
-May import: errors, registry, backends, tasks, results.
+May import: errors, problems, registry, backends, tasks, results.
 """

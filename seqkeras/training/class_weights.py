@@ -13,10 +13,10 @@ from typing import Literal
 
 import numpy as np
 
-from seqkeras.tasks.base import CLASSIFICATION, TAGGING, SequenceData
+from seqkeras.problems import problem_named
+from seqkeras.tasks.base import SequenceData
 
 BALANCED = "balanced"
-PROBLEMS = (CLASSIFICATION, TAGGING)
 
 ClassWeights = Literal["balanced"] | dict[str, float]
 
@@ -25,10 +25,10 @@ def per_class(setting: ClassWeights, data: SequenceData, y: np.ndarray) -> np.nd
     """The weight of each label id (padding's, id 0 of tags, included as 0), from the training targets `y`. A label
     the mapping names that the data does not have is a ValueError naming the labels there are."""
     labels = data.labels.tokens
-    first = 1 if data.problem == TAGGING else 0  # tags reserve id 0 for padding
+    first = problem_named(data.problem).first_label  # tags reserve id 0 for padding
     weights = np.ones(len(labels), dtype="float64")
     if setting == BALANCED:
-        counts = np.bincount(y[y >= first].ravel() if first else y.ravel(), minlength=len(labels))[first:]
+        counts = np.bincount(problem_named(data.problem).label_ids(y), minlength=len(labels))[first:]
         seen = counts > 0
         total, classes = counts.sum(), int(seen.sum())
         weights[first:][seen] = total / (classes * counts[seen])

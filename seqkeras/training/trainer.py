@@ -25,7 +25,8 @@ from seqkeras.results.removal import remove_tree
 from seqkeras.training import batching, class_weights, convergence, schedules
 from seqkeras.training.budget import Budget, Period, Segment
 from seqkeras.training.settings import EarlyStoppingSpec, OptimizerSpec, TrainSpec
-from seqkeras.tasks.base import CLASSIFICATION, REGRESSION, SEQ2SEQ, SequenceData
+from seqkeras.problems import problem_named
+from seqkeras.tasks.base import SequenceData
 from seqkeras.training.losses import loss_and_metrics
 
 if TYPE_CHECKING:  # the caller (execution.single_run) makes the writer; training only calls it
@@ -52,16 +53,6 @@ def make_optimizer(spec: OptimizerSpec, total_steps: int = 1) -> keras.optimizer
     if spec.rho is not None:
         options["rho"] = spec.rho
     return OPTIMIZERS[spec.name](**options)
-
-
-def token_weights(data_x: np.ndarray, problem: str, data_y: np.ndarray | None = None) -> np.ndarray | None:
-    """Per-token sample weights: padding (id 0) counts for nothing in loss and metrics.
-
-    Seq2seq inputs are a dict (source, decoder input); the weights follow the targets' padding.
-    """
-    if problem in (CLASSIFICATION, REGRESSION):  # one target per sequence, no padding to mask
-        return None
-    return ((data_y if problem == SEQ2SEQ else data_x) != 0).astype("float32")
 
 
 def take_rows(x, rows):
@@ -121,11 +112,12 @@ def fit(
     # A model with its own loss (a CRF's sequence likelihood) is compiled with the
     # optimizer only and masks padding itself, without per-token sample weights.
     own_loss = abilities.own_loss
+    problem = problem_named(data.problem)
     x, y = data.x_train, data.y_train
-    weights = None if own_loss else token_weights(x, data.problem, y)
+    weights = None if own_loss else problem.loss_weights(x, y)
     validation = None
     if data.has_validation:  # the task's own (a file, or a share it drew from the training part): never test data
-        val_weights = None if own_loss else token_weights(data.x_validation, data.problem, data.y_validation)
+        val_weights = None if own_loss else problem.loss_weights(data.x_validation, data.y_validation)
         validation = (data.x_validation, data.y_validation) + ((val_weights,) if val_weights is not None else ())
     # Like Keras's validation_split: the last share of the training set, taken before shuffling. (The spec
     # refuses both at once: spec.checks.check_validation.)
@@ -141,8 +133,8 @@ def fit(
     if not getattr(model, "compiled", False):
         if own_loss:
             objective = {}
-        elif data.problem == REGRESSION:
-            objective = {"loss": "mse"}
+        elif problem.keras_loss is not None:
+            objective = {"loss": problem.keras_loss}
         else:
             objective = loss_and_metrics()
         model.compile(optimizer=make_optimizer(train.optimizer, budget.total_steps), **objective)
@@ -496,6 +488,6 @@ def predict(model: keras.Model, data: SequenceData, batch_size: int, abilities: 
     x, y = (data.x_test, data.y_test) if x is None else (x, y)
     probabilities = model.predict(x, batch_size=batch_size, verbose=0)
     predicted = model.predict_tags(x, batch_size=batch_size) if abilities.tags else None
-    mask = None if data.problem == CLASSIFICATION else x != 0
+    mask = problem_named(data.problem).metric_mask(x)
     labels = data.labels.tokens if data.labels is not None else None
     return Predictions(np.asarray(probabilities), y, mask, predicted, labels)

@@ -96,8 +96,8 @@ def test_sparse_accuracy_matches_keras_and_ties_go_to_the_first_index():
 def train_step():
     """One training step of an LM with padding: Keras's loss and metric, then the suite's, from the same weights."""
     from seqkeras.models.recurrent import LanguageModelParams, build_lm
-    from seqkeras.tasks.base import LANGUAGE_MODELING
-    from seqkeras.training.trainer import loss_and_metrics, token_weights
+    from seqkeras.problems.language_modeling import PROBLEM
+    from seqkeras.training.trainer import loss_and_metrics
 
     tokens, data = padded_lm_data(1)
     models, initial = [], None
@@ -106,7 +106,7 @@ def train_step():
         model.compile(optimizer=keras.optimizers.Adam(1e-2), **compiled)
         initial = initial or model.get_weights()
         model.set_weights(initial)
-        weights = token_weights(tokens, LANGUAGE_MODELING)
+        weights = PROBLEM.loss_weights(tokens, None)
         logs = model.train_on_batch(tokens, np.roll(tokens, -1, axis=1), sample_weight=weights, return_dict=True)
         models.append((model, logs))
     return models

@@ -1,5 +1,5 @@
-"""A `transformer_seq2seq` model's two exported graphs (kept/export.py): its encoder, and one decoder step that
-carries every decoder block's key/value caches as named tensors.
+"""A `transformer_seq2seq` model's two exported graphs (kept/export.py; `TransformerSeq2SeqModel.export_graphs`):
+its encoder, and one decoder step that carries every decoder block's key/value caches as named tensors.
 
     encoder        source [batch, source_length] int32 →
                      mask [batch, source_length] bool                    the source's real tokens
@@ -32,9 +32,10 @@ from __future__ import annotations
 import keras
 from keras import ops
 
+from seqkeras.decoding.protocol import NEXT
+
 SELF_CACHE, CROSS_CACHE = "_self_cache", "_cross_cache"  # layer<n>_self_cache, layer<n>_cross_cache
 INDEX = "index"
-NEXT = "next_"  # a step's output state: next_layer0_h (kept/export.py's) is the next step's layer0_h
 
 
 class _TransformerGraph(keras.Model):
