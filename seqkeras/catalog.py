@@ -98,6 +98,7 @@ TASKS = Registry(
 # Classifiers and taggers are scored on validation data as on the test set: their predictions, any metric of the
 # problem (train.validation_metrics).
 PREDICTIONS_SCORER = ValidationScorer(Lazy("seqkeras.evaluation.rows", "validation_scorer"))
+LANGUAGE_MODEL_SCORER = ValidationScorer(Lazy("seqkeras.evaluation.language_model", "validation_scorer"))
 # An encoder-decoder is scored on validation data by its greedy outputs: these metrics of them.
 SEQ2SEQ_VALIDATION_METRICS = ("bleu", "chrf", "exact_match", "position_accuracy")
 # Encoder-decoders train fastest on JAX, whose compiled step takes in the decoder's loop (Keras's scan, the
@@ -116,7 +117,8 @@ MODELS = Registry(
                   "mean squared error (the adding problem).",
                   recurrent.RegressorParams, recurrent.build_regressor, problem=REGRESSION,
                   size=RECURRENT_SIZE, diagnostics=(GRADIENT_FLOW,),
-                  evaluator=Lazy("seqkeras.evaluation.regression", "evaluate")),
+                  evaluator=Lazy("seqkeras.evaluation.regression", "evaluate"),
+                  validation_scorer=ValidationScorer(Lazy("seqkeras.evaluation.regression", "validation_scorer"))),
         ModelKind("tagger", "Embedding → recurrent stack → per-token softmax or CRF (one label per token).",
                   recurrent.TaggerParams, recurrent.build_tagger, problem=TAGGING,
                   size=RECURRENT_SIZE, diagnostics=(GRADIENT_FLOW,),
@@ -125,7 +127,8 @@ MODELS = Registry(
         ModelKind("lm", "Embedding → recurrent stack → next-token softmax; reports perplexity.",
                   recurrent.LanguageModelParams, recurrent.build_lm, problem=LANGUAGE_MODELING,
                   size=RECURRENT_SIZE, diagnostics=(GRADIENT_FLOW,), step_model=cached_step_models.RecurrentStepModel,
-                  evaluator=Lazy("seqkeras.evaluation.language_model", "evaluate")),
+                  evaluator=Lazy("seqkeras.evaluation.language_model", "evaluate"),
+                  validation_scorer=LANGUAGE_MODEL_SCORER),
         ModelKind("ngram", "Counted n-gram LM (order 1–5, add-k or interpolated Kneser–Ney); no training loop.",
                   ngram_lm.NgramParams, ngram_lm.build, problem=LANGUAGE_MODELING,
                   size=NoSizeEstimate("its parameters are counts of the training text, known only once counted"),
@@ -135,12 +138,14 @@ MODELS = Registry(
         ModelKind("nplm", "Bengio et al. 2003: the previous n−1 embeddings concatenated → tanh layer → softmax.",
                   nplm.NplmParams, nplm.build, problem=LANGUAGE_MODELING,
                   size=NoSizeEstimate("none declared yet: a model too wide fails when Keras allocates it"),
-                  evaluator=Lazy("seqkeras.evaluation.language_model", "evaluate")),
+                  evaluator=Lazy("seqkeras.evaluation.language_model", "evaluate"),
+                  validation_scorer=LANGUAGE_MODEL_SCORER),
         ModelKind("transformer", "Causal Transformer LM: keras-hub TokenAndPositionEmbedding → TransformerDecoder "
                   "blocks (self-attention only) → softmax.",
                   transformer.TransformerParams, transformer.build_lm, problem=LANGUAGE_MODELING,
                   size=TRANSFORMER_SIZE, evaluator=Lazy("seqkeras.evaluation.language_model", "evaluate"),
-                  step_model=cached_step_models.CachedTransformerStepModel, model_shape=transformer.model_shape),
+                  step_model=cached_step_models.CachedTransformerStepModel, model_shape=transformer.model_shape,
+                  validation_scorer=LANGUAGE_MODEL_SCORER),
         ModelKind("transformer_classifier",
                   "keras-hub TransformerEncoder blocks → mean over tokens → softmax over classes.",
                   transformer.TransformerParams, transformer.build_classifier,

@@ -143,15 +143,15 @@ def test_ngram_distributions_are_the_counts_probabilities(text_file, params):
 def test_ngram_perplexity_is_scored_on_the_test_windows(text_file):
     data = lm_corpus.build(corpus_params(text_file), seed=0)
     model = estimated_ngram(data, order=2)
-    probabilities, predicted = language_model.score(model, data.x_test, data.y_test)
+    probabilities, predicted = language_model.score(model, data.x_test, data.y_test, scores_itself=True)
     row, t = 1, 4
     assert probabilities[row, t] == model.distribution(data.x_test[row, : t + 1])[data.y_test[row, t]]
     metrics = language_model.token_metrics(probabilities, predicted, data.y_test, data.x_test != 0)
     assert metrics["perplexity"] == pytest.approx(math.exp(-np.log(probabilities).mean()))
     # A near-uniform unigram model (huge pseudo-counts) scores the size of its vocabulary.
     uniform = estimated_ngram(data, order=1, smoothing="add_k", k=1e9)
-    metrics = language_model.token_metrics(*language_model.score(uniform, data.x_test, data.y_test), data.y_test,
-                                          data.x_test != 0)
+    scores = language_model.score(uniform, data.x_test, data.y_test, scores_itself=True)  # the ngram kind's ability
+    metrics = language_model.token_metrics(*scores, data.y_test, data.x_test != 0)
     assert metrics["perplexity"] == pytest.approx(len(uniform.counts.vocabulary), rel=1e-6)
 
 

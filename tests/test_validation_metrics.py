@@ -96,9 +96,9 @@ def test_specs_that_cannot_score_validation_data_are_refused_naming_the_key():
     assert "macro_f1" in bleu and "accuracy" not in bleu.split(":", 2)[-1]
     accuracy = refused({"validation_metrics": {"metrics": ["accuracy"]}}, **classifier)
     assert "val_accuracy is in the history already" in accuracy
-    language_model = {"task": {"name": "char_lm"}, "model": {"kind": "lm"}, "evaluate": {"metrics": ["perplexity"]}}
-    assert "model kind 'lm' cannot be scored" in refused({"validation_metrics": {"metrics": ["perplexity"]}},
-                                                          **language_model)
+    counted = {"task": {"name": "char_lm"}, "model": {"kind": "ngram"}, "evaluate": {"metrics": ["perplexity"]}}
+    assert "model kind 'ngram' cannot be scored" in refused({"validation_metrics": {"metrics": ["perplexity"]}},
+                                                             **counted)
     blind = refused({"validation_split": 0.0, "validation_metrics": {}})
     assert "train.validation_metrics" in blind and "validation_split > 0" in blind
     unmeasured = refused({"early_stopping": {"monitor": "val_chrf"}, "validation_metrics": {"metrics": ["bleu"]}})
@@ -149,6 +149,43 @@ def test_a_classifier_and_a_tagger_are_scored_on_validation_data_as_on_the_test_
     assert history[[f"val_{name}" for name in metrics]].notna().all().all()
     (row,) = evaluate_predictions(built, data, run, tmp_path)
     assert scorer(data.x_test, data.y_test) == pytest.approx(row.metrics)
+
+
+@pytest.mark.parametrize("task,model,metrics,evaluator", [
+    ({"name": "char_lm", "seq_length": 12, "n_train": 64, "n_test": 16},
+     {"kind": "lm", "cell": "gru", "units": 8, "embedding_dim": 4}, ["perplexity", "token_accuracy"],
+     "language_model"),
+    ({"name": "char_lm", "seq_length": 12, "n_train": 64, "n_test": 16},
+     {"kind": "transformer", "layers": 1, "num_heads": 2, "embedding_dim": 8, "intermediate_dim": 8},
+     ["perplexity", "cross_entropy"], "language_model"),
+    ({"name": "adding", "length": 10, "n_train": 64, "n_test": 16},
+     {"kind": "regressor", "cell": "gru", "units": 8}, ["mse", "success_rate"], "regression"),
+], ids=["lm", "transformer", "regressor"])
+def test_a_language_model_and_a_regressor_are_scored_on_validation_data_and_tuned_on_it(task, model, metrics,
+                                                                                        evaluator, tmp_path):
+    """Perplexity (and a regressor's success rate) per epoch on the validation data, computed as the test's are:
+    what `tune.objective: val_perplexity` studies."""
+    import importlib
+
+    from seqkeras.training import trainer
+
+    module = importlib.import_module(f"seqkeras.evaluation.{evaluator}")
+    raw = {"version": 1, "name": "scored", "task": task, "model": model, "seeds": [0],
+           "train": {"epochs": 2, "batch_size": 16, "verbose": 0, "validation_split": 0.25,
+                     "validation_metrics": {"metrics": metrics}},
+           "evaluate": {"metrics": metrics}}
+    (run,) = build_experiment(raw, source="<dict>", overrides=[]).runs
+    data = run.task.component.load()(run.task.params, run.seed)
+    built = run.model.component.load()(run.model.params, data)
+    scorer = module.validation_scorer(built, data, run)
+    history, _ = trainer.fit(built, data, run.train, seed=0, score_validation=scorer)
+    assert history[[f"val_{name}" for name in metrics]].notna().all().all()
+    (row,) = module.evaluate(built, data, run, tmp_path)
+    assert scorer(data.x_test, data.y_test) == pytest.approx({name: row.metrics[name] for name in metrics})
+    search = {"train.optimizer.learning_rate": {"log_uniform": [1e-3, 1e-2]}}
+    tuned = build_experiment({**raw, "tune": {"search": search, "trials": 2, "objective": f"val_{metrics[0]}"}},
+                             source="<dict>", overrides=[])
+    assert tuned.spec.tune.objective == f"val_{metrics[0]}"
 
 
 def test_runs_without_validation_metrics_keep_their_run_ids():

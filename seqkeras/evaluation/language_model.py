@@ -41,14 +41,12 @@ SCORE_BATCH = 64
 
 
 def score(model, x: np.ndarray, y: np.ndarray, batch_size: int = SCORE_BATCH,
-          scores_itself: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
+          scores_itself: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """P(target) and the most probable id at every position, both [N, L].
 
-    `scores_itself`: what the model kind declares (`Abilities.scores`); the evaluator always says. None is
-    for a caller holding a model without its kind: then a model with a `score` method is taken to be one.
+    `scores_itself`: what the model kind declares (`Abilities.scores`): the model's own `score`, else a Keras
+    predict.
     """
-    if scores_itself is None:
-        scores_itself = callable(getattr(model, "score", None))
     if scores_itself:
         return model.score(x, y)
     chosen, predicted = [], []
@@ -76,6 +74,22 @@ def generation_spec(run) -> GenerateSpec | None:
     if settings is not None:
         return GenerateSpec.model_validate(settings)
     return GenerateSpec() if run.decoders else None
+
+
+def validation_scorer(model, data, run):
+    """`score(validation windows, their next tokens)`: run.train.validation_metrics' metrics (perplexity,
+    token_accuracy, cross_entropy) of the (first max_examples) validation windows, computed as the test's are, for
+    the trainer to watch and a study to tune on (val_perplexity)."""
+    settings = run.train.validation_metrics
+    abilities: Abilities = run.model.component.abilities_for(run.model.params)
+    batch_size = min(run.train.batch_size, SCORE_BATCH)
+
+    def scores(x: np.ndarray, y: np.ndarray) -> dict[str, float]:
+        x, y = x[: settings.max_examples], y[: settings.max_examples]
+        probabilities, predicted = score(model, x, y, batch_size, scores_itself=abilities.scores)
+        return compute(settings.metrics, LANGUAGE_MODELING, TargetScores(probabilities, predicted, y, x != 0))
+
+    return scores
 
 
 def evaluate(model, data, run, folder: Path) -> list[EvaluationRow]:

@@ -31,3 +31,18 @@ def baseline_mse(predicted: np.ndarray, data: SequenceData) -> float:
 def evaluate(model, data: SequenceData, run, folder: Path) -> list[EvaluationRow]:
     predicted = np.asarray(model.predict(data.x_test, batch_size=run.train.batch_size, verbose=0))
     return [EvaluationRow(compute(run.metrics, REGRESSION, outputs(predicted, data)))]
+
+
+def validation_scorer(model, data: SequenceData, run):
+    """`score(validation steps, their targets)`: run.train.validation_metrics' metrics (mse, success_rate, ...) of
+    the predictions on the (first max_examples) validation sequences, as the test's are computed, for the trainer
+    to watch and a study to tune on."""
+    settings = run.train.validation_metrics
+
+    def score(x: np.ndarray, y: np.ndarray) -> dict[str, float]:
+        x, y = x[: settings.max_examples], y[: settings.max_examples]
+        predicted = np.asarray(model.predict(x, batch_size=run.train.batch_size, verbose=0))
+        return compute(settings.metrics, REGRESSION,
+                       RegressionOutputs(predicted=predicted, targets=y, train_targets=data.y_train))
+
+    return score

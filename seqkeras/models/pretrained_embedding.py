@@ -47,6 +47,13 @@ class PretrainedEmbeddingParams(Params):
         return {**super().input_files(), **word_vectors.input_files(self.embedding)}
 
 
+def frozen(embedding: WordVectorsFile | None) -> bool:
+    """Whether the embeddings started from the file stay as the file has them (`trainable: false`). A subclassed
+    model (the encoder-decoders) keeps this in its config and freezes its embeddings when it is made, so that the
+    model Keras loads has the trainable weights, and so the optimizer state, it was saved with."""
+    return embedding is not None and not embedding.trainable
+
+
 def start_from_file(layer, embedding: WordVectorsFile | None, tokens: list[str]) -> None:
     """Give a built Keras `Embedding` layer the file's vectors for `tokens` (its rows, in id order), and freeze it
     unless the file is `trainable`. Nothing without a file."""

@@ -44,7 +44,7 @@ from seqkeras.backends.compiled import compiled_function, compiled_method, pad_r
 from seqkeras.backends.serializable import keras_serializable
 from seqkeras.layers.attention import BahdanauAttention, LuongAttention
 from seqkeras.layers.one_hot import token_inputs
-from seqkeras.models.pretrained_embedding import start_from_file
+from seqkeras.models.pretrained_embedding import frozen, start_from_file
 from seqkeras.models.seq2seq_graphs import DecoderStepGraph, EncoderGraph
 from seqkeras.tasks import word_vectors
 from seqkeras.models.seq2seq_params import Seq2SeqParams
@@ -69,45 +69,20 @@ SCAN_UNROLL = 16
 class Seq2SeqModel(keras.Model):
     """Encoder-decoder. `call({"source", "decoder_input"})` → next-token probabilities [B, T, V] (teacher forcing)."""
 
-    def __init__(
-        self,
-        source_vocabulary_size: int,
-        target_vocabulary_size: int,
-        blocked_ids: tuple[int, ...] = (0,),
-        cell: str = "lstm",
-        decoder_cell: str | None = None,
-        units: int = 64,
-        layers: int = 1,
-        bidirectional: bool = False,
-        embedding_dim: int = 32,
-        attention: str = "bahdanau",
-        luong_score: str | None = None,
-        luong_layer_norm: bool = False,
-        attention_units: int | None = None,
-        dropout: float = 0.0,
-        input_encoding: str = "embedding",
-        decoder_reads: str = "previous_token",
-        **kwargs,
-    ):
+    def __init__(self, source_vocabulary_size: int, target_vocabulary_size: int, blocked_ids: tuple[int, ...] = (0,),
+                 frozen_embeddings: bool = False, **kwargs):
+        settings = Seq2SeqParams.architecture_of(kwargs)  # cell, units, attention, ...: its Params' (build)
+        settings["luong_layer_norm"] = bool(settings["luong_layer_norm"])
         super().__init__(**kwargs)
-        self.config = dict(
-            source_vocabulary_size=source_vocabulary_size,
-            target_vocabulary_size=target_vocabulary_size,
-            blocked_ids=tuple(blocked_ids),
-            cell=cell,
-            decoder_cell=decoder_cell,
-            units=units,
-            layers=layers,
-            bidirectional=bidirectional,
-            embedding_dim=embedding_dim,
-            attention=attention,
-            luong_score=luong_score,
-            luong_layer_norm=bool(luong_layer_norm),
-            attention_units=attention_units,
-            dropout=dropout,
-            input_encoding=input_encoding,
-            decoder_reads=decoder_reads,
-        )
+        self.config = dict(source_vocabulary_size=source_vocabulary_size,
+                           target_vocabulary_size=target_vocabulary_size, blocked_ids=tuple(blocked_ids),
+                           frozen_embeddings=bool(frozen_embeddings), **settings)
+        cell, decoder_cell, units, layers = settings["cell"], settings["decoder_cell"], settings["units"], \
+            settings["layers"]
+        bidirectional, embedding_dim, attention = settings["bidirectional"], settings["embedding_dim"], \
+            settings["attention"]
+        input_encoding, dropout = settings["input_encoding"], settings["dropout"]
+        decoder_reads = settings["decoder_reads"]
         self.reads_vector = decoder_reads == "encoder_vector"
         self.encoder_cell = cell
         self.decoder_cell_name = decoder_cell or cell
@@ -125,6 +100,8 @@ class Seq2SeqModel(keras.Model):
             self.encoder_layers.append(layer)
         self.target_embedding = token_inputs(target_vocabulary_size, embedding_dim, input_encoding,
                                              name="target_embedding", mask_zero=False)
+        if frozen_embeddings:  # started from a file of word vectors and kept as it has them (model.embedding)
+            self.source_embedding.trainable = self.target_embedding.trainable = False
         self.decoder_cells = [
             CELL_CLASSES[self.decoder_cell_name](self.width, name=f"decoder_{self.decoder_cell_name}_{index}")
             for index in range(layers)
@@ -133,10 +110,11 @@ class Seq2SeqModel(keras.Model):
         self.attentional = None
         self.attentional_norm = None
         if attention == "bahdanau":
-            self.attention = BahdanauAttention(attention_units or self.width, name="bahdanau_attention")
+            self.attention = BahdanauAttention(settings["attention_units"] or self.width, name="bahdanau_attention")
         elif attention == "luong":
-            self.attention = LuongAttention(luong_score or "general", units=self.width, name="luong_attention")
-            if luong_layer_norm:
+            self.attention = LuongAttention(settings["luong_score"] or "general", units=self.width,
+                                            name="luong_attention")
+            if settings["luong_layer_norm"]:
                 self.attentional = keras.layers.Dense(self.width, name="attentional_state")
                 self.attentional_norm = keras.layers.LayerNormalization(name="attentional_state_norm")
             else:
@@ -387,25 +365,8 @@ def model_shape(model) -> ModelShape:
 
 
 def build(params: Seq2SeqParams, data: Seq2SeqData) -> Seq2SeqModel:
-    model = Seq2SeqModel(
-        source_vocabulary_size=len(data.vocabulary),
-        target_vocabulary_size=len(data.target_vocabulary),
-        blocked_ids=never_written(data),
-        cell=params.cell,
-        decoder_cell=params.decoder_cell,
-        units=params.units,
-        layers=params.layers,
-        bidirectional=params.bidirectional,
-        embedding_dim=params.embedding_dim,
-        attention=params.attention,
-        luong_score=params.luong_score,
-        luong_layer_norm=bool(params.luong_layer_norm),
-        attention_units=params.attention_units,
-        dropout=params.dropout,
-        input_encoding=params.input_encoding,
-        decoder_reads=params.decoder_reads,
-        name="seq2seq",
-    )
+    model = Seq2SeqModel(len(data.vocabulary), len(data.target_vocabulary), never_written(data),
+                         frozen(params.embedding), **params.architecture(), name="seq2seq")
     # Keras's own recurrent layers, made the torch backend's fused ones once built, as a kept model is when loaded
     # (layer_classes.fused): a subclassed model's weights file names each layer of a list by its class, so the
     # model must be made with the classes it is saved and loaded with.

@@ -34,7 +34,30 @@ def output_limit(params, data) -> int:
     return params.max_output_length or int(1.5 * data.longest_train_target) + 2
 
 
-class Seq2SeqParams(PretrainedEmbeddingParams):
+class ModelArchitecture:
+    """The parameters an encoder-decoder's Keras model is made of: its Params' fields less those read only when it
+    is built or decoded (`outside_the_model`). The model's config holds each, so Keras gives them back when it
+    loads the model: one list of names, its Params' own."""
+
+    outside_the_model: ClassVar[tuple[str, ...]] = ("embedding", "max_output_length")
+
+    @classmethod
+    def architecture_names(cls) -> tuple[str, ...]:
+        return tuple(name for name in cls.model_fields if name not in cls.outside_the_model)
+
+    def architecture(self) -> dict:
+        """What `build` hands the model."""
+        return {name: getattr(self, name) for name in self.architecture_names()}
+
+    @classmethod
+    def architecture_of(cls, config: dict) -> dict:
+        """The model's settings, each taken out of `config` (its `__init__`'s keyword arguments: a kept model's
+        config, or `architecture()`), or its Params' default where a config written before it lacks it."""
+        return {name: config.pop(name) if name in config else cls.model_fields[name].default
+                for name in cls.architecture_names()}
+
+
+class Seq2SeqParams(ModelArchitecture, PretrainedEmbeddingParams):
     # Added after results existed: in a run's id only when set (registry.Params).
     hashed_only_when_set: ClassVar[tuple[str, ...]] = ("input_encoding", "decoder_reads")
 
@@ -95,9 +118,12 @@ class Seq2SeqParams(PretrainedEmbeddingParams):
         return self
 
 
-class TransformerSeq2SeqParams(TransformerParams):
+class TransformerSeq2SeqParams(ModelArchitecture, TransformerParams):
     """The Transformer encoder-decoder's: the `transformer` kind's sizes, for `layers` encoder and `layers` decoder
     blocks."""
+
+    # The source's position table is sized when the model is built (`source_positions`), from max_length or the data.
+    outside_the_model: ClassVar[tuple[str, ...]] = ("embedding", "max_length", "max_output_length")
 
     max_length: int | None = Field(
         None, ge=1, le=1_000_000,

@@ -36,6 +36,7 @@ from seqkeras.backends.compiled import compiled_method
 from seqkeras.backends.serializable import keras_serializable
 from seqkeras.models.seq2seq import Seq2SeqStepModel, blocked_logits, built, never_written
 from seqkeras.models.transformer import keras_hub, token_embedding
+from seqkeras.models.pretrained_embedding import frozen
 from seqkeras.models.seq2seq_params import TransformerSeq2SeqParams, output_limit
 from seqkeras.models.transformer_seq2seq_graphs import TransformerEncoderGraph, TransformerStepGraph
 from seqkeras.registry import ModelShape
@@ -50,42 +51,27 @@ class TransformerSeq2SeqModel(keras.Model):
     # The evaluator writes attention.csv, and `predict --attention` draws maps, for a model that attends.
     attends = True
 
-    def __init__(
-        self,
-        source_vocabulary_size: int,
-        target_vocabulary_size: int,
-        source_positions: int,
-        target_positions: int,
-        blocked_ids: tuple[int, ...] = (0,),
-        embedding_dim: int = 64,
-        num_heads: int = 4,
-        intermediate_dim: int = 128,
-        layers: int = 2,
-        dropout: float = 0.0,
-        positions: str = "learned",
-        normalize_first: bool = False,
-        **kwargs,
-    ):
+    def __init__(self, source_vocabulary_size: int, target_vocabulary_size: int, source_positions: int,
+                 target_positions: int, blocked_ids: tuple[int, ...] = (0,), frozen_embeddings: bool = False,
+                 **kwargs):
+        settings = TransformerSeq2SeqParams.architecture_of(kwargs)  # sizes, positions, ...: its Params' (build)
+        settings["normalize_first"] = bool(settings["normalize_first"])
         super().__init__(**kwargs)
-        self.config = dict(
-            source_vocabulary_size=source_vocabulary_size,
-            target_vocabulary_size=target_vocabulary_size,
-            source_positions=source_positions,
-            target_positions=target_positions,
-            blocked_ids=tuple(blocked_ids),
-            embedding_dim=embedding_dim,
-            num_heads=num_heads,
-            intermediate_dim=intermediate_dim,
-            layers=layers,
-            dropout=dropout,
-            positions=positions,
-            normalize_first=bool(normalize_first),
-        )
+        self.config = dict(source_vocabulary_size=source_vocabulary_size,
+                           target_vocabulary_size=target_vocabulary_size, source_positions=source_positions,
+                           target_positions=target_positions, blocked_ids=tuple(blocked_ids),
+                           frozen_embeddings=bool(frozen_embeddings), **settings)
+        embedding_dim, num_heads, intermediate_dim = settings["embedding_dim"], settings["num_heads"], \
+            settings["intermediate_dim"]
+        layers, dropout, positions, normalize_first = settings["layers"], settings["dropout"], \
+            settings["positions"], settings["normalize_first"]
         self.head_width = embedding_dim // num_heads
         self.blocked_logits = blocked_logits(target_vocabulary_size, blocked_ids)
         hub = keras_hub().layers
         self.source_embedding = self._embedding(source_vocabulary_size, source_positions, "source")
         self.target_embedding = self._embedding(target_vocabulary_size, target_positions, "target")
+        if frozen_embeddings:  # the token tables started from a file of word vectors, kept as it has them
+            token_embedding(self.source_embedding).trainable = token_embedding(self.target_embedding).trainable = False
         self.sine_positions = hub.SinePositionEncoding(name="sine_positions") if positions == "sine" else None
         self.embedding_dropout = keras.layers.Dropout(dropout, name="embedding_dropout")
         self.encoder_blocks = [
@@ -301,19 +287,7 @@ def output_positions(params: TransformerSeq2SeqParams, data: Seq2SeqData) -> int
 
 def build(params: TransformerSeq2SeqParams, data: Seq2SeqData) -> TransformerSeq2SeqModel:
     source_positions = params.max_length or max(data.x_train["source"].shape[1], data.x_test["source"].shape[1])
-    model = TransformerSeq2SeqModel(
-        source_vocabulary_size=len(data.vocabulary),
-        target_vocabulary_size=len(data.target_vocabulary),
-        source_positions=source_positions,
-        target_positions=output_positions(params, data),
-        blocked_ids=never_written(data),
-        embedding_dim=params.embedding_dim,
-        num_heads=params.num_heads,
-        intermediate_dim=params.intermediate_dim,
-        layers=params.layers,
-        dropout=params.dropout,
-        positions=params.positions,
-        normalize_first=params.normalize_first,
-        name="transformer_seq2seq",
-    )
+    model = TransformerSeq2SeqModel(len(data.vocabulary), len(data.target_vocabulary), source_positions,
+                                    output_positions(params, data), never_written(data), frozen(params.embedding),
+                                    **params.architecture(), name="transformer_seq2seq")
     return built(model, params, data, token_embedding(model.source_embedding), token_embedding(model.target_embedding))

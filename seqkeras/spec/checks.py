@@ -106,7 +106,8 @@ def check_validation_metrics(task: ResolvedComponent, model: ResolvedComponent |
     if settings is not None and model is not None:
         if not allowed:
             raise SpecError(f"model kind {model.name!r} cannot be scored on validation data by the task's metrics "
-                            "(classification, tagging and seq2seq kinds can); watch val_loss instead",
+                            "(the kinds that train epoch by epoch can; a counted model has no epochs); watch val_loss "
+                            "instead",
                             path="train.validation_metrics")
         for index, name in enumerate(settings.metrics):
             if name not in allowed:
