@@ -42,7 +42,8 @@ from seqkeras.errors import SpecError, unknown_choice
 
 # Parts of a history value's name that improve upwards: accuracies, decoded scores, F1, precision, recall and a
 # success rate (as the metric catalog's directions, which training and tuning may not import;
-# tests/test_validation_metrics.py checks they agree). Early stopping, reduce-on-plateau and a study's default direction all read it.
+# tests/test_validation_metrics.py checks they agree). Early stopping, reduce-on-plateau and a study's default
+# direction all read it.
 HIGHER_IS_BETTER = ("acc", "bleu", "chrf", "exact_match", "f1", "precision", "recall", "success_rate")
 
 

@@ -49,7 +49,7 @@ def test_tiny_end_to_end_run_writes_every_file(tiny_cli_run):
     page = (folder / "table.md").read_text()
     assert "## accuracy by model.cell" in page and "reproduced" in page
     assert "[4/4]" in stdout
-    assert "tiny: Still improving when their budget ended: 4 of 4 finished runs" in stdout  # one epoch each
+    assert "tiny: Still improving when they ended: 4 of 4 finished runs" in stdout  # one epoch each
 
 
 def test_same_spec_and_seed_give_identical_metrics(tiny_cli_run, trained_runs):

@@ -29,7 +29,8 @@ from seqkeras.reporting.data_card import write_experiment_card
 from seqkeras.reporting.expectations import Verdict, check
 from seqkeras.reporting.plots import import_matplotlib, write_plots
 from seqkeras.reporting.spec_rows import own_rows
-from seqkeras.reporting.tables import render_page, still_improving_note, summary_tables
+from seqkeras.reporting.tables import render_page, summary_tables
+from seqkeras.reporting.training_notes import noise_stop_note, still_improving_note
 from seqkeras.reporting.tuning import write_tuning_report
 from seqkeras.results.folder import DISK_FULL, FAILED, OK, run_counts, runs_frame, write_atomic, write_csv, write_yaml
 from seqkeras.results import files
@@ -212,11 +213,11 @@ def summarize(folder: Path, experiment: Experiment, runs: pd.DataFrame, *,
     own = own_decoder_labels(experiment.spec)  # rows of decoders `seqkeras evaluate` added are shown, not claimed
     verdicts = [check(expect, own_rows(runs, own)) for expect in experiment.spec.expect]
     tables = summary_tables(runs, experiment.spec.tables(), experiment.matrix_columns, own_decoders=own)
-    page = render_page(experiment.spec.name, experiment.spec.description, runs, tables, verdicts)
+    notes = [note for note in (still_improving_note(runs), noise_stop_note(folder, runs)) if note]
+    page = render_page(experiment.spec.name, experiment.spec.description, runs, tables, verdicts, notes)
     write_atomic(folder / "table.md", page)
-    improving = still_improving_note(runs)  # said on the terminal too, where a comparison's ranks are read
-    if improving:
-        echo(f"{experiment.spec.name}: {improving}")
+    for note in notes:  # said on the terminal too, where a comparison's ranks are read
+        echo(f"{experiment.spec.name}: {note}")
     write_plots(folder, experiment, runs, echo=echo)  # never raises: a failed plot is a warning
     write_experiment_card(folder, experiment.spec.name, task_runs(experiment), echo=echo)  # a bad card: a warning
     write_tuning_report(folder, experiment.spec, echo)  # a tuned experiment's tuning.md; never raises

@@ -39,7 +39,8 @@ from seqkeras.reporting.formatting import cell_numbers, cell_texts
 from seqkeras.reporting.metric_chart import main_metric, write_metric_chart
 from seqkeras.reporting.plots import plot_folder, read_manifest
 from seqkeras.reporting.spec_rows import own_rows
-from seqkeras.reporting.tables import runs_note, still_improving_note, summary_tables
+from seqkeras.reporting.tables import runs_note, summary_tables
+from seqkeras.reporting.training_notes import noise_stop_note, still_improving_note
 from seqkeras.results.files import (
     inside, is_file, is_folder, present, read_bytes, read_text, single_name_problem,
 )
@@ -366,9 +367,9 @@ def render_experiment(page: ExperimentPage, *, index_href: str, page_dir: Path |
     if page.verdicts:
         summary += f" Expectations: {page.held} of {len(page.verdicts)} reproduced."
     body.append(f'<p class="summary">{e(summary)}</p>')
-    improving = still_improving_note(page.runs)
-    if improving:
-        body.append(f"<p><em>{e(improving)}</em></p>")
+    for note in (still_improving_note(page.runs), noise_stop_note(page.folder, page.runs)):
+        if note:
+            body.append(f"<p><em>{e(note)}</em></p>")
     body += [f"<p><em>{e(problem)}</em></p>" for problem in page.problems]
     if page.tables:
         body.append("<h2>Tables</h2>")

@@ -39,7 +39,7 @@ from seqkeras.reporting.formatting import cell_numbers, cell_texts, counted, run
 from seqkeras.reporting.selection import key_list, require_columns, select
 from seqkeras.reporting.spec_rows import default_decoder_labelled, each_run_once, reads_each_run_once, table_views
 from seqkeras.results.folder import (
-    FAILED, OK, TRAINING_COLUMNS, identity_columns, is_evaluation_key, one_row_per_run, print_warning,
+    FAILED, OK, TRAINING_COLUMNS, identity_columns, is_evaluation_key, print_warning,
     run_counts, still_improving_said,
 )
 from seqkeras.spec.outputs import metric_direction
@@ -308,15 +308,17 @@ def render_page(
     runs: pd.DataFrame,
     tables: list[tuple[str, pd.DataFrame]],
     verdicts: list[Verdict],
+    notes: list[str] = (),
 ) -> str:
+    """table.md: the run counts, `notes` (how the runs trained: reporting.training_notes), the tables, the
+    verdicts and the failed runs."""
     total, ok, failed = run_counts(runs)
     lines = [f"# {name}", ""]
     if description:
         lines += [description.strip(), ""]
     lines += [f"{total} runs: {ok} ok, {failed} failed.", ""]
-    improving = still_improving_note(runs)
-    if improving:
-        lines += [improving, ""]
+    for note in notes:
+        lines += [note, ""]
     for title, frame in tables:
         lines += [f"## {title}", "", to_markdown(frame), ""]
     if verdicts:
@@ -327,20 +329,6 @@ def render_page(
         failures = runs[runs["status"] == FAILED][[c for c in ("run_id", "error") if c in runs.columns]]
         lines += ["## Failed runs", "", failures.to_markdown(index=False), ""]
     return "\n".join(lines)
-
-
-def still_improving_note(runs: pd.DataFrame) -> str:
-    """A line when some finished runs were still improving as their budget ended (runs.csv's still_improving,
-    training.convergence's rule): their tables rank how far each got, not what each can do. "" otherwise."""
-    if "still_improving" not in runs.columns:
-        return ""
-    finished = one_row_per_run(runs[runs["status"] == OK])
-    improving = finished[still_improving_said(finished) == "true"]
-    if improving.empty:
-        return ""
-    return (f"Still improving when their budget ended: {len(improving)} of {len(finished)} finished runs (their best "
-            "epoch was their last; `still_improving` in runs.csv): more epochs, or early_stopping, before comparing "
-            "them.")
 
 
 def table_title(table: TableSpec) -> str:

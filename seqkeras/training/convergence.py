@@ -3,9 +3,19 @@
 A comparison of under-trained models ranks how far each got in its budget, not what each can do. So every
 trained run records its epochs, its best epoch and value of the value it is judged by (early stopping's monitor,
 else val_loss where there is validation data, else the training loss), what ended it, and whether it was still
-improving when its budget ended, by one stated rule: stopped by its budget, its best epoch is its last. runs.csv
-has them as columns (results.folder.TRAINING_COLUMNS), and table.md and the report say how many runs were still
-improving (reporting.tables.still_improving_note).
+improving when it ended, by two stated rules, either of which says so:
+
+- stopped by its budget, its best epoch is its last;
+- its validation loss fell at each of its last `TREND` evaluations, whatever ended it: early stopping on another
+  value (val_bleu) may stop a run whose loss is still falling. (The training loss alone says nothing of it: it
+  falls in nearly every run.)
+
+A run stopped early on a task's score (val_bleu, val_macro_f1: not a loss) that never rose above its own noise is
+`stopped_at_noise`: its best is no better than its first evaluation by more than twice the median change between
+two evaluations, or it is a BLEU or chrF below `NOISE_POINTS`; the weights restored from its best epoch are a noise
+peak. runs.csv has epochs, best epoch and still_improving as columns (results.folder.TRAINING_COLUMNS); table.md,
+the report and the terminal name the runs that were still improving and those stopped at noise
+(reporting.training_notes).
 """
 
 from __future__ import annotations
@@ -19,6 +29,9 @@ from seqkeras.registry import higher_is_better
 from seqkeras.training.settings import TrainSpec
 
 BUDGET, EARLY_STOPPING, STOPPED = "budget", "early_stopping", "stopped"  # what ended its training
+TREND = 3  # the last evaluations over which a falling validation loss says a run was still improving
+NOISE_POINTS = 5.0  # a BLEU or chrF (0 to 100) below this is noise: a few n-grams matched by chance
+SCORES_IN_POINTS = ("bleu", "chrf")
 
 
 def evaluated(value: float) -> bool:
@@ -56,6 +69,34 @@ def training_summary(history: pd.DataFrame, train: TrainSpec) -> dict[str, Any] 
         epochs, best_epoch, steps = len(values), best_index + 1, {}
         spent = epochs >= train.epochs
     stopped_by = BUDGET if spent else EARLY_STOPPING if train.early_stopping else STOPPED
-    return {"epochs": epochs, "best_epoch": best_epoch, **steps, "monitor": monitor, "best": best,
-            "stopped_by": stopped_by, "still_improving": stopped_by == BUDGET and best_index == last}
+    falling = "val_loss" in history.columns and still_falling(history["val_loss"])
+    summary = {"epochs": epochs, "best_epoch": best_epoch, **steps, "monitor": monitor, "best": best,
+               "stopped_by": stopped_by, "still_improving": (stopped_by == BUDGET and best_index == last) or falling}
+    if "val_loss" in history.columns:
+        summary["val_loss_falling"] = falling
+    if stopped_by == EARLY_STOPPING and "loss" not in monitor:
+        summary["stopped_at_noise"] = at_noise(monitor, [value for _, value in finite])
+    return summary
+
+
+def still_falling(losses) -> bool:
+    """Whether a loss fell at each of its last TREND evaluations (its unmeasured rows left out)."""
+    measured = [float(value) for value in losses if evaluated(float(value))]
+    tail = measured[-(TREND + 1):]
+    return len(tail) == TREND + 1 and all(later < earlier for earlier, later in zip(tail, tail[1:]))
+
+
+def at_noise(monitor: str, values: list[float]) -> bool:
+    """Whether a score (measured at each of its evaluations, in order) never rose above its own noise (module
+    docstring): a BLEU or chrF below NOISE_POINTS, or a best no further from the first evaluation than twice the
+    median change between two evaluations."""
+    sign = 1.0 if higher_is_better(monitor) else -1.0
+    best = max(sign * value for value in values) * sign
+    if any(score in monitor for score in SCORES_IN_POINTS) and best < NOISE_POINTS:
+        return True
+    changes = [abs(later - earlier) for earlier, later in zip(values, values[1:])]
+    if not changes:
+        return False
+    noise = sorted(changes)[len(changes) // 2]
+    return sign * (best - values[0]) <= 2 * noise
 
