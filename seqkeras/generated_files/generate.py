@@ -25,6 +25,7 @@ from pathlib import Path
 from seqkeras import catalog
 from seqkeras.cli import COMMANDS
 from seqkeras.generated_files.cli_reference import command_table, option_table
+from seqkeras.generated_files.matrix import matrix_markdown
 from seqkeras.spec.json_schema import FILE_NAME, schema_text
 from seqkeras.spec.reference import components_markdown
 
@@ -65,6 +66,7 @@ def regions(renderers: Mapping[str, Callable[[], str]]) -> Callable[[str], str]:
 GENERATED = (
     GeneratedFile(FILE_NAME, whole_file(schema_text)),
     GeneratedFile("docs/components.md", whole_file(partial(components_markdown, catalog.ALL))),
+    GeneratedFile("docs/matrix.md", whole_file(matrix_markdown)),
     GeneratedFile("README.md", regions({"cli-commands": command_table})),
     GeneratedFile("docs/spec.md", regions({f"cli-options {command.name}": partial(option_table, command.name)
                                            for command in COMMANDS})),
