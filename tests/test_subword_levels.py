@@ -22,6 +22,7 @@ from seqkeras.tasks import files, lm_corpus, sentence_pairs, subwords
 from seqkeras.tasks.base import PAD, UNK
 from seqkeras.tasks.data_card import describe
 from seqkeras.tasks.seq2seq_data import END, START
+from seqkeras.generated_files.matrix import number_words
 from tests.helpers import run_cli
 from tests.test_subwords_tasks import TEST as PAIRS_TEST
 from tests.test_subwords_tasks import TRAIN as PAIRS_TRAIN
@@ -31,25 +32,9 @@ NEW_LEVELS = ("bpe", "sentencepiece_unigram", "sentencepiece_bpe")
 MODEL_FILES = {"bpe": "bpe.json", "sentencepiece_unigram": "sentencepiece.model",
                "sentencepiece_bpe": "sentencepiece.model"}
 
-ONES = ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
-TEENS = ["ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen"]
-TENS = ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
-
-
-def number(n: int) -> str:
-    """1–999 in English words: `two hundred forty one`."""
-    words = [ONES[n // 100 - 1], "hundred"] if n >= 100 else []
-    n %= 100
-    if 10 <= n < 20:
-        words.append(TEENS[n - 10])
-    else:
-        words += ([TENS[n // 10 - 2]] if n >= 20 else []) + ([ONES[n % 10 - 1]] if n % 10 else [])
-    return " ".join(words)
-
-
 # The odd numbers below 300 are the training texts, words whose pieces recur (##ty, ▁hundred, teen); the test
 # texts hold letters no training text has (z, q, k), which no piece can spell.
-TRAIN_TEXTS = [number(n) for n in range(1, 300, 2)]
+TRAIN_TEXTS = [number_words(n) for n in range(1, 300, 2)]
 TEST_TEXTS = ["zyzzyva quokka", "forty two", "kazoo seventy"]
 # What each level learns from TRAIN_TEXTS with 32 pieces, written out: a process on another machine (or a library
 # version that learns otherwise) learns these or fails here.
