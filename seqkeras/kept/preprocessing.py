@@ -249,8 +249,8 @@ class Preprocessing:
         refused when loaded rather than failing in the middle of a prediction; the model is checked against it
         after (`kept.consistency`)."""
         document, rule, output = self.document, self.document.input, self.document.output
-        problem = problem_named(document.problem)
-        expected = problem.output_kind
+        posed = problem_named(document.problem)  # (`problem` below is a message: the subword rule's)
+        expected = posed.output_kind
         if output.kind != expected:
             return f"output.kind is {output.kind!r}, but a {document.problem} model's outputs are {expected!r}"
         for name, value in (("input.max_length", rule.max_length), ("input.features", rule.features),
@@ -260,9 +260,9 @@ class Preprocessing:
             if value is not None and value > INT32_MAX:
                 return (f"{name} is {shown(value, 24)}, past the largest int32 ({INT32_MAX:,}), which lengths are "
                         "read as")
-        if (rule.split == "features") == problem.reads_tokens:
+        if (rule.split == "features") == posed.reads_tokens:
             return (f"input.split is {rule.split!r}: a {document.problem} model reads "
-                    f"{'text' if problem.reads_tokens else 'real-valued features'}")
+                    f"{'text' if posed.reads_tokens else 'real-valued features'}")
         if rule.split == "features":
             return ""
         problem = self._subword_inconsistency()

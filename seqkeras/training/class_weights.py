@@ -25,10 +25,11 @@ def per_class(setting: ClassWeights, data: SequenceData, y: np.ndarray) -> np.nd
     """The weight of each label id (padding's, id 0 of tags, included as 0), from the training targets `y`. A label
     the mapping names that the data does not have is a ValueError naming the labels there are."""
     labels = data.labels.tokens
-    first = problem_named(data.problem).first_label  # tags reserve id 0 for padding
+    problem = problem_named(data.problem)
+    first = problem.first_label  # tags reserve id 0 for padding
     weights = np.ones(len(labels), dtype="float64")
     if setting == BALANCED:
-        counts = np.bincount(problem_named(data.problem).label_ids(y), minlength=len(labels))[first:]
+        counts = np.bincount(problem.label_ids(y), minlength=len(labels))[first:]
         seen = counts > 0
         total, classes = counts.sum(), int(seen.sum())
         weights[first:][seen] = total / (classes * counts[seen])
