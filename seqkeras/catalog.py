@@ -33,6 +33,7 @@ from seqkeras.tasks import (
     rotten_tomatoes,
     sentence_pairs,
     seq2seq_synthetic,
+    subword_levels,
     wnut,
 )
 from seqkeras.tasks.base import CLASSIFICATION, LANGUAGE_MODELING, REGRESSION, SEQ2SEQ, TAGGING
@@ -207,6 +208,8 @@ DECODERS = Registry(
     [Component(name, decoder.summary, decoder.params_class, decoders.build_decoder)
      for name, decoder in decoders.DECODERS.items()],
 )
+
+SUBWORD_LEVELS = subword_levels.LEVELS  # owned by tasks/, whose tasks learn and split with them
 
 REGISTRY_OF_SECTION = {"task": TASKS, "model": MODELS, "probe": PROBES}
 

@@ -24,7 +24,7 @@ import seqkeras
 from seqkeras.errors import SpecError, excerpt
 from seqkeras.kept.preprocessing import FILE
 from seqkeras.tasks.base import Vocabulary
-from seqkeras.tasks.subword_models import BpeModel
+from seqkeras.tasks.level_bpe import BpeModel
 from seqkeras.tasks.tokenizer_checks import read_varint
 from tests.helpers import run_cli
 from tests.model_kind_specs import CASES

@@ -428,3 +428,63 @@ def test_a_hostile_model_file_is_one_line_naming_it(pair_runs, tmp_path, capsys,
     code, _, err = run_cli(capsys, "predict", folder, "--text", "forty one")
     assert code == 2 and err.strip().splitlines() == [f"error: {message}"], err
 
+
+
+# --------------------------------------------------------------------------- a level is one module and one line
+
+
+def test_a_new_tokenizer_level_is_one_module_and_one_line(monkeypatch, tmp_path):
+    """contributing.md's level (each word's letters), its module taken from the page and its line laid into the
+    catalog's dictionary: learning, splitting, joining, a kept model's reading and export ask the level."""
+    from pathlib import Path
+
+    from seqkeras.tasks import subword_levels
+
+    page = (Path(seqkeras.__file__).parent.parent / "docs" / "contributing.md").read_text(encoding="utf-8")
+    module = re.search(r"```python\n(# seqkeras/tasks/level_letters\.py.*?)```", page, re.DOTALL)
+    assert module, "docs/contributing.md shows no tokenizer level's module"
+    namespace: dict = {}
+    exec(compile(module.group(1), "level_letters.py", "exec"), namespace)  # noqa: S102 (the page's own example)
+    letters = namespace["LEVEL"]
+    monkeypatch.setitem(subword_levels.BY_NAME, letters.name, letters)
+
+    model = subwords.learn("letters", TRAIN_TEXTS, 32)
+    assert model.vocabulary.tokens[:2] == [PAD, UNK] and len(model.vocabulary) <= 32
+    split = subwords.pieces(model, ["forty two", "kazoo"])
+    assert split[0] == ["▁f", "o", "r", "t", "y", "▁t", "w", "o"]
+    assert split[1][0] == UNK  # no training word starts with a k
+    assert subwords.join_pieces(split[0], "letters") == ["forty", "two"]
+    # A kept model reads the level's model back from vocabulary.json alone, and splits as the run did.
+    assert subwords.model_file("letters") is None
+    assert subwords.vocabulary_model("letters", model.vocabulary).pieces(["forty two"]) == [split[0]]
+    assert subwords.exported("letters", model, tmp_path) is None  # no library's format: export.json says none
+
+
+def test_every_place_that_lists_the_levels_reads_the_catalog():
+    """The `level` key's choices, a kept model's input.split, the help and the matrix's options are the catalog's
+    levels; and no module outside a level's own names one (a comparison with a level's name would be a second
+    list)."""
+    import ast
+    import typing
+    from pathlib import Path
+
+    from seqkeras.generated_files import matrix
+    from seqkeras.tasks import subword_levels
+    from seqkeras.tasks.input_rules import InputRule
+
+    names = subword_levels.NAMES
+    assert set(names) == {level.name for level in subword_levels.LEVELS}
+    assert set(names) <= set(typing.get_args(InputRule.model_fields["split"].annotation))
+    assert typing.get_args(subwords.Level) == ("word", "char", *names)
+    assert all(f"{name} (" in subwords.LEVEL_HELP for name in names)
+    assert set(names) <= {option.name for option in matrix.OPTIONS}
+    package = Path(seqkeras.__file__).parent
+    owners = {package / "tasks" / "subword_levels.py", *(package / "tasks").glob("level_*.py")}
+    named = []
+    for path in sorted(set(package.rglob("*.py")) - owners):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Compare):
+                constants = [n for part in (node.left, *node.comparators) for n in ast.walk(part)
+                             if isinstance(n, ast.Constant) and n.value in names]
+                named += [f"{path.relative_to(package)}:{n.lineno} {n.value!r}" for n in constants]
+    assert not named, f"a level's name compared outside its module: {named}"

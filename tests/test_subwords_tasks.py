@@ -44,11 +44,11 @@ def pieces_data(pair_files, **options):
 
 
 def test_join_pieces_puts_the_pieces_back_into_words():
-    assert subwords.join_pieces(["runn", "##ing", "fast", "s", "##e", "##v", "##en", "!"]) == ["running", "fast",
-                                                                                               "seven", "!"]
+    pieces = ["runn", "##ing", "fast", "s", "##e", "##v", "##en", "!"]
+    assert subwords.join_pieces(pieces, "wordpiece") == ["running", "fast", "seven", "!"]
     # A model may write a continuing piece first: it is a word of its own, without the mark.
-    assert subwords.join_pieces(["##ty", "one", "##"]) == ["ty", "one", "##"]
-    assert subwords.join_pieces([]) == []
+    assert subwords.join_pieces(["##ty", "one", "##"], "wordpiece") == ["ty", "one", "##"]
+    assert subwords.join_pieces([], "wordpiece") == []
 
 
 def test_each_sides_vocabulary_comes_from_the_training_pairs_only(pair_files):
@@ -141,7 +141,7 @@ def test_a_wordpiece_seq2seq_run_scores_and_predicts_words(tmp_path, capsys, pai
     outputs = [json.loads(line)["output"] for line in stdout.splitlines()]
     ids, _ = decoded_ids(kept, kept.encode(texts).ids, GreedyChoice())
     pieces = [kept.preprocessing.tokens_of(row) for row in ids]
-    assert outputs == [" ".join(subwords.join_pieces(p)) for p in pieces]
+    assert outputs == [" ".join(subwords.join_pieces(p, "wordpiece")) for p in pieces]
     assert kept.preprocessing.detokenize(["runn", "##ing", "fast"]) == "running fast"
 
 

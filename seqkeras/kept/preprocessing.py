@@ -78,6 +78,7 @@ from seqkeras.problems import ProblemName, problem_named
 from seqkeras.tasks.base import UNK, SequenceData, Vocabulary
 from seqkeras.tasks.input_rules import SUBWORD_SPLITS, VOCABULARY_FILE, DeclaresInputRule, FileName, InputRule
 from seqkeras.tasks.seq2seq_data import END, START
+from seqkeras.tasks.subword_models import SubwordModel
 from seqkeras.tasks.tokenizer_checks import check_digest, sha256
 
 FORMAT = 1
@@ -168,7 +169,7 @@ class Preprocessing:
         inputs = params.input_rule(data)
         joined = "" if inputs.split == "characters" else " "
         # The pieces a language model or a seq2seq decoder writes are shown as the words they spell.
-        continuation = subwords.SCHEMES[inputs.split].mark if inputs.split in SUBWORD_SPLITS else None
+        continuation = subwords.BY_NAME[inputs.split].mark if inputs.split in SUBWORD_SPLITS else None
         learnt = data.subwords
         if inputs.tokenizer is not None and learnt is not None:  # the learnt model's file, recorded by its digest
             inputs = inputs.model_copy(update={"tokenizer_sha256": sha256(learnt.input.saved())})
@@ -298,7 +299,7 @@ class Preprocessing:
                     "file")
         if rule.tokenizer_sha256 is not None and rule.tokenizer is None:
             return "input.tokenizer_sha256 is set, but input.tokenizer names no file it would be the digest of"
-        mark = subwords.SCHEMES[rule.split].mark if rule.split in SUBWORD_SPLITS else None
+        mark = subwords.BY_NAME[rule.split].mark if rule.split in SUBWORD_SPLITS else None
         if output.continuation is not None and output.continuation != mark:
             return f"output.continuation is {excerpt(output.continuation)}, but input.split {rule.split!r} marks " + (
                 f"its pieces with {mark!r}" if mark else "no pieces")
@@ -357,17 +358,22 @@ class Preprocessing:
                             if token not in self.vocabulary.index or token == unknowable])
         return Encoded(ids, tokens, unknown)
 
+    @property
+    def subword_level_model(self) -> SubwordModel:
+        """The subword level's model: read with the folder, or made from the vocabulary where that is all of it."""
+        if self.subword_model is None:
+            self.subword_model = subwords.vocabulary_model(self.document.input.split, self.vocabulary)
+        return self.subword_model
+
     def _tokens(self, texts: list[str]) -> list[list[str]]:
         """Each text's tokens; a subword level splits them all through its model (built or read once)."""
         rule = self.document.input
         if rule.split not in SUBWORD_SPLITS:
             return [self.tokenize(text) for text in texts]
-        if self.subword_model is None:  # wordpiece: the vocabulary is the model
-            self.subword_model = subwords.WordPieceModel(self.vocabulary)
         texts = [self.standardize(text) for text in texts]
         if rule.pattern is not None:  # the task's words first (its `level: word` tokens), then their pieces
             texts = [" ".join(re.findall(rule.pattern, text)) for text in texts]
-        tokens = subwords.pieces(self.subword_model, texts)
+        tokens = subwords.pieces(self.subword_level_model, texts)
         return [t[: rule.max_length] for t in tokens] if rule.max_length is not None else tokens
 
     # ------------------------------------------------------------------ ids → names and text

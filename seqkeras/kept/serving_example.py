@@ -9,31 +9,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from seqkeras.tasks.subwords import SUFFIX
-from seqkeras.tasks.subword_models import SENTENCEPIECE_FILE
+from seqkeras.tasks import subwords
+from seqkeras.tasks.input_rules import SUBWORD_SPLITS
 
 SERVE_FILE = "serve.py"
-BPE_TOKENIZER_FILE = "tokenizer.json"  # the `tokenizers` package's own file (Tokenizer.save)
 
 
 def tokenizer_files(kept, folder: Path) -> dict | None:
-    """Write the run's subword tokenizer in its library's format into `folder` (bpe: tokenizer.json, the very
-    tokenizer the run splits with; sentencepiece_*: sentencepiece.model is already there, preprocessing.json's
-    input.tokenizer); export.json's `tokenizer` entry, or None at a level without one. Its pieces by id are
+    """Write the run's subword tokenizer in its library's format into `folder` (the level's own `export`: bpe
+    writes tokenizer.json, the very tokenizer the run splits with; sentencepiece_* keep sentencepiece.model,
+    already there); export.json's `tokenizer` entry, or None at a level without one. Its pieces by id are
     vocabulary.json's; the text is standardized first, as preprocessing.json says."""
-    split = kept.preprocessing.document.input.split
-    if split == "bpe":
-        kept.preprocessing.subword_model.tokenizer.save(str(folder / BPE_TOKENIZER_FILE))
-        return {"file": BPE_TOKENIZER_FILE, "library": "tokenizers",
-                "read": f"tokenizers.Tokenizer.from_file('{BPE_TOKENIZER_FILE}').encode(text).ids"}
-    if split.startswith("sentencepiece_"):
-        return {"file": SENTENCEPIECE_FILE, "library": "sentencepiece",
-                "read": f"sentencepiece.SentencePieceProcessor(model_file='{SENTENCEPIECE_FILE}').encode(text)"}
-    if split == "wordpiece":
-        return {"file": kept.preprocessing.document.input.vocabulary, "library": "keras_hub",
-                "read": "keras_hub.tokenizers.WordPieceTokenizer(vocabulary=<the file's list>, lowercase=False, "
-                        f"strip_accents=False, split=True, suffix_indicator='{SUFFIX}', oov_token='<unk>')"}
-    return None
+    preprocessing = kept.preprocessing
+    split = preprocessing.document.input.split
+    if split not in SUBWORD_SPLITS:
+        return None
+    return subwords.exported(split, preprocessing.subword_level_model, folder)
 
 
 SCRIPT = r'''"""Serve this exported model with ONNX Runtime, without seqkeras:
@@ -85,17 +76,18 @@ def ids_of(text, rule, tokenizer):
     if rule["strip_punctuation"]:
         text = PUNCTUATION.sub("", text)
     split, index = rule["split"], {token: i for i, token in enumerate(read(rule["vocabulary"]))}
-    if split in ("bpe", "sentencepiece_unigram", "sentencepiece_bpe"):
+    library = tokenizer and tokenizer["library"]  # a subword level's: export.json names its library and file
+    if library in ("tokenizers", "sentencepiece"):
         if rule["pattern"] is not None:  # the task's words first, then their pieces
             text = " ".join(re.findall(rule["pattern"], text))
         text, file = " ".join(text.split()), str(HERE / tokenizer["file"])
-        if split == "bpe":
+        if library == "tokenizers":
             import tokenizers
             ids = tokenizers.Tokenizer.from_file(file).encode(text).ids
         else:
             import sentencepiece
             ids = sentencepiece.SentencePieceProcessor(model_file=file).encode(text)
-    elif split in ("whitespace", "characters", "pattern"):
+    elif tokenizer is None and split in ("whitespace", "characters", "pattern"):
         tokens = {"whitespace": lambda: [token for token in WHITESPACE.split(text) if token],
                   "characters": lambda: list(text), "pattern": lambda: re.findall(rule["pattern"], text)}[split]()
         ids = [index.get(token, index.get("<unk>", 0)) for token in tokens]

@@ -6,7 +6,8 @@ the rule as its `input` (seqkeras.kept.preprocessing, which documents each field
 tokenizes as it says. A task entry whose Params declare none is refused when it is made (`registry.Task`),
 so no task falls back to a rule it never stated.
 
-Plain pydantic, no Keras and nothing of seqkeras.kept: every task module imports it.
+Plain pydantic, no Keras and nothing of seqkeras.kept: every task module imports it (the subword levels' catalog
+imports each level's library only when it learns or splits).
 """
 
 from __future__ import annotations
@@ -15,14 +16,14 @@ from typing import TYPE_CHECKING, Annotated, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
+from seqkeras.tasks import subword_levels
+
 if TYPE_CHECKING:
     from seqkeras.tasks.base import SequenceData
 
 VOCABULARY_FILE = "vocabulary.json"  # the run folder's input vocabulary, which a kept model's ids index
-# The subword levels (tasks.subwords), each a split of its own: a kept model cuts words into that level's pieces.
-# The sentencepiece package's levels, each with the model type it trains (its `model_type`).
-SENTENCEPIECE_TYPES = {"sentencepiece_unigram": "unigram", "sentencepiece_bpe": "bpe"}
-SUBWORD_SPLITS = ("wordpiece", "bpe", *SENTENCEPIECE_TYPES)
+# The subword levels (tasks.subword_levels), each a split of its own: a kept model cuts words into that level's pieces.
+SUBWORD_SPLITS = subword_levels.NAMES
 # The name of a file of the run folder, as preprocessing.json names one: a file name's length at most, on one line
 # (where it is read, results.files refuses one that leaves the folder or crosses a link).
 FileName = Annotated[str, StringConstraints(max_length=255, pattern=r"^[^\x00-\x1f\x7f]*$")]

@@ -2,33 +2,24 @@
 lm_corpus).
 
 `level: word` (the default) is tasks.text's: Keras TextVectorization's words, in plain Python.
-`level: char` makes each character of the standardized text a token. The four
-subword levels cut words into pieces from a vocabulary of `vocabulary_size`
-pieces learnt from the training texts alone; test and validation texts are split
-with it, and a stretch that none of its pieces spell is `<unk>`, id 1, as an
-unknown word is at `level: word`:
+`level: char` makes each character of the standardized text a token. The subword
+levels (tasks.subword_levels lists them: wordpiece, bpe, sentencepiece_unigram,
+sentencepiece_bpe, each defined in its own module) cut words into pieces from a
+vocabulary of `vocabulary_size` pieces learnt from the training texts alone; test
+and validation texts are split with it, and a stretch that none of its pieces
+spell is `<unk>`, id 1, as an unknown word is at `level: word`. They learn from
+the text's words (its whitespace-separated tokens: at text classification those of
+`level: word`, at sentence_pairs and lm_corpus their `level: word` tokens), and the
+run folder keeps the model they learnt beside the vocabulary where the vocabulary
+is not all of it. The same texts give the same vocabulary on every backend.
 
-- `wordpiece`: keras-hub WordPiece (`runn ##ing`), keras-hub's WordPiece trainer
-  given the texts in their training order, its words split by keras-hub's
-  pretokenizer (whitespace and each punctuation mark); a word none of its pieces
-  spell is one `<unk>`. The vocabulary is the model (vocabulary.json).
-- `bpe`: classic byte-pair encoding (Sennrich et al.), the `tokenizers` package's
-  BPE model and trainer (`▁runn ing`).
-- `sentencepiece_unigram`, `sentencepiece_bpe`: the `sentencepiece` package's
-  unigram language model and BPE (`▁runn ing`).
-
-The last three learn from the text's words (its whitespace-separated tokens: at
-text classification those of `level: word`, at sentence_pairs and lm_corpus their
-`level: word` tokens), and the run folder keeps the model they learnt beside the
-vocabulary (tasks.subword_models: how each is learnt the same way on every run and
-machine, and read back). The same texts give the same vocabulary on every backend.
-
-Each level is one `Scheme`: how it learns, how its model is read back, its file,
-and how its pieces spell words (`join_pieces(tokens, level)`, for BLEU and chrF,
-samples and `seqkeras predict`: text is scored and shown as words, never as
-pieces). Every task and a kept model (kept.preprocessing, split = the level) go
-through `learn`, `pieces` and `join_pieces`, so `seqkeras predict` splits new
-text into the pieces the model was trained on.
+Each level is one `SubwordLevel` (tasks.subword_models): how it learns, how its
+model is read back, its file, how its pieces spell words (`join_pieces(tokens,
+level)`, for BLEU and chrF, samples and `seqkeras predict`: text is scored and
+shown as words, never as pieces) and how an export holds it. Every task and a kept
+model (kept.preprocessing, split = the level) go through `learn`, `pieces` and
+`join_pieces`, so `seqkeras predict` splits new text into the pieces the model was
+trained on.
 
 Standardization here is plain Python, character for character TextVectorization's
 (`lower`: A–Z only; `strip_punctuation`: its ASCII marks).
@@ -49,10 +40,10 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import partial
-from typing import Any, ClassVar, Literal, Protocol
+from pathlib import Path
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import Field, model_validator
@@ -60,13 +51,11 @@ from pydantic import Field, model_validator
 from seqkeras.errors import SpecError
 from seqkeras.registry import Params
 from seqkeras.tasks.base import PAD, UNK, Vocabulary, pad
-from seqkeras.tasks.input_rules import SENTENCEPIECE_TYPES, SUBWORD_SPLITS
 from seqkeras.tasks.limits import check_padded_size, check_vocabulary_entries
-from seqkeras.tasks.subword_models import (
-    BPE_FILE, SENTENCEPIECE_FILE, WORD_START, BpeModel, SentencePieceModel,
-)
+from seqkeras.tasks.subword_levels import BY_NAME, LEVELS, NAMES
+from seqkeras.tasks.subword_models import MARKERS, SubwordModel, join_word_starts  # noqa: F401 (tasks read them here)
 
-SUBWORD_LEVELS = SUBWORD_SPLITS  # each subword level is a split of a kept model's input rule of its own
+SUBWORD_LEVELS = NAMES  # each subword level is a split of a kept model's input rule of its own
 Level = Literal[("word", "char", *SUBWORD_LEVELS)]
 LEVELS_SAID = f"level {', '.join(SUBWORD_LEVELS[:-1])} or {SUBWORD_LEVELS[-1]}"
 
@@ -74,10 +63,6 @@ DEFAULT_VOCABULARY_SIZE = 1000
 # Fewer pieces than this cannot hold <pad>, <unk> and a Latin alphabet alone and as ##suffixes: below it
 # every text would be mostly <unk>, which is a mistake to point at, not a model to train.
 MIN_VOCABULARY_SIZE = 32
-SUFFIX = "##"  # keras-hub's (and BERT's) mark of a piece that continues a word
-# The markers a task reserves beside <unk> (seq2seq_data's START and END, lm_corpus's WORD_END; tested): never
-# part of a word, each is a word of its own when pieces are joined.
-MARKERS = frozenset({PAD, "<s>", "</s>"})
 # Texts go to a tokenizer's C++ or Rust this many at a time: a signal is answered between two calls.
 PIECES_CHUNK = 1024
 
@@ -88,127 +73,44 @@ ASCII_WHITESPACE = re.compile(r"[ \t\n\v\f\r]+")
 # Keras's TextVectorization's `strip_punctuation`, character for character.
 PUNCTUATION = re.compile(r'[!"#$%&()\*\+,-\./:;<=>?@\[\\\]^_`{|}~\']')
 
-LEVEL_HELP = ("subword pieces learnt from the training texts alone (vocabulary_size pieces): wordpiece (keras-hub "
-              "WordPiece, `runn ##ing`), bpe (byte-pair encoding, Sennrich et al., with the tokenizers package), "
-              "sentencepiece_unigram or sentencepiece_bpe (the sentencepiece package's unigram and BPE models; "
-              "these three mark a word's first piece `▁runn ing`)")
-
-
-class SubwordModel(Protocol):
-    """A learnt subword model: its pieces by id (the run's vocabulary), and how it cuts texts into them."""
-
-    level: str
-    vocabulary: Vocabulary
-
-    def pieces(self, texts: Sequence[str]) -> list[list[str]]: ...
-
-    def saved(self) -> bytes: ...
-
-
-@dataclass(frozen=True)
-class Scheme:
-    """What one subword level is, for every task that offers it and for a kept model.
-
-    learn(texts, size, reserved) → its model, learnt from the training texts (their words joined by spaces), at
-    most `size` pieces with the `reserved` ones first; read(bytes, vocabulary, where) → the model of a run folder's
-    `file` (None where the vocabulary is the whole model); join(pieces) → the words they spell; mark: how its
-    pieces show where words meet (preprocessing.json's output.continuation)."""
-
-    learn: Callable[[Sequence[str], int, Sequence[str]], SubwordModel]
-    join: Callable[[Sequence[str]], list[str]]
-    mark: str
-    file: str | None = None
-    read: Callable[[bytes, Vocabulary, str], SubwordModel] | None = None
-
-
-class WordPieceModel:
-    """keras-hub's WordPieceTokenizer over a vocabulary, built on first use (it loads TensorFlow)."""
-
-    level = "wordpiece"
-
-    def __init__(self, vocabulary: Vocabulary):
-        self.vocabulary = vocabulary
-        self._tokenizer = None
-
-    def pieces(self, texts: Sequence[str]) -> list[list[str]]:
-        if self._tokenizer is None:
-            self._tokenizer = wordpiece_tokenizer(self.vocabulary.tokens)
-        output = self._tokenizer(list(texts))
-        # A ragged string tensor on TensorFlow; nested lists of bytes wherever keras-hub hands back Python.
-        rows = output.to_list() if hasattr(output, "to_list") else output
-        return [[piece.decode("utf-8") if isinstance(piece, bytes) else str(piece) for piece in row] for row in rows]
-
-    def saved(self) -> bytes:
-        raise TypeError("a WordPiece model is its vocabulary (vocabulary.json); it keeps no file of its own")
-
-
-def learn_wordpiece(texts: Sequence[str], size: int, reserved: Sequence[str]) -> WordPieceModel:
-    return WordPieceModel(learn_wordpiece_vocabulary(texts, size, reserved))
-
-
-def join_suffixed(tokens: Sequence[str]) -> list[str]:
-    """WordPiece pieces → the words they spell: a `##` piece continues the word before it (`runn ##ing` →
-    `running`). A `##` piece with no word before it (a model may write one first) is a word of its own, without
-    the mark."""
-    words: list[str] = []
-    for token in tokens:
-        continues = token.startswith(SUFFIX) and len(token) > len(SUFFIX)
-        if continues and words:
-            words[-1] += token[len(SUFFIX):]
-        else:
-            words.append(token[len(SUFFIX):] if continues else token)
-    return words
-
-
-def join_word_starts(tokens: Sequence[str]) -> list[str]:
-    """`▁`-marked pieces (bpe, sentencepiece_*) → the words they spell: a `▁` piece starts a word, any other
-    continues the word before it (`▁runn ing` → `running`; `<unk>`, an unknown stretch of a word, too). A piece
-    with no word before it starts one; a reserved marker (`</s>`) is a word of its own."""
-    words: list[str] = []
-    continuing = False
-    for token in tokens:
-        if token in MARKERS:
-            words.append(token)
-            continuing = False
-        elif token.startswith(WORD_START) or not continuing:
-            words.append(token.removeprefix(WORD_START))
-            continuing = True
-        else:
-            words[-1] += token
-    return [word for word in words if word]  # a lone ▁ (a word it could not spell further) is no word
-
-
-SCHEMES: dict[str, Scheme] = {
-    "wordpiece": Scheme(learn_wordpiece, join_suffixed, SUFFIX),
-    "bpe": Scheme(BpeModel.learn, join_word_starts, WORD_START, BPE_FILE, BpeModel.read),
-    **{level: Scheme(partial(SentencePieceModel.learn, level), join_word_starts, WORD_START, SENTENCEPIECE_FILE,
-                     partial(SentencePieceModel.read, level))
-       for level in SENTENCEPIECE_TYPES},
-}
-assert set(SCHEMES) == set(SUBWORD_LEVELS)
+LEVEL_HELP = ("subword pieces learnt from the training texts alone (vocabulary_size pieces): "
+              + ", ".join(f"{level.name} ({level.summary})" for level in LEVELS[:-1])
+              + f" or {LEVELS[-1].name} ({LEVELS[-1].summary})")
 
 
 def learn(level: str, texts: Sequence[str], size: int, reserved: Sequence[str] = (PAD, UNK)) -> SubwordModel:
     """The `level`'s model of at most `size` pieces learnt from these texts only (`reserved` first: <pad>, <unk>,
     and any marker the task adds itself, such as a target's <s> and </s>)."""
-    return SCHEMES[level].learn(texts, size, tuple(reserved))
+    return BY_NAME[level].learn(texts, size, tuple(reserved))
 
 
 def read_model(level: str, data: bytes, vocabulary: Vocabulary, where: str) -> SubwordModel:
     """The `level`'s model of a run folder's file (`where` names it in errors); a SpecError in one line for a file
     that is not one, or not of this vocabulary."""
-    return SCHEMES[level].read(data, vocabulary, where)
+    return BY_NAME[level].read(data, vocabulary, where)
 
 
 def model_file(level: str) -> str | None:
     """The run folder's file of a `level` model (preprocessing.json's input.tokenizer); None: vocabulary.json is
     all of it (wordpiece), or the level learns nothing."""
-    return SCHEMES[level].file if level in SCHEMES else None
+    return BY_NAME[level].file if level in BY_NAME else None
 
 
-def join_pieces(tokens: Sequence[str], level: str = "wordpiece") -> list[str]:
+def vocabulary_model(level: str, vocabulary: Vocabulary) -> SubwordModel:
+    """The `level`'s model where its vocabulary is all of it (wordpiece: the run folder keeps no other file)."""
+    return BY_NAME[level].of_vocabulary(vocabulary)
+
+
+def exported(level: str, model: SubwordModel, folder: Path) -> dict | None:
+    """Write the level's model in its library's own format into an export `folder`; export.json's `tokenizer`
+    entry (None: a level without a library's format)."""
+    export = BY_NAME[level].export
+    return export(model, folder) if export is not None else None
+
+
+def join_pieces(tokens: Sequence[str], level: str) -> list[str]:
     """Pieces of `level` → the words they spell: what BLEU, chrF, samples and `seqkeras predict` read."""
-    return SCHEMES[level].join(tokens)
+    return BY_NAME[level].join(tokens)
 
 
 class TokenizerParams(Params):
@@ -267,40 +169,6 @@ def standardized(text: str, standardize: str) -> str:
     if "strip_punctuation" in standardize:
         text = PUNCTUATION.sub("", text)
     return text
-
-
-def learn_wordpiece_vocabulary(train_texts: Sequence[str], size: int,
-                               reserved: Sequence[str] = (PAD, UNK)) -> Vocabulary:
-    """A WordPiece vocabulary of at most `size` pieces (`reserved` first: <pad>, <unk>, and any marker the
-    task adds itself, such as a target's <s> and </s>) learnt from these texts only.
-
-    What keras-hub's `compute_word_piece_vocabulary` does (count the words, TensorFlow Text's learner, cut to
-    `size`), with the words split by keras-hub's Python pretokenizer, the one its WordPieceTokenizer splits with
-    outside a tf.function: training and tokenizing see the same words, and the vocabulary is the same on every
-    backend (on torch and JAX keras-hub is loaded without TensorFlow, and its trainer refuses to run).
-    """
-    import keras_hub  # noqa: F401  (before TensorFlow Text: the backends' import hook loads keras-hub their way)
-    from keras_hub.src.tokenizers.word_piece_tokenizer import pretokenize_python
-    from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
-
-    # A Counter fills in text order and the learner reads it in that order: the same texts, the same vocabulary.
-    counts = Counter(word for text in train_texts for word in pretokenize_python(
-        text, lowercase=False, strip_accents=False, split=True, split_on_cjk=True))
-    if not counts:
-        return Vocabulary(list(reserved))
-    learnt = learner.learn(counts, vocab_size=size, reserved_tokens=list(reserved), include_joiner_token=True,
-                           joiner=SUFFIX)
-    return Vocabulary([str(piece) for piece in learnt[:size]])
-
-
-def wordpiece_tokenizer(vocabulary: Sequence[str]) -> Any:
-    """keras-hub's WordPieceTokenizer over these pieces, splitting as the vocabulary was learnt; <unk> for the rest."""
-    import keras_hub
-
-    return keras_hub.tokenizers.WordPieceTokenizer(
-        vocabulary=list(vocabulary), lowercase=False, strip_accents=False, split=True, suffix_indicator=SUFFIX,
-        oov_token=UNK, dtype="string",
-    )
 
 
 def pieces(model: SubwordModel, texts: Sequence[str]) -> list[list[str]]:

@@ -55,7 +55,6 @@ from collections.abc import Iterator, Sequence
 
 from seqkeras.errors import SpecError, excerpt
 from seqkeras.tasks.base import PAD, UNK, Vocabulary
-from seqkeras.tasks.input_rules import SENTENCEPIECE_TYPES
 
 # The pieces a task reserves (tasks.subwords.MARKERS and <unk>): first in every subword vocabulary, made by no merge.
 RESERVED = frozenset({PAD, UNK, "<s>", "</s>"})
@@ -67,9 +66,9 @@ MODEL_TYPE = 3  # TrainerSpec.model_type
 NORMAL, UNKNOWN, CONTROL = 1, 2, 3
 PIECE_TYPES = {1: "normal", 2: "unknown", 3: "control", 4: "user-defined", 5: "unused", 6: "byte"}
 MODEL_TYPES = {1: "UNIGRAM", 2: "BPE", 3: "WORD", 4: "CHAR"}
-LEVEL_MODEL_TYPES = {level: {"unigram": 1, "bpe": 2}[kind] for level, kind in SENTENCEPIECE_TYPES.items()}
+MODEL_TYPE_NUMBERS = {"unigram": 1, "bpe": 2}  # the trainer's `model_type` → TrainerSpec.model_type
 # (field, name, the value the suite trains with, the proto's default): the settings SentencePiece's encoder reads,
-# besides the model type (the level's: LEVEL_MODEL_TYPES).
+# besides the model type (the level's: tasks.level_sentencepiece).
 TRAINER_SETTINGS = (
     (24, "trainer_spec.treat_whitespace_as_suffix", 0, 0),
     (26, "trainer_spec.allow_whitespace_only_pieces", 0, 0),
@@ -209,9 +208,10 @@ def _shown_setting(value: object, trained: object) -> str:
     return str(bool(value)).lower() if isinstance(value, int) else "not a flag"
 
 
-def check_sentencepiece(level: str, proto: bytes, vocabulary: Vocabulary, where: str) -> None:
+def check_sentencepiece(level: str, trained_type: str, proto: bytes, vocabulary: Vocabulary, where: str) -> None:
     """Refuse a SentencePiece model proto (already parsed by SentencePiece itself, its pieces vocabulary.json's)
-    that would not segment as the run did: another model type than the level's, other normalization or
+    that would not segment as the run did: another model type than the level's (`trained_type`, the trainer's
+    model_type), other normalization or
     whitespace settings than the suite trains with, a piece of another type or with a score that is no finite
     float32 (module docstring)."""
     try:
@@ -221,9 +221,9 @@ def check_sentencepiece(level: str, proto: bytes, vocabulary: Vocabulary, where:
     except ValueError as error:
         raise SpecError(f"{where} is not a SentencePiece model proto ({error})") from None
     model_type = _last(trainer, MODEL_TYPE, 1)
-    if model_type != LEVEL_MODEL_TYPES[level]:
+    if model_type != MODEL_TYPE_NUMBERS[trained_type]:
         raise SpecError(f"{where}: a {MODEL_TYPES.get(model_type, 'other')} model, but "
-                        f"preprocessing.json's input.split is {level!r}, a {MODEL_TYPES[LEVEL_MODEL_TYPES[level]]} "
+                        f"preprocessing.json's input.split is {level!r}, a {trained_type.upper()} "
                         "model's level: it would cut words into other pieces than the run's")
     for fields, settings in ((trainer, TRAINER_SETTINGS), (normalizer, NORMALIZER_SETTINGS)):
         for number, name, trained, default in settings:
