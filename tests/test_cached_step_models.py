@@ -202,3 +202,29 @@ def test_the_step_models_use_the_models_own_layers():
     layer.set_weights([w * 3 for w in layer.get_weights()])
     after, _ = step_model.step(np.array([3]), state)
     assert np.abs(after - before).max() > 1e-3
+
+
+def test_frozen_word_vectors_and_learned_positions_step_and_load_with_keras_frozen(tmp_path):
+    """With frozen word vectors the learned positions are keras-hub's PositionEmbedding beside a frozen Keras
+    Embedding (models.transformer: TokenAndPositionEmbedding's config forgets its table's `trainable`): the step
+    graph reads that layout, its table bounds the cache, and Keras alone loads the table frozen."""
+    from seqkeras.tasks.word_vectors import WordVectorsFile
+
+    vectors = tmp_path / "vectors.txt"
+    vectors.write_text("t3 " + " ".join(["0.5"] * 8) + "\nt7 " + " ".join(["-0.25"] * 8) + "\n", encoding="utf-8")
+    keras.utils.set_random_seed(0)
+    params = transformer.TransformerParams(embedding_dim=8, num_heads=2, intermediate_dim=16, layers=2,
+                                           embedding=WordVectorsFile(path=str(vectors)))
+    model = transformer.build_lm(params, lm_data(24))
+    layers = {layer.name: layer for layer in model.layers}
+    assert type(layers["embedding"]) is keras.layers.Embedding and not layers["embedding"].trainable
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(layers["embedding"].embeddings)[3], 0.5)
+    assert transformer.model_shape(model).positions == 24
+    cached = cached_step_model(model, 1, 0, context=[3, 0, 7], scores=log_probabilities)
+    assert isinstance(cached, CachedTransformerStepModel) and cached.max_length == 24
+    prefix = PromptStepModel(model, [3, 0, 7, 1], VOCABULARY, window=1000)
+    assert largest_difference(prefix, cached, stepped_tokens()) < TOLERANCE
+    model.save(tmp_path / "model.keras")
+    loaded = keras.saving.load_model(tmp_path / "model.keras", compile=False)
+    assert not loaded.get_layer("embedding").trainable
+    assert len(loaded.trainable_weights) == len(model.trainable_weights)

@@ -56,10 +56,10 @@ def recurrent_lm_layers(model):
 class TransformerParts:
     """The layers of a `transformer`-kind model, in the order its call runs them."""
 
-    def __init__(self, token_embedding, sine_positions, add_positions, blocks, final_normalization, output_layer):
+    def __init__(self, token_embedding, positions, add_positions, blocks, final_normalization, output_layer):
         self.token_embedding = token_embedding  # TokenAndPositionEmbedding (learned positions) or Embedding
-        self.sine_positions = sine_positions  # SinePositionEncoding, or None
-        self.add_positions = add_positions  # the Add of the sinusoids, or None
+        self.positions = positions  # beside an Embedding: SinePositionEncoding, PositionEmbedding, or None
+        self.add_positions = add_positions  # the Add of those positions, or None
         self.blocks = blocks
         self.final_normalization = final_normalization  # pre-LN models' last LayerNormalization, or None
         self.output_layer = output_layer
@@ -67,29 +67,31 @@ class TransformerParts:
     @property
     def position_table(self) -> int | None:
         """How many positions the learned position table holds (None: sinusoids or no positions)."""
-        table = getattr(self.token_embedding, "position_embedding", None)
-        return None if table is None else int(table.sequence_length)
+        table = self.positions
+        if isinstance(self.token_embedding, keras_hub.layers.TokenAndPositionEmbedding):
+            table = self.token_embedding.position_embedding
+        return int(table.sequence_length) if isinstance(table, keras_hub.layers.PositionEmbedding) else None
 
 
 def transformer_lm_layers(model) -> TransformerParts | None:
     """The layers of a `transformer`-kind model, or None for any other structure.
 
     The structure is `models.transformer.build_lm`'s: token ids → TokenAndPositionEmbedding,
-    or Embedding (→ SinePositionEncoding, Add) → TransformerDecoder blocks without
-    cross-attention → (LayerNormalization) → Dense.
+    or Embedding (→ SinePositionEncoding or PositionEmbedding, Add) → TransformerDecoder
+    blocks without cross-attention → (LayerNormalization) → Dense.
     """
     layers = list(getattr(model, "layers", []))
     if not layers or not isinstance(layers[0], keras.layers.InputLayer):
         return None
     rest = layers[1:]
-    sine = add = None
+    positions = add = None
     if rest and isinstance(rest[0], keras_hub.layers.TokenAndPositionEmbedding):
         embedding, rest = rest[0], rest[1:]
     elif rest and isinstance(rest[0], keras.layers.Embedding):
         embedding, rest = rest[0], rest[1:]
-        if len(rest) >= 2 and isinstance(rest[0], keras_hub.layers.SinePositionEncoding) \
-                and isinstance(rest[1], keras.layers.Add):
-            (sine, add), rest = rest[:2], rest[2:]
+        position_layers = (keras_hub.layers.SinePositionEncoding, keras_hub.layers.PositionEmbedding)
+        if len(rest) >= 2 and isinstance(rest[0], position_layers) and isinstance(rest[1], keras.layers.Add):
+            (positions, add), rest = rest[:2], rest[2:]
     else:
         return None
     blocks = []
@@ -100,7 +102,7 @@ def transformer_lm_layers(model) -> TransformerParts | None:
         return None
     if any(block._cross_attention_layer is not None for block in blocks):
         return None
-    return TransformerParts(embedding, sine, add, blocks, normalization, rest[0])
+    return TransformerParts(embedding, positions, add, blocks, normalization, rest[0])
 
 
 class RecurrentStepGraph(keras.Model):
@@ -142,7 +144,7 @@ class TransformerStepGraph(keras.Model):
     def __init__(self, parts: TransformerParts):
         super().__init__(name="transformer_step")
         self.token_embedding = parts.token_embedding
-        self.sine_positions = parts.sine_positions
+        self.positions = parts.positions
         self.add_positions = parts.add_positions
         self.blocks = list(parts.blocks)
         self.final_normalization = parts.final_normalization
@@ -160,11 +162,11 @@ class TransformerStepGraph(keras.Model):
         return np.zeros((batch_size, len(self.blocks), 2, length, self.heads, self.head_dim), dtype=dtype)
 
     def embed(self, tokens, start_index):
-        if self.position_table is not None:
+        if isinstance(self.token_embedding, keras_hub.layers.TokenAndPositionEmbedding):
             return self.token_embedding(tokens, start_index=start_index)
         x = self.token_embedding(tokens)
-        if self.sine_positions is not None:
-            x = self.add_positions([x, self.sine_positions(x, start_index=start_index)])
+        if self.positions is not None:
+            x = self.add_positions([x, self.positions(x, start_index=start_index)])
         return x
 
     def head(self, x):

@@ -3,7 +3,8 @@
 Both are built from keras-hub's layers:
 
     tokens → TokenAndPositionEmbedding (learned positions; or an Embedding plus
-             SinePositionEncoding, or no positions at all)
+             SinePositionEncoding, or no positions at all; or, with frozen
+             word vectors, an Embedding plus PositionEmbedding: below)
            → `layers` × block (post-LN as in the 2017 paper; or pre-LN plus a final
              LayerNorm, as GPT-2) → softmax
 
@@ -20,6 +21,13 @@ recurrence-versus-attention probe measures. Padding (id 0) is masked: the
 mask is computed from the ids and handed to each block (and to the pooling)
 explicitly, rather than carried by the embedding, whose mask keras-hub's inner
 layers would drop with a warning each.
+
+Frozen word vectors (`model.embedding` with `trainable: false`) and learned
+positions are built as a frozen Keras `Embedding` beside keras-hub's
+`PositionEmbedding`, added: TokenAndPositionEmbedding's config does not carry
+its token table's `trainable`, so a model loaded by Keras alone would train the
+table again and skip its saved optimizer state. Both layouts start from the
+same initializers, and `decoding.step_graphs` reads either.
 """
 
 from __future__ import annotations
@@ -29,7 +37,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, model_validator
 
-from seqkeras.models.pretrained_embedding import PretrainedEmbeddingParams, start_from_file
+from seqkeras.models.pretrained_embedding import PretrainedEmbeddingParams, frozen, start_from_file
 from seqkeras.registry import ModelShape, keras_model_shape
 from seqkeras.tasks.base import SequenceData
 
@@ -85,26 +93,34 @@ def embed(params: TransformerParams, vocabulary: int, max_length: int, inputs):
     """Token ids → vectors with (or without) position information; and the layer's `Embedding` of the ids."""
     import keras
 
-    if params.positions == "learned":
+    if params.positions == "learned" and not frozen(params.embedding):
         layer = keras_hub().layers.TokenAndPositionEmbedding(vocabulary, max_length, params.embedding_dim,
                                                              name="embedding")
         return layer(inputs), token_embedding(layer)
-    layer = keras.layers.Embedding(vocabulary, params.embedding_dim, name="embedding")
+    # TokenAndPositionEmbedding's initializer for both tables.
+    layer = keras.layers.Embedding(vocabulary, params.embedding_dim, embeddings_initializer="uniform",
+                                   name="embedding")
     x = layer(inputs)
-    if params.positions == "sine":
-        x = keras.layers.Add(name="add_positions")([x, keras_hub().layers.SinePositionEncoding(name="positions")(x)])
-    return x, layer
+    if params.positions == "learned":
+        positions = keras_hub().layers.PositionEmbedding(max_length, initializer="uniform", name="positions")
+    elif params.positions == "sine":
+        positions = keras_hub().layers.SinePositionEncoding(name="positions")
+    else:
+        return x, layer
+    return keras.layers.Add(name="add_positions")([x, positions(x)]), layer
 
 
 def model_shape(model) -> ModelShape:
     """What a `transformer` or `transformer_classifier` model reads and writes (its kinds' `model_shape`): the
     default reading, and with learned positions the length of the position table, the longest input it reads."""
-    embedding = next((layer for layer in getattr(model, "layers", []) if layer.name == "embedding"), None)
-    table = getattr(embedding, "position_embedding", None)  # learned: keras-hub's TokenAndPositionEmbedding
-    if table is None:
+    layers = {layer.name: layer for layer in getattr(model, "layers", [])}
+    embedding, positions = layers.get("embedding"), layers.get("positions")
+    if isinstance(embedding, keras_hub().layers.TokenAndPositionEmbedding):
+        embedding, positions = embedding.token_embedding, embedding.position_embedding
+    if not isinstance(positions, keras_hub().layers.PositionEmbedding):  # sinusoids, or none: any length
         return keras_model_shape(model)
-    shape = keras_model_shape(model, embedding=embedding.token_embedding)
-    return dataclasses.replace(shape, positions=int(table.sequence_length))
+    shape = keras_model_shape(model, embedding=embedding)
+    return dataclasses.replace(shape, positions=int(positions.sequence_length))
 
 
 def final_normalization(params: TransformerParams, x):
