@@ -80,7 +80,7 @@ def test_early_stopping_on_a_score_at_noise_level_is_named():
 
 
 def test_table_md_and_the_report_name_the_runs_stopped_at_noise(tmp_path):
-    from seqkeras.reporting.training_notes import noise_stop_note
+    from seqkeras.reporting.training_notes import finished_records, noise_stop_note
 
     runs = pd.DataFrame({"run_id": ["seed=0_a", "seed=1_b"], "status": ["ok", "ok"]})
     for run_id, noise in (("seed=0_a", True), ("seed=1_b", False)):
@@ -88,7 +88,7 @@ def test_table_md_and_the_report_name_the_runs_stopped_at_noise(tmp_path):
         record = {"experiment": "x", "run_id": run_id, "status": "ok", "seed": 0, "matrix": {}, "metrics": {},
                   "training": {"monitor": "val_bleu", "best": 0.66, "best_epoch": 6, "stopped_at_noise": noise}}
         (tmp_path / run_id / "metrics.json").write_text(json.dumps(record))
-    note = noise_stop_note(tmp_path, runs)
+    note = noise_stop_note(finished_records(tmp_path, runs))
     assert note.startswith("Stopped early at noise level: 1 run(s)")
     assert "seed=0_a (val_bleu best 0.66 at epoch 6)" in note
     assert "seed=1_b" not in note

@@ -58,8 +58,8 @@ def test_the_task_is_registered_as_seq2seq_and_lists_its_files(pairs_file, tmp_p
 
 
 def test_reading_takes_the_chosen_columns_ignores_the_rest_and_tokenizes_as_de_en(pairs_file):
-    pairs, too_long = sentence_pairs.read_pairs(params(pairs_file))
-    assert len(pairs) == len(PAIRS) and too_long == 0
+    pairs, counts = sentence_pairs.read_pairs(params(pairs_file))
+    assert len(pairs) == len(PAIRS) and counts == {"pairs_read.path": len(PAIRS), "pairs_too_long.path": 0}
     assert pairs[0] == (["go", "."], ["va", "!"])
     assert pairs[6] == (["i", "won", "."], ["j", "'", "ai", "gagné", "."])  # words and single marks
     # Columns swapped: French → English; not lowercased.
@@ -71,12 +71,14 @@ def test_reading_takes_the_chosen_columns_ignores_the_rest_and_tokenizes_as_de_e
 
 
 def test_pairs_longer_than_the_limits_are_left_out_and_counted(pairs_file):
-    pairs, too_long = sentence_pairs.read_pairs(params(pairs_file, max_source_length=2, max_target_length=3))
+    limits = {"max_source_length": 2, "max_target_length": 3, "max_left_out": 1}
+    pairs, counts = sentence_pairs.read_pairs(params(pairs_file, **limits))
     assert all(len(source) <= 2 and len(target) <= 3 for source, target in pairs)
     expected = sum(1 for s, t in PAIRS if len(sentence_pairs.tokenize(s, "word", True)) > 2
                    or len(sentence_pairs.tokenize(t, "word", True)) > 3)
-    assert too_long == expected > 0 and len(pairs) + too_long == len(PAIRS)
-    data = sentence_pairs.build(params(pairs_file, max_source_length=2, max_target_length=3), seed=0)
+    too_long = counts["pairs_too_long.path"]
+    assert too_long == expected > 0 and len(pairs) + too_long == len(PAIRS) == counts["pairs_read.path"]
+    data = sentence_pairs.build(params(pairs_file, **limits), seed=0)
     assert data.notes["pairs_too_long.path"] == expected
     assert data.notes["train_pairs"] + data.notes["test_pairs"] == len(pairs)
 
@@ -84,7 +86,8 @@ def test_pairs_longer_than_the_limits_are_left_out_and_counted(pairs_file):
 def test_build_gives_seq2seq_data_with_a_seeded_test_share_and_validation_from_the_training_part(pairs_file):
     data = sentence_pairs.build(params(pairs_file, test_share=0.25, validation_share=0.2, bucket_width=2), seed=3)
     assert data.problem == "seq2seq" and data.bucket_width == 2
-    assert data.notes == {"train_pairs": 12, "validation_pairs": 3, "test_pairs": 5, "pairs_too_long.path": 0,
+    assert data.notes == {"train_pairs": 12, "validation_pairs": 3, "test_pairs": 5, "pairs_read.path": 20,
+                          "pairs_too_long.path": 0,
                           # no source twice in the file: nothing collapsed before the split (tasks.duplicates)
                           "duplicates_removed": 0, "duplicated_inputs": 0, "conflicting_inputs": 0,
                           "conflicting_inputs_dropped": 0}
@@ -162,6 +165,24 @@ def test_a_file_whose_every_pair_is_too_long_is_refused(pairs_file):
     assert caught.value.path == "task.max_source_length"
 
 
+def test_limits_that_leave_out_more_than_max_left_out_are_refused_naming_what_keeps_99_percent(pairs_file):
+    """The default share is 5%: limits that leave out more refuse the spec, naming the values that keep 99% of
+    each side; max_left_out allows what the user chooses."""
+    lengths = sorted(len(sentence_pairs.tokenize(s, "word", True)) for s, _ in PAIRS)
+    covering = lengths[-1]  # 99% of 20 sources is all of them but a fifth of one: the longest
+    with pytest.raises(SpecError) as caught:
+        params(pairs_file, max_source_length=2)
+    message, left = str(caught.value), sum(length > 2 for length in lengths)
+    assert caught.value.path == "task.max_source_length" and "\n" not in message
+    assert re.search(rf"fra.txt: max_source_length 2 \(tokens\) leave out {left} of its 20 pairs "
+                     rf"\({left / 20:.1%}\), more than max_left_out \(0.05\) allows: max_source_length {covering} "
+                     r"keeps 99% of the sources; or raise max_left_out", message), message
+    pairs, counts = sentence_pairs.read_pairs(params(pairs_file, max_source_length=2, max_left_out=0.9))
+    assert counts["pairs_too_long.path"] == left and len(pairs) == 20 - left
+    with pytest.raises(SpecError, match=r"max_left_out \(0.4\) allows"):
+        params(pairs_file, max_source_length=2, max_left_out=0.4)
+
+
 def test_errors_in_the_test_and_validation_files_name_their_keys(pairs_file, tmp_path):
     bad = write_bytes(tmp_path, b"Go.\tVa !\nHi.\n")
     for key in ("test_path", "validation_path"):
@@ -174,7 +195,7 @@ SWEEP = """
     version: 1
     name: pairs-sweep
     task: {{name: sentence_pairs, path: {path}, test_share: 0.25, validation_share: 0.2, max_source_length: 4,
-            max_target_length: 4, bucket_width: 2}}
+            max_target_length: 4, max_left_out: 0.5, bucket_width: 2}}
     model: {{kind: seq2seq, cell: gru, units: 8, embedding_dim: 4}}
     train: {{epochs: 2, batch_size: 8, verbose: 0, early_stopping: {{monitor: val_loss, patience: 1}}}}
     evaluate:
@@ -220,6 +241,10 @@ def test_a_sweep_trains_every_attention_and_decodes_with_every_decoder(sweep):
         assert counts["train_pairs"] + counts["validation_pairs"] + counts["test_pairs"] \
             + counts["pairs_too_long.path"] == len(PAIRS)
         assert counts["pairs_too_long.path"] > 0 and counts["validation_pairs"] > 0
+    # Left out within the task's max_left_out: table.md names each run and what it left out (as the report does).
+    page = (results / "table.md").read_text(encoding="utf-8")
+    assert "Pairs left out as longer than max_source_length or max_target_length: 3 run(s)" in page
+    assert re.search(r"attention=none_seed=0_\w+: \d+ of the 20 pairs of path \(\d+\.\d%\);", page), page
 
 
 def test_predict_decodes_new_sentences_with_the_kept_model(sweep, capsys):

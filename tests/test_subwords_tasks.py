@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 import seqkeras
+from seqkeras.errors import SpecError
 from seqkeras.spec.loader import build_experiment
 from seqkeras.tasks import lm_corpus, sentence_pairs, subwords
 from seqkeras.tasks.base import UNK
@@ -61,15 +62,21 @@ def test_each_sides_vocabulary_comes_from_the_training_pairs_only(pair_files):
     # The test pairs are pieces; their references are the words of the target, as level word reads them.
     assert data.reference_words == [target.split() for _, target in TEST]
     assert [data.words(target) for _, target in data.test_pairs][2:] == [["three", "forty"], ["nineteen"]]
-    assert data.notes["test_pairs"] == 4 and data.notes["pairs_too_long.test"] == 0
+    assert data.notes["test_pairs"] == 4 and data.notes["pairs_too_long.test"] == 0 == len(TEST) - 4
 
 
 def test_length_limits_count_pieces(pair_files):
     _, whole = pieces_data(pair_files)
     longest = max(len(source) for source, _ in whole.test_pairs)
     assert longest > 3  # more pieces than any test source has words
-    _, limited = pieces_data(pair_files, max_source_length=longest - 1)
+    _, limited = pieces_data(pair_files, max_source_length=longest - 1, max_left_out=1)
     assert limited.notes["pairs_too_long.test"] >= 1
+    # Without max_left_out, the pairs a limit leaves out of a part are refused, in pieces, naming the part.
+    with pytest.raises(SpecError, match=r"train.tsv: the train pairs: max_source_length \d+ \(pieces\) leave out "
+                                        r"\d+ of its 44 pairs \([\d.]+%\), more than max_left_out \(0.05\) allows: "
+                                        r"max_source_length \d+ keeps 99% of the sources") as caught:
+        pieces_data(pair_files, max_source_length=longest - 1)
+    assert caught.value.path == "task.max_source_length"
     assert all(len(source) < longest for source, _ in limited.test_pairs)
 
 

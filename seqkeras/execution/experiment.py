@@ -30,7 +30,7 @@ from seqkeras.reporting.expectations import Verdict, check
 from seqkeras.reporting.plots import import_matplotlib, write_plots
 from seqkeras.reporting.spec_rows import own_rows
 from seqkeras.reporting.tables import render_page, summary_tables
-from seqkeras.reporting.training_notes import noise_stop_note, still_improving_note
+from seqkeras.reporting import training_notes
 from seqkeras.reporting.tuning import write_tuning_report
 from seqkeras.results.folder import DISK_FULL, FAILED, OK, run_counts, runs_frame, write_atomic, write_csv, write_yaml
 from seqkeras.results import files
@@ -213,7 +213,7 @@ def summarize(folder: Path, experiment: Experiment, runs: pd.DataFrame, *,
     own = own_decoder_labels(experiment.spec)  # rows of decoders `seqkeras evaluate` added are shown, not claimed
     verdicts = [check(expect, own_rows(runs, own)) for expect in experiment.spec.expect]
     tables = summary_tables(runs, experiment.spec.tables(), experiment.matrix_columns, own_decoders=own)
-    notes = [note for note in (still_improving_note(runs), noise_stop_note(folder, runs)) if note]
+    notes = training_notes.notes(folder, runs)
     page = render_page(experiment.spec.name, experiment.spec.description, runs, tables, verdicts, notes)
     write_atomic(folder / "table.md", page)
     for note in notes:  # said on the terminal too, where a comparison's ranks are read

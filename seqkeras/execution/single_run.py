@@ -24,7 +24,7 @@ from seqkeras.evaluation import gradient_flow
 from seqkeras.execution import machine
 from seqkeras.execution.identity import code_version, run_identity
 from seqkeras.execution.workers import worker_place
-from seqkeras.results import rerun
+from seqkeras.results import left_out, rerun
 from seqkeras.results.folder import (
     DATA_CARD, DISK_FULL, FAILED, OK, DiskFull, disk_full, write_atomic, write_csv, write_json,
     write_yaml,
@@ -158,6 +158,8 @@ def run_training(run: RunSpec, folder: Path, record: dict[str, Any], progress: P
     write_atomic(folder / "vocabulary.json", data.vocabulary.to_json())
     if data.notes:  # what the task says of its data: the pairs in each part, those left out as too long, ...
         record["data"] = dict(data.notes)
+        if left_out.counts(record["data"]):  # said as the run starts, not only in its record
+            print(f"{run.run_id}: left out as too long: {left_out.said(record['data'])}", file=sys.stderr)
     write_data_card(folder, data, run)
     longest = data.x_train.shape[1] if hasattr(data.x_train, "shape") else 0  # a Transformer's position table
     check_model_size(run.model, vocabulary=len(data.vocabulary), outputs=data.num_outputs, max_length=longest)

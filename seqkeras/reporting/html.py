@@ -40,7 +40,7 @@ from seqkeras.reporting.metric_chart import main_metric, write_metric_chart
 from seqkeras.reporting.plots import plot_folder, read_manifest
 from seqkeras.reporting.spec_rows import own_rows
 from seqkeras.reporting.tables import runs_note, summary_tables
-from seqkeras.reporting.training_notes import noise_stop_note, still_improving_note
+from seqkeras.reporting import training_notes
 from seqkeras.results.files import (
     inside, is_file, is_folder, present, read_bytes, read_text, single_name_problem,
 )
@@ -367,9 +367,7 @@ def render_experiment(page: ExperimentPage, *, index_href: str, page_dir: Path |
     if page.verdicts:
         summary += f" Expectations: {page.held} of {len(page.verdicts)} reproduced."
     body.append(f'<p class="summary">{e(summary)}</p>')
-    for note in (still_improving_note(page.runs), noise_stop_note(page.folder, page.runs)):
-        if note:
-            body.append(f"<p><em>{e(note)}</em></p>")
+    body += [f"<p><em>{e(note)}</em></p>" for note in training_notes.notes(page.folder, page.runs)]
     body += [f"<p><em>{e(problem)}</em></p>" for problem in page.problems]
     if page.tables:
         body.append("<h2>Tables</h2>")

@@ -1,7 +1,8 @@
-"""What an experiment's page says of how its runs trained (training.convergence's rules): the runs still improving
-when they ended, and the runs early stopping stopped on a score at noise level. table.md, the report and the
-terminal say the same lines; each names its runs, so that a reader knows which cells of a table rank how far a run
-got rather than what its model can do."""
+"""What an experiment's page says of how its runs trained (training.convergence's rules) and on what: the runs still
+improving when they ended, the runs early stopping stopped on a score at noise level, and the runs whose length
+limits left pairs out of their data (results.left_out). table.md, the report and the terminal say the same lines
+(`notes`); each names its runs, so that a reader knows which cells of a table rank how far a run got, or what
+part of the data it saw, rather than what its model can do."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from seqkeras.results import left_out
 from seqkeras.results.folder import OK, one_row_per_run, still_improving_said
 from seqkeras.results.record import read_record
 
@@ -35,15 +37,24 @@ def still_improving_note(runs: pd.DataFrame) -> str:
             "comparing them.")
 
 
-def noise_stop_note(folder: Path, runs: pd.DataFrame) -> str:
-    """A line when early stopping stopped some finished runs on a score that never rose above its own noise (their
-    records' training.stopped_at_noise): the weights they kept are a noise peak's. "" otherwise."""
+def finished_records(folder: Path, runs: pd.DataFrame) -> list[tuple[str, dict]]:
+    """(run id, record) of each finished run whose metrics.json reads as a record."""
     if "run_id" not in runs.columns:
-        return ""
-    stopped = []
+        return []
+    found = []
     for run_id in one_row_per_run(runs[runs["status"] == OK])["run_id"].astype(str):
         record = read_record(folder / run_id / "metrics.json").record
-        training = (record or {}).get("training")
+        if isinstance(record, dict):
+            found.append((run_id, record))
+    return found
+
+
+def noise_stop_note(records: list[tuple[str, dict]]) -> str:
+    """A line when early stopping stopped some finished runs on a score that never rose above its own noise (their
+    records' training.stopped_at_noise): the weights they kept are a noise peak's. "" otherwise."""
+    stopped = []
+    for run_id, record in records:
+        training = record.get("training")
         if isinstance(training, dict) and training.get("stopped_at_noise") is True:
             best = training.get("best")
             shown = f"{best:.4g}" if isinstance(best, (int, float)) else "?"
@@ -54,3 +65,21 @@ def noise_stop_note(folder: Path, runs: pd.DataFrame) -> str:
             "rose above its own noise (a BLEU or chrF below 5, or a best within twice its change between two "
             f"evaluations), and kept that noise peak's weights: {named(stopped)}. Watch val_loss, or train longer "
             "before the score means something.")
+
+
+def left_out_note(records: list[tuple[str, dict]]) -> str:
+    """A line when the length limits left pairs out of some finished runs' data (within their task's
+    max_left_out): each run, and what it left out of each file or part. "" otherwise."""
+    left = [f"{run_id}: {left_out.said(record.get('data'))}" for run_id, record in records
+            if left_out.counts(record.get("data"))]
+    if not left:
+        return ""
+    more = f"; and {len(left) - NAMED} more" if len(left) > NAMED else ""
+    return (f"Pairs left out as longer than max_source_length or max_target_length: {len(left)} run(s), trained "
+            f"and scored without them: {'; '.join(left[:NAMED])}{more}.")
+
+
+def notes(folder: Path, runs: pd.DataFrame) -> list[str]:
+    """Every note of the page, in order, those that apply."""
+    records = finished_records(folder, runs)
+    return [note for note in (still_improving_note(runs), noise_stop_note(records), left_out_note(records)) if note]

@@ -11,7 +11,8 @@ Each side is tokenized as de_en tokenizes: words and single punctuation marks
 (`level: char`, as the synthetic tasks); lowercased with `lowercase`. A pair
 whose source is longer than `max_source_length` tokens or whose target is longer
 than `max_target_length` is left out, in every file; the run's record counts
-them (metrics.json, `data`).
+them (metrics.json, `data`), and above `max_left_out` of a file's pairs the run is
+refused, naming the lengths that keep 99% of them (tasks.left_out).
 
 A subword level (`wordpiece`, `bpe`, `sentencepiece_unigram`, `sentencepiece_bpe`:
 tasks.subwords) cuts those words into pieces, with one vocabulary per side of
@@ -55,7 +56,7 @@ from typing import ClassVar
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from seqkeras.errors import SpecError, shown
-from seqkeras.tasks import subwords
+from seqkeras.tasks import left_out, subwords
 from seqkeras.tasks.base import PAD, UNK, named_files
 from seqkeras.tasks.files import check_data_file, utf8_pieces
 from seqkeras.tasks.input_rules import InputRule, words_pieces_or_characters
@@ -116,9 +117,10 @@ class Params(ValidationParams):
         description="Level word and char: most frequent training tokens kept per side; the rest become <unk> "
                     "(default: all).")
     bucket_width: int = Field(5, ge=1, le=10_000, description=BUCKET_WIDTH_HELP)
+    max_left_out: float = left_out.max_left_out_field()
 
     # Added after results existed: a spec without them keeps its runs' ids (registry.Params.hashed).
-    hashed_only_when_set: ClassVar[tuple[str, ...]] = ("vocabulary_size", "shared_vocabulary")
+    hashed_only_when_set: ClassVar[tuple[str, ...]] = ("vocabulary_size", "shared_vocabulary", "max_left_out")
 
     @field_validator(*FILE_KEYS)
     @classmethod
@@ -197,28 +199,34 @@ def pair_fields(params: Params, path: str | Path, key: str) -> Iterator[tuple[in
         yield number, texts[0], texts[1]
 
 
-def read_pairs(params: Params, key: str = "path") -> tuple[list[Pair], int]:
-    """The tokenized pairs of the file at `params.<key>`, in file order, and how many were left out as too long.
+def read_pairs(params: Params, key: str = "path") -> tuple[list[Pair], dict[str, int]]:
+    """The tokenized pairs of the file at `params.<key>`, in file order, and the record's counts of it: the pairs
+    read, and those left out as too long (refused above max_left_out of them: tasks.left_out).
 
     At a subword level the pairs are words and none is left out here: the limits count pieces (`subword_data`).
     """
     path = Path(getattr(params, key)).expanduser()
     setting = f"task.{key}"
     pairs: list[Pair] = []
-    too_long = read = 0
+    lengths: tuple[list[int], list[int]] = ([], [])
+    too_long = 0
+    limited = params.level not in subwords.SUBWORD_LEVELS
     for _, source_text, target_text in pair_fields(params, path, setting):
-        read += 1
         source = tokenize(source_text, params.level, params.lowercase)
         target = tokenize(target_text, params.level, params.lowercase)
-        if params.level not in subwords.SUBWORD_LEVELS and too_long_pair(params, source, target):
+        lengths[0].append(len(source))
+        lengths[1].append(len(target))
+        if limited and left_out.too_long(params, source, target):
             too_long += 1
             continue
         pairs.append((source, target))
+    read = len(lengths[0])
     if not read:
         raise SpecError(f"{path} holds no sentence pairs (expected source<TAB>target per line)", path=setting)
     if not pairs:
         raise_all_too_long(params, f"the {read} pairs of {path}")
-    return pairs, too_long
+    left_out.check_share(params, str(path), *lengths, too_long, "tokens")
+    return pairs, {left_out.READ + key: read, left_out.TOO_LONG + key: too_long}
 
 
 def check_shared_vocabulary(params) -> None:
@@ -238,13 +246,6 @@ def check_pairs_size(params: Params, pairs: list[Pair]) -> None:
                       "set max_source_length and max_target_length to leave the longest pairs out")
 
 
-def too_long_pair(params: Params, source: list[str], target: list[str]) -> bool:
-    """Over max_source_length or max_target_length (a task without them, de_en, limits its words before)."""
-    longest_source, longest_target = (getattr(params, key, None) for key in ("max_source_length", "max_target_length"))
-    return (longest_source is not None and len(source) > longest_source) or \
-        (longest_target is not None and len(target) > longest_target)
-
-
 def raise_all_too_long(params: Params, what: str) -> None:
     raise SpecError(f"every one of {what} is longer than max_source_length ({params.max_source_length}) or "
                     f"max_target_length ({params.max_target_length}) tokens",
@@ -253,17 +254,18 @@ def raise_all_too_long(params: Params, what: str) -> None:
 
 
 def build(params: Params, seed: int) -> Seq2SeqData:
-    train, left_out = read_pairs(params, "path")
-    notes = {"pairs_too_long.path": left_out}
+    train, notes = read_pairs(params, "path")
     if params.test_path is not None:
-        test, notes["pairs_too_long.test_path"] = read_pairs(params, "test_path")
+        test, counted = read_pairs(params, "test_path")
+        notes.update(counted)
     else:
         split = split_examples(train, params.test_share, seed, what=str(params.path))
         train, test = split
         notes.update(split.notes)  # the duplicate sources collapsed before the split (tasks.duplicates)
 
     def read_validation(_path: str) -> list[Pair]:
-        pairs, notes["pairs_too_long.validation_path"] = read_pairs(params, "validation_path")
+        pairs, counted = read_pairs(params, "validation_path")
+        notes.update(counted)
         return pairs
 
     train, validation = validation_examples(params, train, seed, read_validation, what=str(params.path))
@@ -296,15 +298,19 @@ def subword_data(params: Params, train: list[Pair], validation: list[Pair], test
     `params`: sentence_pairs', or another pair task's with `level`, `subword_size`, `shared_vocabulary` and
     `bucket_width` (de_en's), whose pairs are words."""
     source_model, target_model = learnt_models(params, train)
-    notes = {key: count for key, count in notes.items() if not key.startswith("pairs_too_long.")}  # none at read
+    notes = {key: count for key, count in notes.items()  # the files' words: none left out at read
+             if not key.startswith((left_out.TOO_LONG, left_out.READ))}
     parts: dict[str, tuple[list[Pair], list[Pair]]] = {}  # each part's pairs in pieces, and in words
     for name, pairs in (("train", train), ("validation", validation), ("test", test)):
         sources = subwords.word_pieces(source_model, [source for source, _ in pairs])
         targets = subwords.word_pieces(target_model, [target for _, target in pairs])
-        kept = [index for index in range(len(pairs)) if not too_long_pair(params, sources[index], targets[index])]
-        notes[f"pairs_too_long.{name}"] = len(pairs) - len(kept)
+        kept = [index for index in range(len(pairs)) if not left_out.too_long(params, sources[index], targets[index])]
+        notes[left_out.READ + name], notes[left_out.TOO_LONG + name] = len(pairs), len(pairs) - len(kept)
         if pairs and not kept:
             raise_all_too_long(params, f"the {len(pairs)} {name} pairs, counted in pieces,")
+        where = f"{params.path}: " if getattr(params, "path", None) else ""
+        left_out.check_share(params, f"{where}the {name} pairs", [len(s) for s in sources],
+                             [len(t) for t in targets], len(pairs) - len(kept), "pieces")
         parts[name] = ([(sources[i], targets[i]) for i in kept], [pairs[i] for i in kept])
     (train, _), (validation, _), (test, test_words) = parts["train"], parts["validation"], parts["test"]
     check_pairs_size(params, train + validation + test)
