@@ -608,6 +608,7 @@ def write_attention_maps(folder: Path, texts: list[str], maps: list) -> None:
 
 def command_evaluate(args) -> int:
     from seqkeras.execution.reevaluation import additions, choose_backend, reevaluate, selected_runs, selection
+    from seqkeras.reporting.expectations import held_said
 
     wanted = additions(args.decoders, args.metrics)
     chosen = selected_runs([Path(p) for p in args.results_dirs], selection(args.where, args.seed, args.best))
@@ -619,7 +620,7 @@ def command_evaluate(args) -> int:
         verdicts = outcome.summary.verdicts if outcome.summary is not None else []  # one per claim
         print(f"\n{outcome.folder}: {len(outcome.added)} run(s) gained rows or columns, {len(outcome.unchanged)} had "
               f"them, {len(outcome.without_model)} without a kept model, {len(outcome.failed)} failed; "
-              f"expectations: {sum(v.holds for v in verdicts)} of {len(verdicts)} reproduced")
+              f"expectations: {held_said(verdicts)}")
         for run_id, why in outcome.without_model.items():
             print(f"  no kept model: {run_id} ({why})")
         failed += len(outcome.failed) + sum(not v.holds for v in verdicts)

@@ -208,6 +208,7 @@ def run_all(experiments, out_root: Path, executor, *, force: bool, reference: Pa
     if isinstance(executor, SerialExecutor):  # runs here: import the backend (chosen above) now, quietly
         configure_this_process(select_backend())
     from seqkeras.execution.experiment import DiskFullStop, run_experiment
+    from seqkeras.reporting.expectations import held_said
     from seqkeras.reporting.tables import to_markdown, verdict_frame
     from seqkeras.results.folder import DiskFull
 
@@ -240,8 +241,7 @@ def run_all(experiments, out_root: Path, executor, *, force: bool, reference: Pa
     if len(experiments) > 1 and all_verdicts:
         frame = verdict_frame([v for _, v in all_verdicts])
         frame.insert(0, "experiment", [name for name, _ in all_verdicts])
-        held = sum(v.holds for _, v in all_verdicts)
-        print(f"# All expectations: {held} of {len(all_verdicts)} reproduced\n")
+        print(f"# All expectations: {held_said([v for _, v in all_verdicts])}\n")
         print(to_markdown(frame))
     return SweepOutcome(all_verdicts, failed_runs, differing)
 

@@ -1,4 +1,5 @@
-"""`expect:` entries checked against the runs: one verdict per claim."""
+"""`expect:` entries checked against the runs: one verdict per claim. A claim with `min_seeds` is judged with the
+interval of its mean over seeds, and may be undecided (reporting.interval_verdicts)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,12 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from seqkeras.reporting import interval_verdicts
+from seqkeras.reporting.interval_verdicts import NOT_REPRODUCED, REPRODUCED, Region
 from seqkeras.reporting.selection import select
 from seqkeras.results.folder import OK, one_row_per_run, still_improving_said
 from seqkeras.spec.sections import ExpectSpec
 
-REPRODUCED, NOT_REPRODUCED = "reproduced", "NOT reproduced"
 
 
 @dataclass
@@ -20,14 +22,23 @@ class Verdict:
     expected: str
     measured: str
     holds: bool
+    # A claim judged with its interval (min_seeds) that it straddles: what the verdict says instead of NOT
+    # reproduced ("undecided: needs about 3 more seeds"). It does not hold either.
+    undecided: str | None = None
 
     def as_row(self) -> dict[str, str]:
         return {
             "claim": self.claim,
             "expected": self.expected,
             "measured": self.measured,
-            "verdict": REPRODUCED if self.holds else NOT_REPRODUCED,
+            "verdict": REPRODUCED if self.holds else self.undecided or NOT_REPRODUCED,
         }
+
+
+def held_said(verdicts) -> str:
+    """`47 of 48 reproduced, 1 undecided`: how a page and the terminal count verdicts."""
+    held, undecided = sum(v.holds for v in verdicts), sum(v.undecided is not None for v in verdicts)
+    return f"{held} of {len(verdicts)} reproduced" + (f", {undecided} undecided" if undecided else "")
 
 
 def format_measured(value: float, expect: ExpectSpec) -> str:
@@ -43,8 +54,8 @@ def check(expect: ExpectSpec, runs: pd.DataFrame) -> Verdict:
     if expect.converged:
         verdict.expected += ", converged runs"
         unconverged = _unconverged(expect, runs)
-        if unconverged:
-            verdict.measured, verdict.holds = f"{verdict.measured}; {unconverged}", False
+        if unconverged:  # not reproduced, whatever its interval says
+            verdict.measured, verdict.holds, verdict.undecided = f"{verdict.measured}; {unconverged}", False, None
     return verdict
 
 
@@ -71,12 +82,41 @@ def _judged(expect: ExpectSpec, runs: pd.DataFrame) -> Verdict:
     numbers = _numbers(expect, chosen)
     if numbers.isna().any():
         return Verdict(expect.claim, _expected_text(expect), "missing or non-numeric value", False)
+    if expect.min_seeds is not None:
+        return _judged_over_seeds(expect, chosen, runs)
     measured = float(numbers.mean())
     text = format_measured(measured, expect)
     holds, expected = _compare(expect, numbers, runs)
     if expect.relative_to is not None:
         text += f" ({expect.metric} / {expect.relative_to})"
     return Verdict(expect.claim, expected, text, holds)
+
+
+def _judged_over_seeds(expect: ExpectSpec, chosen: pd.DataFrame, runs: pd.DataFrame) -> Verdict:
+    """The claim judged with the interval of its mean over seeds (of the difference, for a comparison)."""
+    expected = f"{_expected_text(expect)}, 95% interval over ≥ {expect.min_seeds} seeds"
+    if expect.comparison is not None:
+        kind, other_spec = expect.comparison
+        other = select(runs, other_spec.where)
+        if _numbers(expect, other).isna().any():
+            return Verdict(expect.claim, expected, "missing or non-numeric value in the other selection", False)
+        region = {"greater_than": Region(other_spec.by, closed=False),
+                  "less_than": Region(high=-other_spec.by, closed=False),
+                  "close_to": Region(-other_spec.by, other_spec.by)}[kind]
+        judged = interval_verdicts.judge_difference(chosen, other, lambda frame: _numbers(expect, frame), region,
+                                                    expect.min_seeds, lambda value: format_measured(value, expect))
+    else:
+        if expect.value is not None:
+            tolerance = max(expect.abs_tol or 0.0, (expect.rel_tol or 0.0) * abs(expect.value))
+            region = Region(expect.value - tolerance, expect.value + tolerance)
+        else:
+            region = Region(*(math.inf * sign if bound is None else bound
+                              for bound, sign in ((expect.at_least, -1), (expect.at_most, 1))))
+        judged = interval_verdicts.judge_mean(_numbers(expect, chosen), region, expect.min_seeds,
+                                              lambda value: format_measured(value, expect))
+    holds = judged.outcome == interval_verdicts.REPRODUCED
+    undecided = judged.verdict if judged.outcome == interval_verdicts.UNDECIDED else None
+    return Verdict(expect.claim, expected, judged.measured, holds, undecided)
 
 
 def _unconverged(expect: ExpectSpec, runs: pd.DataFrame) -> str | None:

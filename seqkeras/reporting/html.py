@@ -34,7 +34,7 @@ import pandas as pd
 from seqkeras.errors import SpecError
 from seqkeras.reporting import data_card, tuning
 from seqkeras.reporting.baseline import Baseline, legend
-from seqkeras.reporting.expectations import check
+from seqkeras.reporting.expectations import check, held_said
 from seqkeras.reporting.formatting import cell_numbers, cell_texts
 from seqkeras.reporting.metric_chart import main_metric, write_metric_chart
 from seqkeras.reporting.plots import plot_folder, read_manifest
@@ -76,6 +76,7 @@ table { border-collapse: collapse; margin: .5rem 0 1rem; font-size: .88rem; }
 th, td { border: 1px solid #d0d7de; padding: .25rem .6rem; text-align: left; vertical-align: top; }
 th { background: #f6f8fa; } td.number { text-align: right; font-variant-numeric: tabular-nums; }
 .reproduced { color: #1a7f37; font-weight: 600; } .not-reproduced { color: #cf222e; font-weight: 600; }
+.undecided { color: #9a6700; font-weight: 600; }
 figure { margin: 1rem 0 2rem; } figure img { max-width: 100%; height: auto; border: 1px solid #d0d7de; }
 figcaption { color: #57606a; font-size: .9rem; } pre { background: #f6f8fa; padding: 1rem; overflow-x: auto; }
 footer { margin-top: 3rem; color: #57606a; font-size: .8rem; }
@@ -365,7 +366,7 @@ def render_experiment(page: ExperimentPage, *, index_href: str, page_dir: Path |
         body.append(f'<p class="description">{e(page.description.strip())}</p>')
     summary = f"{page.total_runs} runs: {page.ok_runs} ok, {page.failed_runs} failed."
     if page.verdicts:
-        summary += f" Expectations: {page.held} of {len(page.verdicts)} reproduced."
+        summary += f" Expectations: {held_said(page.verdicts)}."
     body.append(f'<p class="summary">{e(summary)}</p>')
     body += [f"<p><em>{e(note)}</em></p>" for note in training_notes.notes(page.folder, page.runs)]
     body += [f"<p><em>{e(problem)}</em></p>" for problem in page.problems]
@@ -384,7 +385,7 @@ def render_experiment(page: ExperimentPage, *, index_href: str, page_dir: Path |
     if page.tuning is not None:
         body += ['<h2 id="tuning">Tuning (tuning.md)</h2>', *tuning_html(page.tuning)]
     if page.verdicts:
-        body.append(f"<h2>Expectations ({page.held} of {len(page.verdicts)} reproduced)</h2>")
+        body.append(f"<h2>Expectations ({held_said(page.verdicts)})</h2>")
         body.append(verdicts_html(page.verdicts))
     if page.plots:
         body.append("<h2>Plots</h2>")
@@ -579,7 +580,7 @@ def verdicts_html(verdicts: list[Any]) -> str:
     rows = []
     for verdict in verdicts:
         row = verdict.as_row()
-        css = "reproduced" if verdict.holds else "not-reproduced"
+        css = "reproduced" if verdict.holds else "undecided" if verdict.undecided else "not-reproduced"
         rows.append(f"<tr><td>{e(row['claim'])}</td><td>{e(row['expected'])}</td><td>{e(row['measured'])}</td>"
                     f'<td class="{css}">{e(row["verdict"])}</td></tr>')
     return ("<table><thead><tr><th>claim</th><th>expected</th><th>measured</th><th>verdict</th></tr></thead>"

@@ -34,7 +34,7 @@ from pydantic import ValidationError
 from seqkeras.errors import SpecError, translate_validation_error
 from seqkeras.reporting import baseline as against
 from seqkeras.reporting.baseline import Baseline
-from seqkeras.reporting.expectations import Verdict
+from seqkeras.reporting.expectations import Verdict, held_said
 from seqkeras.reporting.formatting import cell_numbers, cell_texts, counted, runs_per_cell
 from seqkeras.reporting.selection import key_list, require_columns, select
 from seqkeras.reporting.spec_rows import default_decoder_labelled, each_run_once, reads_each_run_once, table_views
@@ -322,8 +322,7 @@ def render_page(
     for title, frame in tables:
         lines += [f"## {title}", "", to_markdown(frame), ""]
     if verdicts:
-        held = sum(v.holds for v in verdicts)
-        lines += [f"## Expectations ({held} of {len(verdicts)} reproduced)", ""]
+        lines += [f"## Expectations ({held_said(verdicts)})", ""]
         lines += [verdict_frame(verdicts).to_markdown(index=False, disable_numparse=True), ""]
     if failed:
         failures = runs[runs["status"] == FAILED][[c for c in ("run_id", "error") if c in runs.columns]]

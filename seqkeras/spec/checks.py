@@ -322,6 +322,17 @@ def check_outputs(spec: ExperimentSpec, rows: list[OutputRow]) -> None:
                     _check_metric(chosen, getattr(expect, field), f"expect[{index}].{field}", every_row=True)
             if expect.converged:
                 _check_converges(chosen, f"expect[{index}].converged")
+            if expect.min_seeds is not None:
+                _check_seeds(chosen, expect.min_seeds, f"expect[{index}].min_seeds")
+
+
+def _check_seeds(rows: list[OutputRow], needed: int, path: str) -> None:
+    """A claim judged over `needed` seeds selects runs of that many seeds, or it could only be undecided."""
+    seeds = sorted({row.keys.get("seed") for row in rows}, key=str)
+    if len(seeds) < needed:
+        raise SpecError(f"min_seeds is {needed}, but the runs selected here have {len(seeds)} seed(s) "
+                        f"({_listed([str(seed) for seed in seeds])}): add seeds to the spec, or lower min_seeds",
+                        path=path)
 
 
 def _check_converges(rows: list[OutputRow], path: str) -> None:

@@ -126,6 +126,14 @@ class ExpectSpec(Params):
         description="The claim holds only if every run it selects (on both sides of a comparison) converged: none "
         "was still improving when its epochs ran out (runs.csv's still_improving). Runs trained over epochs only.",
     )
+    min_seeds: int | None = Field(
+        None, ge=2, le=1000,
+        description="Judge the claim over at least this many runs (seeds) with the 95% t-interval of their mean (of "
+        "the differences paired by seed, for greater_than, less_than and close_to): reproduced when the interval "
+        "lies on the claim's side of its bound, NOT reproduced when it lies on the other side, undecided when it "
+        "straddles the bound or fewer runs finished (the verdict says about how many more seeds would decide). "
+        "For claims on trained models, whose last epochs vary from seed to seed and machine to machine.",
+    )
 
     @model_validator(mode="after")
     def _one_kind_of_check(self) -> "ExpectSpec":
@@ -147,6 +155,13 @@ class ExpectSpec(Params):
             raise ValueError(f"{tolerances[0]} only applies to value")
         if self.value is not None and not tolerances:
             raise ValueError("value needs a tolerance: abs_tol, rel_tol, sig_digits or decimals")
+        if self.min_seeds is not None and (self.equals is not None or self.sig_digits is not None
+                                           or self.decimals is not None):
+            raise ValueError("min_seeds judges a mean with its interval: it applies to at_least/at_most, value with "
+                             "abs_tol or rel_tol, and the comparisons, not to equals, sig_digits or decimals")
+        if self.min_seeds is not None and self.comparison is not None and self.comparison[1].beyond_spread:
+            raise ValueError("min_seeds judges the difference with its interval; beyond_spread is the rougher rule "
+                             "it replaces: give one of the two")
         return self
 
     @property
