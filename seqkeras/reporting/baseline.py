@@ -41,12 +41,12 @@ from seqkeras.spec.selection import KEY
 
 OPTION = "--baseline"
 # A cell's verdict, as the CSV's `verdict` column writes it, and its mark in the Markdown, terminal and report.
-BETTER, WORSE, HIGHER, LOWER, NOT_SHOWN, TOO_FEW, IS_BASELINE, NO_BASELINE, NO_NUMBERS = (
+BETTER, WORSE, HIGHER, LOWER, NOT_SHOWN, TOO_FEW, IS_BASELINE, NO_BASELINE, NO_NUMBERS, BEST = (
     "better", "worse", "higher", "lower", "not shown to differ", "too few seeds", "baseline", "no baseline cell",
-    "no numbers")
+    "no numbers", "best")
 DIFFERING = (BETTER, WORSE, HIGHER, LOWER)
 MARKS = {IS_BASELINE: "[base]", BETTER: "[better]", WORSE: "[worse]", HIGHER: "[higher]", LOWER: "[lower]",
-         NOT_SHOWN: "[n.s.]", TOO_FEW: "[?]", NO_BASELINE: "[no base]"}  # a cell with no numbers shows nothing
+         NOT_SHOWN: "[n.s.]", TOO_FEW: "[?]", NO_BASELINE: "[no base]", BEST: "[best]"}  # no numbers: nothing
 COLUMNS = ["p_value", "test", "verdict"]  # what --format csv adds per cell
 
 
@@ -124,6 +124,45 @@ def cell_tests(frame: pd.DataFrame, keys: list[str], value: str, baseline: Basel
                      and same_value(other[position], baseline.value)), None)
         tests[cell] = CellTest(NO_BASELINE) if base is None else test_against(part, cells[base], value, direction)
     return tests
+
+
+def best_tests(frame: pd.DataFrame, keys: list[str], columns: list[str], value: str,
+               direction: str) -> dict[tuple, CellTest] | None:
+    """Without a baseline, a table that decides: in each column of the table (each value of its `columns` keys;
+    the whole table without them), the cell with the best mean in the metric's direction is `[best]`, and each
+    other cell is tested against it as against a baseline cell (`test_against`): `[worse]` beyond chance, `[n.s.]`
+    not shown to differ, `[?]` too few seeds. None where no column has two cells and a best of
+    MIN_SEEDS_FOR_TEST runs or more: a best of one or two runs decides nothing."""
+    cells = {(group if isinstance(group, tuple) else (group,)): part
+             for group, part in frame.groupby(keys, sort=False, dropna=False)}
+    at = [keys.index(key) for key in columns]
+    by_column: dict[tuple, list[tuple]] = {}
+    for cell in cells:
+        by_column.setdefault(tuple(cell[i] for i in at), []).append(cell)
+    tests: dict[tuple, CellTest] = {}
+    decided = False
+    for members in by_column.values():
+        means = {cell: _numbers(cells[cell], value)["value"].mean() for cell in members}
+        ranked = [cell for cell in members if np.isfinite(means[cell])]
+        if len(ranked) < 2:
+            continue
+        best = (max if direction == "maximize" else min)(ranked, key=lambda cell: means[cell])
+        if len(_numbers(cells[best], value)) < MIN_SEEDS_FOR_TEST:
+            continue
+        decided = True
+        for cell in ranked:
+            tests[cell] = CellTest(BEST) if cell == best else test_against(cells[cell], cells[best], value, direction)
+    if not decided:
+        return None
+    return {cell: tests.get(cell, CellTest(NO_NUMBERS)) for cell in cells}
+
+
+def best_legend() -> str:
+    """The line under a table marked by `best_tests`."""
+    m = MARKS
+    return (f"{m[BEST]}: the best mean of its column; {m[WORSE]}: worse than it beyond chance (p < {ALPHA:g}; a "
+            f"paired t-test over seeds where both cells have the same seeds, else Welch's); {m[NOT_SHOWN]}: not "
+            f"shown to differ from it; {m[TOO_FEW]}: too few seeds to test (under {MIN_SEEDS_FOR_TEST}).")
 
 
 def test_against(cell: pd.DataFrame, base: pd.DataFrame, value: str, direction: str | None = None) -> CellTest:

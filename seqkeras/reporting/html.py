@@ -39,7 +39,7 @@ from seqkeras.reporting.formatting import cell_numbers, cell_texts
 from seqkeras.reporting.metric_chart import main_metric, write_metric_chart
 from seqkeras.reporting.plots import plot_folder, read_manifest
 from seqkeras.reporting.spec_rows import own_rows
-from seqkeras.reporting.tables import runs_note, summary_tables
+from seqkeras.reporting.tables import summary_tables, table_notes
 from seqkeras.reporting import training_notes
 from seqkeras.results.files import (
     inside, is_file, is_folder, present, read_bytes, read_text, single_name_problem,
@@ -374,8 +374,7 @@ def render_experiment(page: ExperimentPage, *, index_href: str, page_dir: Path |
         body.append("<h2>Tables</h2>")
         for title, frame in page.tables:
             body += [f"<h3>{e(title)}</h3>", frame_html(frame)]
-            if runs_note(frame):  # every cell holds as many runs; else each cell says its own
-                body.append(f'<p class="note">{e(runs_note(frame))}</p>')
+            body += [f'<p class="note">{e(note)}</p>' for note in table_notes(frame)]
             if page.baseline is not None and frame.attrs.get("baseline"):
                 body.append(f'<p class="legend">{e(legend(page.baseline))}</p>')
     if page.chart:

@@ -103,12 +103,19 @@ def pivot(runs: pd.DataFrame, table: TableSpec, statistics: bool = False,
     if table.value == STILL_IMPROVING:
         frame[table.value] = _share(frame)
     groups = frame.groupby(keys, sort=False, dropna=False)[table.value]
-    tests = against.cell_tests(frame, keys, table.value, baseline, metric_direction(table.value)) \
-        if baseline is not None else None
-    note = against.title_note(baseline, [tests]) if tests is not None else ""
+    direction = metric_direction(table.value)
+    if baseline is not None:
+        tests = against.cell_tests(frame, keys, table.value, baseline, direction)
+        note = against.title_note(baseline, [tests])
+    else:  # the best of each column marked, the others tested against it
+        tests = against.best_tests(frame, keys, columns, table.value, direction) \
+            if direction is not None and "seed" not in keys and not statistics else None
+        note = ""
     cells = groups.agg(cell_numbers)
     frame = _pivot(groups, cells, table, rows, columns, statistics, tests)
-    return _described(frame, rows, columns, note, runs_per_cell(list(cells)))
+    frame = _described(frame, rows, columns, note, runs_per_cell(list(cells)))
+    frame.attrs["marked_best"] = baseline is None and tests is not None
+    return frame
 
 
 STILL_IMPROVING = "still_improving"
@@ -282,20 +289,31 @@ def default_table(runs: pd.DataFrame, matrix_columns: list[str], pool: list[str]
             parts.append(numbers.rename(columns=lambda stat, m=metric: f"{m} {stat}"))
         return _described(pd.concat(parts, axis=1).reset_index(), keys, [], note, per_cell)
     texts = pd.DataFrame(dict(zip(metrics, _texts(cells))))  # the digits rule per metric, n over the table
-    if tests is not None:
-        for metric in metrics:
-            texts[metric] = against.marked(texts[metric], tests[metric])
-    return _described(texts.reset_index(), keys, [], note, per_cell)
+    best = False
+    if tests is None and "seed" not in keys:  # each metric's column: its best marked, the others tested against it
+        tests = {metric: against.best_tests(frame, keys, [], metric, metric_direction(metric)) for metric in metrics
+                 if metric_direction(metric) is not None}
+        tests = {metric: found for metric, found in tests.items() if found is not None}
+        best = bool(tests)
+    for metric, found in (tests or {}).items():
+        texts[metric] = against.marked(texts[metric], found)
+    frame = _described(texts.reset_index(), keys, [], note, per_cell)
+    frame.attrs["marked_best"] = best
+    return frame
+
+
+def table_notes(frame: pd.DataFrame) -> list[str]:
+    """The lines under a table: how many runs each cell holds when they all hold the same number (`runs_note`),
+    and what its best-of-column marks mean, where it has them."""
+    return [note for note in (runs_note(frame), against.best_legend() if frame.attrs.get("marked_best") else "")
+            if note]
 
 
 def to_markdown(frame: pd.DataFrame) -> str:
-    """The table as Markdown, and below it how many runs each cell holds when they all hold the same
-    number (`runs_note`)."""
+    """The table as Markdown, and below it its notes (`table_notes`)."""
     if frame.empty:
         return "_no finished runs_"
-    text = frame.to_markdown(index=False, disable_numparse=True)
-    note = runs_note(frame)
-    return f"{text}\n\n{note}" if note else text
+    return "\n\n".join([frame.to_markdown(index=False, disable_numparse=True), *table_notes(frame)])
 
 
 def verdict_frame(verdicts: list[Verdict]) -> pd.DataFrame:
