@@ -182,3 +182,18 @@ def test_a_report_baseline_an_experiment_lacks_leaves_its_tables_unmarked_and_sa
     assert code == 0, err
     assert "tables not marked against task.lag = 5: --baseline: unknown column &#x27;task.lag&#x27;" in page
     assert "[base]" not in page and "<th>model.cell \\ model.bidirectional</th>" in page
+
+
+def test_a_table_says_per_row_how_many_of_its_runs_were_still_improving(tmp_path, capsys):
+    folder = results(tmp_path, seeds=3)
+    runs = pd.read_csv(folder / "runs.csv")
+    runs["still_improving"] = [run_id in {"gru_False_0", "gru_True_2"} for run_id in runs["run_id"]]
+    runs.to_csv(folder / "runs.csv", index=False)
+    code, out, err = run_cli(capsys, "table", folder)
+    assert code == 0, err
+    header, *rows = markdown_rows(out)
+    assert header[-1] == "still improving"
+    assert [row[0] for row in rows] == ["lstm", "gru"] and [row[-1] for row in rows] == ["0 of 6", "2 of 6"]
+    runs["still_improving"] = False  # none: no column
+    runs.to_csv(folder / "runs.csv", index=False)
+    assert "still improving" not in run_cli(capsys, "table", folder)[1]

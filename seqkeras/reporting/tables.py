@@ -40,7 +40,7 @@ from seqkeras.reporting.selection import key_list, require_columns, select
 from seqkeras.reporting.spec_rows import default_decoder_labelled, each_run_once, reads_each_run_once, table_views
 from seqkeras.results.folder import (
     FAILED, OK, TRAINING_COLUMNS, identity_columns, is_evaluation_key, print_warning,
-    run_counts, still_improving_said,
+    one_row_per_run, run_counts, still_improving_said,
 )
 from seqkeras.spec.outputs import metric_direction
 from seqkeras.spec.sections import TableSpec
@@ -113,12 +113,38 @@ def pivot(runs: pd.DataFrame, table: TableSpec, statistics: bool = False,
         note = ""
     cells = groups.agg(cell_numbers)
     frame = _pivot(groups, cells, table, rows, columns, statistics, tests)
+    if not statistics and table.value != STILL_IMPROVING:
+        frame = with_still_improving(frame, chosen, rows)
     frame = _described(frame, rows, columns, note, runs_per_cell(list(cells)))
     frame.attrs["marked_best"] = baseline is None and tests is not None
     return frame
 
 
 STILL_IMPROVING = "still_improving"
+
+
+IMPROVING_COLUMN = "still improving"
+
+
+def with_still_improving(frame: pd.DataFrame, chosen: pd.DataFrame, rows: list[str]) -> pd.DataFrame:
+    """The table's texts with a last column saying, per row, how many of its runs were still improving when they
+    ended (runs.csv's still_improving), `2 of 3`: a row whose runs had not converged ranks how far they got. Only
+    where some run of the table was; a table of runs that do not record it is left as it is."""
+    if "still_improving" not in chosen.columns or frame.empty:
+        return frame
+    runs = one_row_per_run(chosen)
+    improving = still_improving_said(runs) == "true"
+    if not improving.any():
+        return frame
+    labelled = _labels(runs[rows].assign(improving=improving.to_numpy()), rows)
+    counts = labelled.groupby(rows, sort=False, dropna=False)["improving"].agg(["sum", "size"])
+    said = {tuple(map(str, key if isinstance(key, tuple) else (key,))): f"{int(row['sum'])} of {int(row['size'])}"
+            for key, row in counts.iterrows()}
+    # The frame's row keys: the first columns, the last one named by the corner where the table has columns.
+    keys = frame.iloc[:, : len(rows)].astype(str).itertuples(index=False, name=None)
+    frame = frame.copy()
+    frame[IMPROVING_COLUMN] = [said.get(tuple(key), "") for key in keys]
+    return frame
 
 
 def _share(frame: pd.DataFrame) -> pd.Series:
