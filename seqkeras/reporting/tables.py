@@ -72,13 +72,15 @@ def _statistics(grouped) -> pd.DataFrame:
 
 
 def pivot(runs: pd.DataFrame, table: TableSpec, statistics: bool = False,
-          baseline: Baseline | None = None) -> pd.DataFrame:
+          baseline: Baseline | None = None, best: bool = True) -> pd.DataFrame:
     """The table a spec asks for: rows × columns of `value`, mean ± std over seeds (and the `pool` keys).
 
     statistics: numbers for pandas instead of "0.76 ± 0.014" texts: a column each for the
     mean, std and n ("accuracy mean", … without `columns`; "<column> mean", … with them).
     baseline: each cell tested against its baseline cell (see the module): a mark after
     the text, or p_value, test and verdict columns after the numbers.
+    best: without a baseline, the texts mark each column's best and test the other cells against it (a view
+    that compares otherwise, tuned beside untuned, or a command with a baseline, says False).
     The frame's attrs name its `rows` and `columns` keys, and `baseline` what its title adds.
     """
     rows, columns = key_list(table.rows), key_list(table.columns)
@@ -109,7 +111,7 @@ def pivot(runs: pd.DataFrame, table: TableSpec, statistics: bool = False,
         note = against.title_note(baseline, [tests])
     else:  # the best of each column marked, the others tested against it
         tests = against.best_tests(frame, keys, columns, table.value, direction) \
-            if direction is not None and "seed" not in keys and not statistics else None
+            if best and direction is not None and "seed" not in keys and not statistics else None
         note = ""
     cells = groups.agg(cell_numbers)
     frame = _pivot(groups, cells, table, rows, columns, statistics, tests)
@@ -284,7 +286,7 @@ def defaultkey_list(runs: pd.DataFrame, matrix_columns: list[str], pool: list[st
 
 
 def default_table(runs: pd.DataFrame, matrix_columns: list[str], pool: list[str] = (),
-                  statistics: bool = False, baseline: Baseline | None = None) -> pd.DataFrame:
+                  statistics: bool = False, baseline: Baseline | None = None, best: bool = True) -> pd.DataFrame:
     """Without a `table:` section: every run's matrix values and metrics (pooling only seeds and `pool`).
 
     statistics: "<metric> mean", "<metric> std" and "<metric> n" columns of numbers, as `pivot`'s.
@@ -316,7 +318,7 @@ def default_table(runs: pd.DataFrame, matrix_columns: list[str], pool: list[str]
         return _described(pd.concat(parts, axis=1).reset_index(), keys, [], note, per_cell)
     texts = pd.DataFrame(dict(zip(metrics, _texts(cells))))  # the digits rule per metric, n over the table
     best = False
-    if tests is None and "seed" not in keys:  # each metric's column: its best marked, the others tested against it
+    if tests is None and best and "seed" not in keys:  # each metric's column: its best marked, the others against it
         tests = {metric: against.best_tests(frame, keys, [], metric, metric_direction(metric)) for metric in metrics
                  if metric_direction(metric) is not None}
         tests = {metric: found for metric, found in tests.items() if found is not None}
@@ -386,16 +388,18 @@ def table_title(table: TableSpec) -> str:
 def summary_tables(runs: pd.DataFrame, tables: list[TableSpec], matrix_columns: list[str],
                    pool: list[str] = (), statistics: bool = False, baseline: Baseline | None = None,
                    warn: Callable[[str], None] = print_warning,
-                   own_decoders: list[str] | None = None) -> list[tuple[str, pd.DataFrame]]:
+                   own_decoders: list[str] | None = None, best: bool = True) -> list[tuple[str, pd.DataFrame]]:
     """The declared tables (or every run's values), each also pooling over `pool` (table --pool).
 
     statistics: numbers (mean, std, n columns; see `pivot`), not the page's texts.
     baseline: cells tested against their baseline cell (see `pivot`) in each table that has its key as a
     row or column; a table without it is shown unmarked with a warning, and when none has it, that is the error.
     own_decoders: the spec's decoders, when rows of other decoders may have been added (reporting.spec_rows).
+    best: each column's best marked (`pivot`), where no baseline is given.
     """
+    best = best and baseline is None
     if not tables:
-        frame = default_table(runs, matrix_columns, list(pool), statistics, baseline)
+        frame = default_table(runs, matrix_columns, list(pool), statistics, baseline, best)
         return [(titled("Runs (mean ± std over seeds)", frame), frame)]
     if pool:
         tables = [t.model_copy(update={"pool": [*t.pool, *pool]}) for t in tables]
@@ -412,7 +416,7 @@ def summary_tables(runs: pd.DataFrame, tables: list[TableSpec], matrix_columns: 
                 marked[index] = None
                 warn(f"--baseline {baseline.key}: not a row or column of the table {table_title(table)!r}; "
                      "its cells are not marked")
-    frames = [pivot(rows, t, statistics, b) for (t, rows, _), b in zip(views, marked)]
+    frames = [pivot(rows, t, statistics, b, best) for (t, rows, _), b in zip(views, marked)]
     return [(titled(table_title(t) + note, frame), frame) for (t, _, note), frame in zip(views, frames)]
 
 

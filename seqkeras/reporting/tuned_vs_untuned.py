@@ -110,7 +110,7 @@ def with_tuning_column(table: TableSpec) -> TableSpec:
 def pivot_beside(beside: Beside, table: TableSpec, statistics: bool = False,
                  baseline: Baseline | None = None) -> pd.DataFrame:
     """`table --rows … --value … --untuned`: the pivot with a tuned and an untuned column per cell."""
-    return pivot(beside.runs, with_tuning_column(table), statistics, baseline)
+    return pivot(beside.runs, with_tuning_column(table), statistics, baseline, best=False)
 
 
 def summary_tables_beside(beside: Beside, tables: list[TableSpec], pool: list[str] = (), statistics: bool = False,
@@ -119,10 +119,11 @@ def summary_tables_beside(beside: Beside, tables: list[TableSpec], pool: list[st
     """The tuned experiment's tables (or the table of every run), each with the untuned runs beside its cells."""
     if tables:
         return summary_tables(beside.runs, [with_tuning_column(t) for t in tables], beside.point_columns,
-                              pool=pool, statistics=statistics, baseline=baseline, own_decoders=own_decoders)
+                              pool=pool, statistics=statistics, baseline=baseline, own_decoders=own_decoders,
+                              best=False)
     keys = defaultkey_list(beside.runs, [*beside.point_columns, TUNING], list(pool))
     frames = summary_tables(beside.runs, [], [*beside.point_columns, TUNING], pool=pool, statistics=statistics,
-                            baseline=baseline, own_decoders=own_decoders)
+                            baseline=baseline, own_decoders=own_decoders, best=False)
     return [(title, tuning_in_columns(frame, [k for k in keys if k != TUNING], statistics)) for title, frame in frames]
 
 
