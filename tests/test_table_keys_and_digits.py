@@ -197,3 +197,16 @@ def test_a_table_says_per_row_how_many_of_its_runs_were_still_improving(tmp_path
     runs["still_improving"] = False  # none: no column
     runs.to_csv(folder / "runs.csv", index=False)
     assert "still improving" not in run_cli(capsys, "table", folder)[1]
+
+
+def test_the_table_of_every_run_marks_each_metrics_best_too(tmp_path, capsys):
+    folder = results(tmp_path, seeds=3)
+    (folder / "experiment.yaml").write_text(yaml.safe_dump({"version": 1, "name": "exp"}), encoding="utf-8")
+    code, out, err = run_cli(capsys, "table", folder)
+    assert code == 0, err
+    header, *rows = markdown_rows(out)
+    accuracy = [row[header.index("accuracy")] for row in rows]
+    # gru (both directions) is 0.05 above lstm on every seed: the best is a gru row, each lstm row worse.
+    assert sum(text.endswith("[best]") for text in accuracy) == 1
+    assert all(text.endswith("[worse]") for row, text in zip(rows, accuracy) if "lstm" in row)
+    assert "[best]: the best mean of its column" in out

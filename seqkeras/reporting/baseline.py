@@ -103,6 +103,12 @@ def check_key_in(baseline: Baseline, keys: list[str], table: str) -> None:
                         f"a cell's baseline is the cell with the same keys but {baseline}", path=OPTION)
 
 
+def cells_of(frame: pd.DataFrame, keys: list[str]) -> dict[tuple, pd.DataFrame]:
+    """The table's cells: {its keys, as the table labels them: its runs}."""
+    return {(group if isinstance(group, tuple) else (group,)): part
+            for group, part in frame.groupby(keys, sort=False, dropna=False)}
+
+
 def cell_tests(frame: pd.DataFrame, keys: list[str], value: str, baseline: Baseline,
                direction: str | None = None) -> dict[tuple, CellTest]:
     """{cell's keys (as the table labels them): its test against its baseline cell} for every cell of `frame`.
@@ -112,8 +118,7 @@ def cell_tests(frame: pd.DataFrame, keys: list[str], value: str, baseline: Basel
     better / worse), else None (higher / lower).
     """
     position = keys.index(baseline.key)
-    cells = {(group if isinstance(group, tuple) else (group,)): part
-             for group, part in frame.groupby(keys, sort=False, dropna=False)}
+    cells = cells_of(frame, keys)
     tests = {}
     for cell, part in cells.items():
         if same_value(cell[position], baseline.value):
@@ -133,8 +138,7 @@ def best_tests(frame: pd.DataFrame, keys: list[str], columns: list[str], value: 
     other cell is tested against it as against a baseline cell (`test_against`): `[worse]` beyond chance, `[n.s.]`
     not shown to differ, `[?]` too few seeds. None where no column has two cells and a best of
     MIN_SEEDS_FOR_TEST runs or more: a best of one or two runs decides nothing."""
-    cells = {(group if isinstance(group, tuple) else (group,)): part
-             for group, part in frame.groupby(keys, sort=False, dropna=False)}
+    cells = cells_of(frame, keys)
     at = [keys.index(key) for key in columns]
     by_column: dict[tuple, list[tuple]] = {}
     for cell in cells:
@@ -142,12 +146,12 @@ def best_tests(frame: pd.DataFrame, keys: list[str], columns: list[str], value: 
     tests: dict[tuple, CellTest] = {}
     decided = False
     for members in by_column.values():
-        means = {cell: _numbers(cells[cell], value)["value"].mean() for cell in members}
-        ranked = [cell for cell in members if np.isfinite(means[cell])]
+        numbers = {cell: _numbers(cells[cell], value)["value"] for cell in members}
+        ranked = [cell for cell in members if np.isfinite(numbers[cell].mean())]
         if len(ranked) < 2:
             continue
-        best = (max if direction == "maximize" else min)(ranked, key=lambda cell: means[cell])
-        if len(_numbers(cells[best], value)) < MIN_SEEDS_FOR_TEST:
+        best = (max if direction == "maximize" else min)(ranked, key=lambda cell: numbers[cell].mean())
+        if len(numbers[best]) < MIN_SEEDS_FOR_TEST:
             continue
         decided = True
         for cell in ranked:

@@ -317,16 +317,16 @@ def default_table(runs: pd.DataFrame, matrix_columns: list[str], pool: list[str]
             parts.append(numbers.rename(columns=lambda stat, m=metric: f"{m} {stat}"))
         return _described(pd.concat(parts, axis=1).reset_index(), keys, [], note, per_cell)
     texts = pd.DataFrame(dict(zip(metrics, _texts(cells))))  # the digits rule per metric, n over the table
-    best = False
+    marked_best = False
     if tests is None and best and "seed" not in keys:  # each metric's column: its best marked, the others against it
         tests = {metric: against.best_tests(frame, keys, [], metric, metric_direction(metric)) for metric in metrics
                  if metric_direction(metric) is not None}
         tests = {metric: found for metric, found in tests.items() if found is not None}
-        best = bool(tests)
+        marked_best = bool(tests)
     for metric, found in (tests or {}).items():
         texts[metric] = against.marked(texts[metric], found)
     frame = _described(texts.reset_index(), keys, [], note, per_cell)
-    frame.attrs["marked_best"] = best
+    frame.attrs["marked_best"] = marked_best
     return frame
 
 

@@ -57,8 +57,9 @@ def check_share(params, what: str, source_lengths: Sequence[int], target_lengths
         return
     set_limits = [key for key in LIMITS if getattr(params, key, None) is not None]
     said = " and ".join(f"{key} {getattr(params, key)}" for key in set_limits)
-    suggested = {key: covering(lengths) for key, lengths in zip(LIMITS, (source_lengths, target_lengths))
-                 if key in set_limits and covering(lengths) > getattr(params, key)}
+    keeping = {key: covering(lengths) for key, lengths in zip(LIMITS, (source_lengths, target_lengths))
+               if key in set_limits}
+    suggested = {key: value for key, value in keeping.items() if value > getattr(params, key)}
     if suggested:
         sides = " and ".join("the sources" if key == LIMITS[0] else "the targets" for key in suggested)
         remedy = (" and ".join(f"{key} {value}" for key, value in suggested.items())
